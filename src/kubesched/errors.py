@@ -1,0 +1,61 @@
+"""Errors that reach users.
+
+Every problem with user input is an :class:`InputError` that names *where* it happened (file,
+document number, object, field), so the CLI can print one clear line and exit 2 instead of a
+traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class KubeschedError(Exception):
+    """Base class for errors kubesched reports to users."""
+
+
+@dataclass
+class InputError(KubeschedError):
+    """Bad user input: a malformed manifest, quantity, configuration or plugin name."""
+
+    message: str
+    file: str | None = None
+    document: int | None = None  # 1-based position of the document inside a multi-document file
+    obj: str | None = None  # "Kind namespace/name" or "Kind name"
+    field: str | None = None  # dotted path such as spec.containers[0].resources.requests.cpu
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def located(
+        self,
+        *,
+        file: str | None = None,
+        document: int | None = None,
+        obj: str | None = None,
+        field_prefix: str | None = None,
+    ) -> InputError:
+        """Return a copy with missing location parts filled in (inner parts win)."""
+        field = self.field
+        if field_prefix:
+            field = f"{field_prefix}.{field}" if field else field_prefix
+        return InputError(
+            self.message,
+            file=self.file or file,
+            document=self.document if self.document is not None else document,
+            obj=self.obj or obj,
+            field=field,
+        )
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        if self.file:
+            parts.append(self.file)
+        if self.document is not None:
+            parts.append(f"document {self.document}")
+        if self.obj:
+            parts.append(self.obj)
+        if self.field:
+            parts.append(f"field {self.field}")
+        where = ": ".join(parts)
+        return f"{where}: {self.message}" if where else self.message
