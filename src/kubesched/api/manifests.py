@@ -1,0 +1,174 @@
+"""Loading standard Kubernetes manifests: files, directories or ``-`` (stdin); multi-document YAML
+or JSON; ``kind: List`` (and ``*List``) expanded.
+
+Every object of a kind kubesched understands is validated by parsing it; the first problem stops
+the load with an :class:`InputError` naming file, document, object and field, so nothing is
+scheduled from half-valid input. Kinds kubesched does not use are skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
+from kubesched.errors import InputError
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _validate_namespace(obj: Mapping[str, Any]) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+        raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    api_versions: tuple[str, ...]
+    validate: Callable[[Mapping[str, Any]], object]
+    namespaced: bool
+
+
+#: Kinds kubesched reads, with the apiVersions it accepts and the parser that validates them.
+#: Later subsystems (batch, topology) add their kinds here.
+KINDS: dict[str, KindSpec] = {
+    "Namespace": KindSpec(("v1",), _validate_namespace, False),
+    "Node": KindSpec(("v1",), Node.from_dict, False),
+    "Pod": KindSpec(("v1",), Pod.from_dict, True),
+    "PriorityClass": KindSpec(("scheduling.k8s.io/v1",), PriorityClass.from_dict, False),
+}
+
+
+@dataclass(slots=True)
+class ManifestObject:
+    kind: str
+    obj: dict[str, Any]
+    source: str
+    document: int
+
+    @property
+    def ref(self) -> str:
+        return object_ref(self.obj)
+
+
+@dataclass(slots=True)
+class LoadResult:
+    objects: list[ManifestObject] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[ManifestObject]:
+        return [o for o in self.objects if o.kind == kind]
+
+
+def _expand_paths(paths: Sequence[str]) -> Iterator[str]:
+    for p in paths:
+        if p == "-":
+            yield p
+            continue
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES)
+            yield from (str(f) for f in found)
+        elif path.is_file():
+            yield str(path)
+        else:
+            raise InputError("no such file or directory", file=p)
+
+
+def _documents(text: str, source: str) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(text)]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"not valid YAML/JSON{where}: {problem}", file=source) from None
+
+
+def _items(doc: Any, source: str, index: int) -> Iterator[tuple[Mapping[str, Any], str | None]]:
+    """Yield (object, field prefix) pairs, expanding List kinds."""
+    if doc is None:
+        return
+    if not isinstance(doc, Mapping):
+        raise InputError(
+            f"a manifest must be a mapping, got {type(doc).__name__}", file=source, document=index
+        )
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+        items = doc.get("items") or []
+        if not isinstance(items, list):
+            raise InputError("items must be a list", file=source, document=index, field="items")
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise InputError(
+                    "each item must be a mapping", file=source, document=index, field=f"items[{i}]"
+                )
+            yield item, f"items[{i}]"
+        return
+    yield doc, None
+
+
+def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, result: LoadResult) -> None:
+    kind = obj.get("kind")
+    where = {"file": source, "document": index, "obj": object_ref(obj)}
+    if not isinstance(kind, str) or not kind:
+        raise InputError("missing kind", **where, field=f"{prefix}.kind" if prefix else "kind")  # type: ignore[arg-type]
+    spec = KINDS.get(kind)
+    if spec is None:
+        result.warnings.append(
+            f"{source}: document {index}: skipping {object_ref(obj)}: kind {kind} is not used"
+        )
+        return
+    api_version = obj.get("apiVersion")
+    if api_version not in spec.api_versions:
+        raise InputError(
+            f"apiVersion {api_version!r} is not supported for {kind}; use {' or '.join(spec.api_versions)}",
+            **where,  # type: ignore[arg-type]
+            field=f"{prefix}.apiVersion" if prefix else "apiVersion",
+        )
+    try:
+        spec.validate(obj)
+    except InputError as exc:
+        raise exc.located(file=source, document=index, obj=object_ref(obj), field_prefix=prefix) from None
+    result.objects.append(ManifestObject(kind, dict(obj), source, index))
+
+
+def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
+    """Read and validate manifests; raises :class:`InputError` on the first bad object."""
+    result = LoadResult()
+    seen: dict[tuple[str, str, str], str] = {}
+    for source in _expand_paths(paths):
+        if source == "-":
+            text = (stdin or sys.stdin).read()
+            label = "<stdin>"
+        else:
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read: {exc}", file=source) from None
+            label = source
+        for index, doc in enumerate(_documents(text, label), start=1):
+            for obj, prefix in _items(doc, label, index):
+                before = len(result.objects)
+                _check(obj, label, index, prefix, result)
+                if len(result.objects) == before:
+                    continue
+                added = result.objects[-1]
+                meta = added.obj.get("metadata") or {}
+                ns = (meta.get("namespace") or "default") if KINDS[added.kind].namespaced else ""
+                key = (added.kind, ns, str(meta.get("name")))
+                if key in seen:
+                    raise InputError(
+                        f"duplicate object, first defined in {seen[key]}",
+                        file=label,
+                        document=index,
+                        obj=added.ref,
+                    )
+                seen[key] = f"{label} document {index}"
+    return result

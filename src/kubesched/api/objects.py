@@ -1,0 +1,250 @@
+"""Typed, parsed views of the Kubernetes objects the scheduler reads.
+
+The store keeps objects as plain Kubernetes JSON (dicts), exactly as an API server would. The
+scheduler parses each one once into these views; parsing validates the fields kubesched relies on and
+raises :class:`~kubesched.errors.InputError` naming the offending field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
+from kubesched.api.taints import Taint, Toleration
+from kubesched.errors import InputError
+
+#: kubelet's default ``maxPods``: used when a Node manifest reports no ``pods`` capacity at all.
+DEFAULT_MAX_PODS = 110
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+
+def _mapping(data: Any, field: str) -> Mapping[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise InputError(f"expected a mapping, got {type(data).__name__}", field=field)
+    return data
+
+
+def _str_map(data: Any, field: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in _mapping(data, field).items():
+        if not isinstance(k, str):
+            raise InputError("keys must be strings", field=field)
+        if not isinstance(v, str):
+            raise InputError(f"value of {k!r} must be a string, got {type(v).__name__}", field=f"{field}.{k}")
+        out[k] = v
+    return out
+
+
+def _list(data: Any, field: str) -> list[Any]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise InputError(f"expected a list, got {type(data).__name__}", field=field)
+    return data
+
+
+def _name(meta: Mapping[str, Any]) -> str:
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
+    return name
+
+
+def object_ref(obj: Mapping[str, Any]) -> str:
+    """Human reference like ``Pod default/web-1`` for error messages (best effort on bad input)."""
+    kind = obj.get("kind", "?") if isinstance(obj, Mapping) else "?"
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = meta.get("name") or "<no name>"
+    ns = meta.get("namespace")
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+@dataclass(slots=True, eq=False)
+class Pod:
+    """A pod as the scheduler sees it. ``requests`` follow upstream's pod request rules."""
+
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    scheduler_name: str
+    node_name: str
+    priority: int
+    priority_class_name: str
+    preemption_policy: str
+    requests: ResourceList
+    nonzero_cpu: int
+    nonzero_memory: int
+    tolerations: tuple[Toleration, ...]
+    node_selector: dict[str, str]
+    affinity: Mapping[str, Any]
+    scheduling_gates: tuple[str, ...]
+    phase: str
+    creation_timestamp: str
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Pod:
+        meta = _mapping(obj.get("metadata"), "metadata")
+        spec = _mapping(obj.get("spec"), "spec")
+        status = _mapping(obj.get("status"), "status")
+        name = _name(meta)
+        containers = _list(spec.get("containers"), "spec.containers")
+        if not containers:
+            raise InputError("a pod needs at least one container", field="spec.containers")
+        requests, nonzero = pod_requests(spec)
+        tolerations = tuple(
+            Toleration.from_dict(t, f"spec.tolerations[{i}]")
+            for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))
+        )
+        gates: list[str] = []
+        for i, gate in enumerate(_list(spec.get("schedulingGates"), "spec.schedulingGates")):
+            gname = _mapping(gate, f"spec.schedulingGates[{i}]").get("name")
+            if not isinstance(gname, str) or not gname:
+                raise InputError("a scheduling gate needs a name", field=f"spec.schedulingGates[{i}].name")
+            gates.append(gname)
+        priority = spec.get("priority", 0)
+        if priority is None:
+            priority = 0
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise InputError(f"priority must be an integer, got {priority!r}", field="spec.priority")
+        node_name = spec.get("nodeName") or ""
+        if not isinstance(node_name, str):
+            raise InputError("nodeName must be a string", field="spec.nodeName")
+        scheduler_name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        if not isinstance(scheduler_name, str):
+            raise InputError("schedulerName must be a string", field="spec.schedulerName")
+        return cls(
+            namespace=str(meta.get("namespace") or "default"),
+            name=name,
+            uid=str(meta.get("uid") or ""),
+            labels=_str_map(meta.get("labels"), "metadata.labels"),
+            annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+            scheduler_name=scheduler_name,
+            node_name=node_name,
+            priority=priority,
+            priority_class_name=str(spec.get("priorityClassName") or ""),
+            preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+            requests=requests,
+            nonzero_cpu=nonzero[CPU],
+            nonzero_memory=nonzero[MEMORY],
+            tolerations=tolerations,
+            node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            affinity=_mapping(spec.get("affinity"), "spec.affinity"),
+            scheduling_gates=tuple(gates),
+            phase=str(status.get("phase") or "Pending"),
+            creation_timestamp=str(meta.get("creationTimestamp") or ""),
+            raw=obj,
+        )
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """A node as the scheduler sees it."""
+
+    name: str
+    uid: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: ResourceList
+    ready: bool
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def zone_key(self) -> str:
+        """Upstream ``utilnode.GetZoneKey``: region and zone; empty when neither label is set."""
+        region = self.labels.get(REGION_LABEL, "")
+        zone = self.labels.get(ZONE_LABEL, "")
+        if not region and not zone:
+            return ""
+        return f"{region}:\x00:{zone}"
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Node:
+        meta = _mapping(obj.get("metadata"), "metadata")
+        spec = _mapping(obj.get("spec"), "spec")
+        status = _mapping(obj.get("status"), "status")
+        name = _name(meta)
+        labels = _str_map(meta.get("labels"), "metadata.labels")
+        taints = tuple(
+            Taint.from_dict(t, f"spec.taints[{i}]")
+            for i, t in enumerate(_list(spec.get("taints"), "spec.taints"))
+        )
+        unschedulable = spec.get("unschedulable", False)
+        if not isinstance(unschedulable, bool):
+            raise InputError("unschedulable must be true or false", field="spec.unschedulable")
+        capacity = parse_resource_list(status.get("capacity"), "status.capacity")
+        # A hand-written manifest often gives only capacity; kubelet would report allocatable too.
+        if status.get("allocatable") is not None:
+            allocatable = parse_resource_list(status.get("allocatable"), "status.allocatable")
+        else:
+            allocatable = dict(capacity)
+        if PODS not in allocatable:
+            allocatable[PODS] = DEFAULT_MAX_PODS
+        allocatable.setdefault(CPU, 0)
+        allocatable.setdefault(MEMORY, 0)
+        ready = True
+        for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
+            cond = _mapping(cond, f"status.conditions[{i}]")
+            if cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+        return cls(
+            name=name,
+            uid=str(meta.get("uid") or ""),
+            labels=labels,
+            taints=taints,
+            unschedulable=unschedulable,
+            allocatable=allocatable,
+            ready=ready,
+            raw=obj,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool
+    preemption_policy: str
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PriorityClass:
+        meta = _mapping(obj.get("metadata"), "metadata")
+        name = _name(meta)
+        value = obj.get("value")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(f"value must be an integer, got {value!r}", field="value")
+        if value > 1_000_000_000 and name not in SYSTEM_PRIORITY_CLASSES:
+            raise InputError("user priority classes may not exceed 1000000000", field="value")
+        gd = obj.get("globalDefault", False)
+        if not isinstance(gd, bool):
+            raise InputError("globalDefault must be true or false", field="globalDefault")
+        policy = obj.get("preemptionPolicy") or "PreemptLowerPriority"
+        if policy not in ("PreemptLowerPriority", "Never"):
+            raise InputError(
+                f"preemptionPolicy must be PreemptLowerPriority or Never, got {policy!r}",
+                field="preemptionPolicy",
+            )
+        return cls(name=name, value=value, global_default=gd, preemption_policy=str(policy))

@@ -1,0 +1,161 @@
+"""Resource names and the upstream rules for what a pod requests.
+
+A pod's effective request follows upstream ``resourcehelper.PodRequests``:
+
+* regular containers run together, so their requests add up;
+* restartable init containers (sidecars, ``restartPolicy: Always``) keep running, so they add to the
+  regular containers and to every later init container;
+* ordinary init containers run one at a time, so the pod needs the largest of them (plus the sidecars
+  started before it);
+* the pod needs ``max(containers + sidecars, largest init step)`` per resource, plus ``spec.overhead``;
+* pod-level ``spec.resources.requests`` (PodLevelResources, beta and on in v1.34) replace the
+  container aggregate for the resources they name.
+
+For scoring, upstream counts a container that does not say how much CPU or memory it wants as
+100m / 200Mi ("non-zero requests"), so empty pods do not all pile onto one node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubesched.api.quantity import QuantityError, resource_amount
+from kubesched.errors import InputError
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+#: Upstream defaults for containers without a CPU / memory request, used only for scoring.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+ResourceList = dict[str, int]
+
+
+def is_extended_resource(name: str) -> bool:
+    """Extended resources are domain-qualified names outside kubernetes.io (e.g. nvidia.com/gpu)."""
+    if "/" not in name:
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io") or domain == "requests")
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def parse_resource_list(data: Any, field: str) -> ResourceList:
+    """Parse a ``{name: quantity}`` mapping into canonical integers (milli-CPU, bytes, counts)."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise InputError(
+            f"expected a mapping of resource name to quantity, got {type(data).__name__}", field=field
+        )
+    out: ResourceList = {}
+    for name, value in data.items():
+        if not isinstance(name, str) or not name:
+            raise InputError("resource names must be non-empty strings", field=field)
+        try:
+            out[name] = resource_amount(name, value)
+        except QuantityError as exc:
+            raise InputError(f"invalid quantity {value!r}: {exc}", field=f"{field}.{name}") from None
+    return out
+
+
+def add_into(total: ResourceList, other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        total[name] = total.get(name, 0) + value
+
+
+def max_into(total: ResourceList, other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        if value > total.get(name, 0):
+            total[name] = value
+
+
+def _container_requests(container: Mapping[str, Any], field: str) -> ResourceList:
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise InputError("expected a mapping", field=f"{field}.resources")
+    requests = parse_resource_list(resources.get("requests"), f"{field}.resources.requests")
+    # Like the API server: a limit without a request defaults the request to the limit.
+    limits = parse_resource_list(resources.get("limits"), f"{field}.resources.limits")
+    for name, value in limits.items():
+        requests.setdefault(name, value)
+    return requests
+
+
+def _with_nonzero_defaults(requests: ResourceList) -> ResourceList:
+    out = dict(requests)
+    out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+    out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    return out
+
+
+def _aggregate(
+    containers: Iterable[ResourceList],
+    init_containers: Iterable[tuple[ResourceList, bool]],
+) -> ResourceList:
+    total: ResourceList = {}
+    for req in containers:
+        add_into(total, req)
+    sidecars: ResourceList = {}
+    largest_init: ResourceList = {}
+    for req, restartable in init_containers:
+        if restartable:
+            add_into(total, req)
+            add_into(sidecars, req)
+            step = dict(sidecars)
+        else:
+            step = dict(req)
+            add_into(step, sidecars)
+        max_into(largest_init, step)
+    max_into(total, largest_init)
+    return total
+
+
+def pod_requests(spec: Mapping[str, Any], field: str = "spec") -> tuple[ResourceList, ResourceList]:
+    """Return ``(requests, nonzero_requests)`` of a pod spec, following upstream rules.
+
+    ``nonzero_requests`` holds only cpu and memory, with the per-container scoring defaults applied.
+    """
+    containers = spec.get("containers") or []
+    init_containers = spec.get("initContainers") or []
+    if not isinstance(containers, list):
+        raise InputError("expected a list", field=f"{field}.containers")
+    if not isinstance(init_containers, list):
+        raise InputError("expected a list", field=f"{field}.initContainers")
+    regular: list[ResourceList] = []
+    for i, c in enumerate(containers):
+        if not isinstance(c, Mapping):
+            raise InputError("expected a container mapping", field=f"{field}.containers[{i}]")
+        regular.append(_container_requests(c, f"{field}.containers[{i}]"))
+    inits: list[tuple[ResourceList, bool]] = []
+    for i, c in enumerate(init_containers):
+        if not isinstance(c, Mapping):
+            raise InputError("expected a container mapping", field=f"{field}.initContainers[{i}]")
+        inits.append(
+            (_container_requests(c, f"{field}.initContainers[{i}]"), c.get("restartPolicy") == "Always")
+        )
+
+    requests = _aggregate(regular, inits)
+    nonzero = _aggregate(
+        (_with_nonzero_defaults(r) for r in regular),
+        ((_with_nonzero_defaults(r), restartable) for r, restartable in inits),
+    )
+    pod_level = spec.get("resources") or {}
+    if isinstance(pod_level, Mapping) and pod_level.get("requests"):
+        level = parse_resource_list(pod_level.get("requests"), f"{field}.resources.requests")
+        for name in (CPU, MEMORY):
+            if name in level:
+                requests[name] = level[name]
+                nonzero[name] = level[name]
+    overhead = parse_resource_list(spec.get("overhead"), f"{field}.overhead")
+    add_into(requests, overhead)
+    add_into(nonzero, overhead)
+    requests = {k: v for k, v in requests.items() if v != 0 or k in (CPU, MEMORY)}
+    return requests, {CPU: nonzero.get(CPU, 0), MEMORY: nonzero.get(MEMORY, 0)}
