@@ -1,0 +1,156 @@
+"""Extension-point protocols. A plugin implements any subset; its methods decide where it runs.
+
+In-tree plugins are vectorized: Filter and Score see the whole :class:`NodeTable` and answer with
+arrays. A user plugin that prefers to look at one node at a time subclasses
+:class:`PerNodeFilterPlugin` and implements ``filter(state, pod, node_info)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from kubesched.framework.extension_points import ExtensionPoint
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, NodeFailure
+
+if TYPE_CHECKING:
+    from kubesched.api.objects import Pod
+    from kubesched.cache.cache import Snapshot
+    from kubesched.cache.node_info import NodeInfo
+    from kubesched.cache.node_table import NodeTable
+    from kubesched.framework.cycle_state import CycleState
+    from kubesched.framework.diagnosis import Diagnosis
+    from kubesched.framework.types import ClusterEvent, IntArray, PreFilterResult, QueuedPodInfo
+
+
+class Plugin(Protocol):
+    name: ClassVar[str]
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    def post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[str | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray: ...
+
+
+@runtime_checkable
+class ScoreNormalizer(Protocol):
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> None: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    def events_to_register(self) -> list[ClusterEvent]: ...
+
+
+_POINT_METHODS: dict[ExtensionPoint, str] = {
+    ExtensionPoint.PRE_ENQUEUE: "pre_enqueue",
+    ExtensionPoint.QUEUE_SORT: "less",
+    ExtensionPoint.PRE_FILTER: "pre_filter",
+    ExtensionPoint.FILTER: "filter_nodes",
+    ExtensionPoint.POST_FILTER: "post_filter",
+    ExtensionPoint.PRE_SCORE: "pre_score",
+    ExtensionPoint.SCORE: "score_nodes",
+    ExtensionPoint.RESERVE: "reserve",
+    ExtensionPoint.PERMIT: "permit",
+    ExtensionPoint.PRE_BIND: "pre_bind",
+    ExtensionPoint.BIND: "bind",
+    ExtensionPoint.POST_BIND: "post_bind",
+}
+
+
+def extension_points_of(cls: type) -> frozenset[ExtensionPoint]:
+    """The extension points a plugin class implements, judged by its methods."""
+    return frozenset(p for p, method in _POINT_METHODS.items() if callable(getattr(cls, method, None)))
+
+
+class PerNodeFilterPlugin:
+    """Adapter for plugins written one node at a time: ``filter(state, pod, node_info)``.
+
+    Slower than a vectorized plugin (one Python call per node), so in-tree plugins never use it.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
+        snapshot: Snapshot = self.handle.snapshot
+        passed = np.zeros(table.capacity, dtype=np.bool_)
+        failures: dict[tuple[str, bool], np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        for slot in table.order.tolist():
+            info = snapshot.node_infos.get(table.names[slot])
+            if info is None:
+                continue
+            status = self.filter(state, pod, info)
+            if status is None or status.code == Code.SUCCESS:
+                passed[slot] = True
+                continue
+            unresolvable = status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            for reason in status.reasons or [f"node(s) didn't satisfy plugin {self.name}"]:
+                mask = failures.setdefault((reason, unresolvable), np.zeros(table.capacity, dtype=np.bool_))
+                mask[slot] = True
+        return FilterResult(passed, [NodeFailure(r, m, u) for (r, u), m in failures.items()])
