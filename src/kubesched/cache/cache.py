@@ -1,0 +1,217 @@
+"""The scheduler cache: what the scheduler believes is on every node, assumed pods included.
+
+Upstream semantics: right after a scheduling cycle picks a node the pod is *assumed* there, so the next
+cycle already counts it; binding runs later; the informer's event for the bound pod *confirms* the
+assumption; a failed bind *forgets* it. Every change bumps the node's generation and marks its slot
+dirty, so a snapshot refresh copies only the rows that changed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.cache.node_info import NodeInfo
+from kubesched.cache.node_table import NodeTable
+from kubesched.cache.node_tree import NodeTree
+
+
+class CacheError(Exception):
+    """An impossible cache transition (assume twice, forget an unknown pod): a scheduler bug."""
+
+
+@dataclass(slots=True)
+class PodState:
+    pod: Pod
+    node_name: str
+    assumed: bool
+    binding_finished: bool = False
+
+
+class SchedulerCache:
+    def __init__(self) -> None:
+        self.node_infos: dict[str, NodeInfo] = {}
+        self._slots: dict[str, int] = {}
+        self._free_slots: list[int] = []
+        self._next_slot = 0
+        self._tree = NodeTree()
+        self._pods: dict[str, PodState] = {}
+        self._dirty: set[str] = set()
+        self._tree_changed = True
+        self._generation = itertools.count(1)
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def _info(self, name: str) -> NodeInfo:
+        info = self.node_infos.get(name)
+        if info is None:
+            info = NodeInfo()
+            self.node_infos[name] = info
+            if self._free_slots:
+                self._slots[name] = self._free_slots.pop()
+            else:
+                self._slots[name] = self._next_slot
+                self._next_slot += 1
+        return info
+
+    def _touch(self, name: str, info: NodeInfo) -> None:
+        info.generation = next(self._generation)
+        self._dirty.add(name)
+
+    def add_node(self, node: Node) -> None:
+        info = self._info(node.name)
+        info.node = node
+        self._tree.add(node.name, node.zone_key)
+        self._tree_changed = True
+        self._touch(node.name, info)
+
+    def update_node(self, node: Node) -> None:
+        self.add_node(node)
+
+    def remove_node(self, name: str) -> None:
+        info = self.node_infos.get(name)
+        if info is None:
+            return
+        info.node = None
+        self._tree.remove(name)
+        self._tree_changed = True
+        self._touch(name, info)
+        self._maybe_drop(name, info)
+
+    def _maybe_drop(self, name: str, info: NodeInfo) -> None:
+        # A node's entry outlives the Node object while pods still refer to it (upstream does the same).
+        if info.node is None and not info.pods:
+            del self.node_infos[name]
+            self._free_slots.append(self._slots.pop(name))
+            self._dirty.add(name)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self._tree)
+
+    # -- pods ------------------------------------------------------------------------------------
+    def is_assumed(self, uid: str) -> bool:
+        st = self._pods.get(uid)
+        return st is not None and st.assumed
+
+    def pod_state(self, uid: str) -> PodState | None:
+        return self._pods.get(uid)
+
+    def assume_pod(self, pod: Pod, node_name: str) -> None:
+        if pod.uid in self._pods:
+            raise CacheError(f"pod {pod.key} is already in the cache")
+        info = self._info(node_name)
+        info.add_pod(pod)
+        self._touch(node_name, info)
+        self._pods[pod.uid] = PodState(pod, node_name, assumed=True)
+
+    def finish_binding(self, pod: Pod) -> None:
+        st = self._pods.get(pod.uid)
+        if st is not None and st.assumed:
+            st.binding_finished = True
+
+    def forget_pod(self, pod: Pod) -> None:
+        st = self._pods.get(pod.uid)
+        if st is None or not st.assumed:
+            raise CacheError(f"pod {pod.key} is not assumed, cannot forget it")
+        self._remove(st)
+
+    def add_pod(self, pod: Pod) -> None:
+        """An assigned pod seen by the informer: confirms an assumption or adds a foreign pod."""
+        st = self._pods.get(pod.uid)
+        if st is not None:
+            if st.assumed and st.node_name == pod.node_name:
+                st.assumed = False
+                self._replace(st, pod)
+                return
+            # Assumed on another node (or seen again): the informer is the truth.
+            self._remove(st)
+        info = self._info(pod.node_name)
+        info.add_pod(pod)
+        self._touch(pod.node_name, info)
+        self._pods[pod.uid] = PodState(pod, pod.node_name, assumed=False)
+
+    def update_pod(self, pod: Pod) -> None:
+        st = self._pods.get(pod.uid)
+        if st is None or st.node_name != pod.node_name:
+            self.add_pod(pod)
+            return
+        self._replace(st, pod)
+
+    def remove_pod(self, pod: Pod) -> None:
+        st = self._pods.get(pod.uid)
+        if st is not None:
+            self._remove(st)
+
+    def _replace(self, st: PodState, pod: Pod) -> None:
+        info = self.node_infos[st.node_name]
+        old = st.pod
+        if (old.requests, old.nonzero_cpu, old.nonzero_memory) != (
+            pod.requests,
+            pod.nonzero_cpu,
+            pod.nonzero_memory,
+        ):
+            info.remove_pod(old)
+            info.add_pod(pod)
+            self._touch(st.node_name, info)
+        else:
+            # Same footprint (the usual confirm after bind): no row to rewrite.
+            info.pods[pod.uid] = pod
+        st.pod = pod
+
+    def _remove(self, st: PodState) -> None:
+        info = self.node_infos.get(st.node_name)
+        if info is not None:
+            info.remove_pod(st.pod)
+            self._touch(st.node_name, info)
+            self._maybe_drop(st.node_name, info)
+        del self._pods[st.pod.uid]
+
+    def pods(self) -> list[PodState]:
+        return list(self._pods.values())
+
+    # -- snapshot --------------------------------------------------------------------------------
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        """Bring the snapshot up to date, copying only the node rows that changed (upstream
+        ``UpdateSnapshot`` by generation)."""
+        table = snapshot.table
+        for name in self._dirty:
+            info = self.node_infos.get(name)
+            if info is None:
+                slot = table.slot_of.get(name)
+                if slot is not None:
+                    table.clear(slot)
+                snapshot.node_infos.pop(name, None)
+                continue
+            slot = self._slots[name]
+            table.write(slot, info)
+            if info.node is None:
+                snapshot.node_infos.pop(name, None)
+            else:
+                snapshot.node_infos[name] = info
+        self._dirty.clear()
+        if self._tree_changed:
+            names = self._tree.list()
+            table.order = np.fromiter((self._slots[n] for n in names), dtype=np.int64, count=len(names))
+            self._tree_changed = False
+
+
+class Snapshot:
+    """The node state one scheduling cycle works on: the NodeTable plus the NodeInfos behind it.
+
+    NodeInfos are shared with the cache rather than cloned: the runtime applies cluster events only
+    between cycles, so they cannot change while a cycle reads them.
+    """
+
+    def __init__(self) -> None:
+        self.table = NodeTable()
+        self.node_infos: dict[str, NodeInfo] = {}
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.table.order)
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        return self.node_infos.get(name)

@@ -1,0 +1,42 @@
+"""Per-node aggregate of the pods the scheduler believes are on a node (bound or assumed)."""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Node, Pod
+from kubesched.api.resources import ResourceList
+
+
+class NodeInfo:
+    """A node and the sum of its pods' requests. ``node`` is None while only pods refer to it."""
+
+    __slots__ = ("generation", "node", "nonzero_cpu", "nonzero_memory", "pods", "requested")
+
+    def __init__(self, node: Node | None = None) -> None:
+        self.node = node
+        self.pods: dict[str, Pod] = {}
+        self.requested: ResourceList = {}
+        self.nonzero_cpu = 0
+        self.nonzero_memory = 0
+        self.generation = 0
+
+    @property
+    def name(self) -> str:
+        return self.node.name if self.node is not None else ""
+
+    def add_pod(self, pod: Pod) -> None:
+        self.pods[pod.uid] = pod
+        self._account(pod, 1)
+
+    def remove_pod(self, pod: Pod) -> bool:
+        existing = self.pods.pop(pod.uid, None)
+        if existing is None:
+            return False
+        self._account(existing, -1)
+        return True
+
+    def _account(self, pod: Pod, sign: int) -> None:
+        req = self.requested
+        for name, value in pod.requests.items():
+            req[name] = req.get(name, 0) + sign * value
+        self.nonzero_cpu += sign * pod.nonzero_cpu
+        self.nonzero_memory += sign * pod.nonzero_memory

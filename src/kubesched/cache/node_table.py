@@ -1,0 +1,184 @@
+"""The columnar node state every plugin filters and scores in one go.
+
+Rows are node *slots*; a slot keeps its number for the node's lifetime and is reused after the node
+is gone. Resource columns are fixed for cpu (milli), memory (bytes), ephemeral-storage (bytes) and
+pods (count); extended resources get columns as they appear. Labels are dictionary-encoded per key
+(-1 = label absent) and taint lists are interned: nodes share a *taint signature* id, so a
+toleration check costs one Python evaluation per distinct taint list, then one gather.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kubesched.api.taints import Taint
+from kubesched.cache.node_info import NodeInfo
+
+FIXED_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+CPU_COL, MEMORY_COL, EPHEMERAL_COL, PODS_COL = range(4)
+
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+
+@dataclass(slots=True)
+class LabelColumn:
+    """One label key across all nodes: an int code per slot and the vocabulary behind the codes."""
+
+    codes: NDArray[np.int32]
+    vocab: dict[str, int] = field(default_factory=dict)
+    values: list[str] = field(default_factory=list)
+
+    def code(self, value: str) -> int:
+        c = self.vocab.get(value)
+        if c is None:
+            c = len(self.values)
+            self.vocab[value] = c
+            self.values.append(value)
+        return c
+
+
+class NodeTable:
+    """NumPy arrays indexed by node slot. Only the cache's snapshot writes to it."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self.resource_names: list[str] = list(FIXED_RESOURCES)
+        self.resource_col: dict[str, int] = {n: i for i, n in enumerate(self.resource_names)}
+        r = len(self.resource_names)
+        self.names: list[str] = [""] * capacity
+        self.slot_of: dict[str, int] = {}
+        self.valid = np.zeros(capacity, dtype=np.bool_)
+        self.allocatable = np.zeros((capacity, r), dtype=np.int64)
+        self.requested = np.zeros((capacity, r), dtype=np.int64)
+        self.nonzero_requested = np.zeros((capacity, 2), dtype=np.int64)
+        self.unschedulable = np.zeros(capacity, dtype=np.bool_)
+        self.taint_sig = np.zeros(capacity, dtype=np.int32)
+        self.signatures: list[tuple[Taint, ...]] = [()]
+        self._sig_ids: dict[tuple[Taint, ...], int] = {(): 0}
+        self.labels: dict[str, LabelColumn] = {}
+        self._label_keys_of: list[tuple[str, ...]] = [()] * capacity
+        #: Slots of schedulable-candidate nodes in NodeTree (zone-interleaved) order.
+        self.order: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+    # -- shape -----------------------------------------------------------------------------------
+    @property
+    def num_resources(self) -> int:
+        return len(self.resource_names)
+
+    def column(self, resource: str) -> int:
+        """Column of a resource, adding one (all zeros) the first time a name is seen."""
+        col = self.resource_col.get(resource)
+        if col is None:
+            col = len(self.resource_names)
+            self.resource_names.append(resource)
+            self.resource_col[resource] = col
+            pad = np.zeros((self.capacity, 1), dtype=np.int64)
+            self.allocatable = np.hstack([self.allocatable, pad])
+            self.requested = np.hstack([self.requested, pad])
+        return col
+
+    def _grow(self, need: int) -> None:
+        new_cap = max(need, self.capacity * 2)
+        extra = new_cap - self.capacity
+
+        def grow(a: NDArray[np.generic]) -> NDArray[np.generic]:
+            return np.concatenate([a, np.zeros((extra, *a.shape[1:]), dtype=a.dtype)])
+
+        self.valid = grow(self.valid)  # type: ignore[assignment]
+        self.allocatable = grow(self.allocatable)  # type: ignore[assignment]
+        self.requested = grow(self.requested)  # type: ignore[assignment]
+        self.nonzero_requested = grow(self.nonzero_requested)  # type: ignore[assignment]
+        self.unschedulable = grow(self.unschedulable)  # type: ignore[assignment]
+        self.taint_sig = grow(self.taint_sig)  # type: ignore[assignment]
+        for col in self.labels.values():
+            col.codes = np.concatenate([col.codes, np.full(extra, -1, dtype=np.int32)])
+        self.names.extend([""] * extra)
+        self._label_keys_of.extend([()] * extra)
+        self.capacity = new_cap
+
+    # -- rows ------------------------------------------------------------------------------------
+    def signature_id(self, taints: tuple[Taint, ...]) -> int:
+        sid = self._sig_ids.get(taints)
+        if sid is None:
+            sid = len(self.signatures)
+            self.signatures.append(taints)
+            self._sig_ids[taints] = sid
+        return sid
+
+    def label_column(self, key: str) -> LabelColumn:
+        col = self.labels.get(key)
+        if col is None:
+            col = LabelColumn(np.full(self.capacity, -1, dtype=np.int32))
+            self.labels[key] = col
+        return col
+
+    def write(self, slot: int, info: NodeInfo) -> None:
+        """Copy one node's current state into its row."""
+        if slot >= self.capacity:
+            self._grow(slot + 1)
+        node = info.node
+        if node is None:
+            self.clear(slot)
+            return
+        self.names[slot] = node.name
+        self.slot_of[node.name] = slot
+        self.valid[slot] = True
+        alloc = self.allocatable[slot]
+        alloc[:] = 0
+        for name, value in node.allocatable.items():
+            col = self.column(name)
+            alloc = self.allocatable[slot]
+            alloc[col] = value
+        req = self.requested[slot]
+        req[:] = 0
+        for name, value in info.requested.items():
+            col = self.column(name)
+            req = self.requested[slot]
+            req[col] = value
+        self.requested[slot, PODS_COL] = len(info.pods)
+        self.nonzero_requested[slot, 0] = info.nonzero_cpu
+        self.nonzero_requested[slot, 1] = info.nonzero_memory
+        self.unschedulable[slot] = node.unschedulable
+        self.taint_sig[slot] = self.signature_id(node.taints)
+        old_keys = self._label_keys_of[slot]
+        for key in old_keys:
+            if key not in node.labels:
+                self.labels[key].codes[slot] = -1
+        for key, label_value in node.labels.items():
+            label_col = self.label_column(key)
+            label_col.codes[slot] = label_col.code(label_value)
+        self._label_keys_of[slot] = tuple(node.labels)
+
+    def clear(self, slot: int) -> None:
+        if slot >= self.capacity:
+            return
+        name = self.names[slot]
+        if name and self.slot_of.get(name) == slot:
+            del self.slot_of[name]
+        self.names[slot] = ""
+        self.valid[slot] = False
+        self.allocatable[slot] = 0
+        self.requested[slot] = 0
+        self.nonzero_requested[slot] = 0
+        self.unschedulable[slot] = False
+        self.taint_sig[slot] = 0
+        for key in self._label_keys_of[slot]:
+            self.labels[key].codes[slot] = -1
+        self._label_keys_of[slot] = ()
+
+    def pod_vector(self, requests: dict[str, int]) -> IntArray:
+        """A pod's request as a row vector over this table's resource columns."""
+        vec = np.zeros(self.num_resources, dtype=np.int64)
+        for name, value in requests.items():
+            col = self.resource_col.get(name)
+            if col is None:
+                col = self.column(name)
+                vec = np.concatenate([vec, np.zeros(self.num_resources - len(vec), dtype=np.int64)])
+            vec[col] = value
+        vec[PODS_COL] = 1
+        return vec

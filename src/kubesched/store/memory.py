@@ -1,0 +1,249 @@
+"""The embedded cluster: an in-memory object store with resourceVersions and watch streams.
+
+It plays the API server's part for the simulation: admission fills in what the API server would
+(uid, creationTimestamp, the pod's priority from its PriorityClass), ``bind`` is the Binding
+subresource, and every change is pushed to the open watches as ADDED / MODIFIED / DELETED.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
+from kubesched.errors import InputError
+from kubesched.store.base import (
+    AlreadyExists,
+    Conflict,
+    EventType,
+    NotFound,
+    Obj,
+    Watch,
+    WatchEvent,
+    object_key,
+)
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class MemoryStore:
+    """ClusterStore kept in process memory. Objects handed out must be treated as read-only."""
+
+    def __init__(self, now: Callable[[], float] | None = None, uid_seed: int | None = None) -> None:
+        self._objects: dict[tuple[str, str, str], Obj] = {}
+        self._by_kind: dict[str, dict[tuple[str, str, str], Obj]] = {}
+        self._watches: list[Watch] = []
+        self._rv = itertools.count(1)
+        self._event_seq = itertools.count(1)
+        self._now = now or (lambda: 0.0)
+        # Deterministic uids in simulation so that identical runs give identical output.
+        self._uid_counter = itertools.count(1) if uid_seed is not None else None
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _new_uid(self) -> str:
+        if self._uid_counter is not None:
+            return f"00000000-0000-0000-0000-{next(self._uid_counter):012d}"
+        return str(uuid.uuid4())
+
+    def _emit(self, event: WatchEvent) -> None:
+        for w in self._watches:
+            w.push(event)
+
+    @staticmethod
+    def _key(obj: Obj) -> tuple[str, str, str]:
+        meta = obj.get("metadata") or {}
+        return object_key(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name")))
+
+    def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
+        self._objects[key] = obj
+        self._by_kind.setdefault(key[0], {})[key] = obj
+
+    # -- admission -------------------------------------------------------------------------------
+    def _admit_pod(self, obj: dict[str, Any]) -> None:
+        spec = dict(obj.get("spec") or {})
+        spec.setdefault("schedulerName", DEFAULT_SCHEDULER_NAME)
+        if spec.get("priority") is None:
+            value, policy = self._resolve_priority(obj, spec.get("priorityClassName"))
+            spec["priority"] = value
+            if policy is not None:
+                spec.setdefault("preemptionPolicy", policy)
+        obj["spec"] = spec
+        status = dict(obj.get("status") or {})
+        status.setdefault("phase", "Pending")
+        obj["status"] = status
+
+    def _resolve_priority(self, obj: Obj, class_name: Any) -> tuple[int, str | None]:
+        """Upstream Priority admission: the named class, else the global default, else 0."""
+        if class_name:
+            if class_name in SYSTEM_PRIORITY_CLASSES:
+                return SYSTEM_PRIORITY_CLASSES[class_name], None
+            pc = self.get("PriorityClass", None, str(class_name))
+            if pc is None:
+                raise InputError(
+                    f"no PriorityClass with name {class_name!r} was found",
+                    obj=object_ref(obj),
+                    field="spec.priorityClassName",
+                )
+            return int(pc.get("value", 0)), pc.get("preemptionPolicy")
+        for pc in self.list("PriorityClass"):
+            if pc.get("globalDefault"):
+                return int(pc.get("value", 0)), pc.get("preemptionPolicy")
+        return 0, None
+
+    # -- ClusterStore ----------------------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        key = self._key(obj)
+        if key in self._objects:
+            raise AlreadyExists(f"{object_ref(obj)} already exists")
+        new: dict[str, Any] = dict(obj)
+        meta = dict(new.get("metadata") or {})
+        if key[1]:
+            meta["namespace"] = key[1]
+        meta.setdefault("uid", self._new_uid())
+        meta.setdefault("creationTimestamp", _timestamp(self._now()))
+        meta["resourceVersion"] = str(next(self._rv))
+        new["metadata"] = meta
+        if new.get("kind") == "Pod":
+            self._admit_pod(new)
+        self._put(key, new)
+        self._emit(WatchEvent(EventType.ADDED, key[0], new))
+        return new
+
+    def update(self, obj: Obj) -> Obj:
+        key = self._key(obj)
+        old = self._objects.get(key)
+        if old is None:
+            raise NotFound(f"{object_ref(obj)} not found")
+        meta = dict(obj.get("metadata") or {})
+        given_rv = meta.get("resourceVersion")
+        if given_rv and given_rv != old["metadata"]["resourceVersion"]:
+            raise Conflict(f"{object_ref(obj)}: resourceVersion {given_rv} is stale")
+        meta["uid"] = old["metadata"]["uid"]
+        meta["creationTimestamp"] = old["metadata"].get("creationTimestamp")
+        meta["resourceVersion"] = str(next(self._rv))
+        new = dict(obj)
+        new["metadata"] = meta
+        self._put(key, new)
+        self._emit(WatchEvent(EventType.MODIFIED, key[0], new, old))
+        return new
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> Obj:
+        key = object_key(kind, namespace, name)
+        old = self._objects.pop(key, None)
+        if old is None:
+            raise NotFound(f"{kind} {name} not found")
+        del self._by_kind[kind][key]
+        self._emit(WatchEvent(EventType.DELETED, kind, old))
+        return old
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
+        return self._objects.get(object_key(kind, namespace, name))
+
+    def list(self, kind: str) -> list[Obj]:
+        return list(self._by_kind.get(kind, {}).values())
+
+    def watch(self, kinds: frozenset[str] | None = None) -> Watch:
+        w = Watch(kinds)
+        self._watches.append(w)
+        return w
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> Obj:
+        """The Binding subresource: sets spec.nodeName once; binding a bound pod is a conflict."""
+        key = object_key("Pod", namespace, name)
+        old = self._objects.get(key)
+        if old is None:
+            raise NotFound(f"pod {namespace}/{name} not found")
+        if uid and old["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {namespace}/{name} was replaced (uid changed)")
+        if old["spec"].get("nodeName"):
+            raise Conflict(f"pod {namespace}/{name} is already assigned to node {old['spec']['nodeName']!r}")
+        if self.get("Node", None, node_name) is None:
+            raise NotFound(f"node {node_name!r} not found")
+        new = dict(old)
+        new["spec"] = {**old["spec"], "nodeName": node_name}
+        status = dict(old.get("status") or {})
+        status["conditions"] = _set_condition(
+            status.get("conditions"), {"type": "PodScheduled", "status": "True"}, self._now()
+        )
+        status.pop("nominatedNodeName", None)
+        new["status"] = status
+        new["metadata"] = {**old["metadata"], "resourceVersion": str(next(self._rv))}
+        self._put(key, new)
+        self._emit(WatchEvent(EventType.MODIFIED, "Pod", new, old))
+        return new
+
+    def update_pod_condition(
+        self, namespace: str, name: str, condition: Mapping[str, Any], nominated_node: str | None = None
+    ) -> Obj | None:
+        key = object_key("Pod", namespace, name)
+        old = self._objects.get(key)
+        if old is None:
+            return None
+        status = dict(old.get("status") or {})
+        status["conditions"] = _set_condition(status.get("conditions"), condition, self._now())
+        if nominated_node is not None:
+            if nominated_node:
+                status["nominatedNodeName"] = nominated_node
+            else:
+                status.pop("nominatedNodeName", None)
+        if status == old.get("status"):
+            return old
+        new = dict(old)
+        new["status"] = status
+        new["metadata"] = {**old["metadata"], "resourceVersion": str(next(self._rv))}
+        self._put(key, new)
+        self._emit(WatchEvent(EventType.MODIFIED, "Pod", new, old))
+        return new
+
+    def record_event(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        """Write an ``events.k8s.io/v1`` Event, as the scheduler's event recorder does."""
+        meta = regarding.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        seq = next(self._event_seq)
+        event = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.get('name')}.{seq:016x}",
+                "namespace": namespace,
+            },
+            "eventTime": _timestamp(self._now()),
+            "reportingController": reporter,
+            "reportingInstance": f"{reporter}-kubesched",
+            "action": action,
+            "reason": reason,
+            "regarding": {
+                "kind": regarding.get("kind"),
+                "namespace": namespace,
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+            },
+            "note": note,
+            "type": event_type,
+        }
+        self.create(event)
+
+
+def _set_condition(conditions: Any, condition: Mapping[str, Any], now: float) -> list[dict[str, Any]]:
+    """Replace the condition of the same type; lastTransitionTime moves only when status changes."""
+    out: list[dict[str, Any]] = []
+    replaced = False
+    for cond in conditions or []:
+        if cond.get("type") == condition.get("type"):
+            new = {**cond, **condition}
+            if cond.get("status") != condition.get("status"):
+                new["lastTransitionTime"] = _timestamp(now)
+            out.append(new)
+            replaced = True
+        else:
+            out.append(cond)
+    if not replaced:
+        out.append({**condition, "lastTransitionTime": _timestamp(now)})
+    return out
