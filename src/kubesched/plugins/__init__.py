@@ -1,0 +1,43 @@
+"""In-tree plugins, one folder each, and the registry that names them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.framework.interfaces import extension_points_of
+from kubesched.framework.plugin_args import ARGS_MODELS
+from kubesched.framework.registry import PluginSpec, Registry
+from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.nodename import NodeName
+from kubesched.plugins.noderesources.fit import NodeResourcesFit
+from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.queuesort import PrioritySort
+from kubesched.plugins.schedulinggates import SchedulingGates
+from kubesched.plugins.tainttoleration import TaintToleration
+
+IN_TREE: tuple[Any, ...] = (
+    SchedulingGates,
+    PrioritySort,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    NodeResourcesFit,
+    DefaultBinder,
+)
+
+
+def spec_for(cls: Any) -> PluginSpec:
+    """A registry entry for a plugin class: its extension points are read off its methods."""
+    return PluginSpec(
+        name=cls.name,
+        factory=cls,
+        extension_points=extension_points_of(cls),
+        args_model=ARGS_MODELS.get(cls.name),
+    )
+
+
+def default_registry() -> Registry:
+    registry = Registry()
+    for cls in IN_TREE:
+        registry.register(spec_for(cls))
+    return registry

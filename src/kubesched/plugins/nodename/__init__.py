@@ -1,0 +1,33 @@
+"""NodeName: a pod that names a node fits only that node."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.cache.node_table import NodeTable
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.types import ActionType, ClusterEvent, FilterResult
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name: ClassVar[str] = "NodeName"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        pass
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Node", ActionType.ADD)]
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
+        if not pod.node_name:
+            return FilterResult.all_pass(table.capacity)
+        failing = np.ones(table.capacity, dtype=np.bool_)
+        slot = table.slot_of.get(pod.node_name)
+        if slot is not None:
+            failing[slot] = False
+        return FilterResult.reject(failing, ERR_REASON, unresolvable=True)

@@ -1,0 +1,164 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how full would it be.
+
+Filter follows upstream ``fitsRequest`` exactly: "Too many pods" when the pod count is at the limit,
+then "Insufficient <resource>" for every requested resource that does not fit in what is left. A node
+whose total allocatable is smaller than the request is *unresolvable* (preemption cannot help).
+
+Score uses the configured strategy (LeastAllocated by default, MostAllocated) over the configured
+resources and weights, counting cpu/memory with the non-zero defaults (100m / 200Mi) like upstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource, is_hugepages
+from kubesched.cache.cache import Snapshot
+from kubesched.cache.node_table import CPU_COL, MEMORY_COL, PODS_COL, NodeTable
+from kubesched.errors import InputError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.plugin_args import NodeResourcesFitArgs
+from kubesched.framework.status import Status
+from kubesched.framework.types import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ClusterEvent,
+    FilterResult,
+    IntArray,
+    NodeFailure,
+    PreFilterResult,
+)
+
+PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
+TOO_MANY_PODS = "Too many pods"
+
+
+@dataclass(slots=True)
+class _PodRequest:
+    vector: IntArray  # over table columns, pods column = 1
+    checked: list[tuple[int, str]]  # (column, reason) of each non-zero request the filter checks
+
+
+def insufficient_reason(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+def least_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """((allocatable - requested) * 100) / allocatable, 0 when over-full (integer, like upstream)."""
+    safe = np.where(allocatable == 0, 1, allocatable)
+    score = ((allocatable - requested) * MAX_NODE_SCORE) // safe
+    return np.where(requested > allocatable, 0, score)
+
+
+def most_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """requested * 100 / allocatable, requested capped at allocatable (non-zero defaults may exceed it)."""
+    safe = np.where(allocatable == 0, 1, allocatable)
+    return (np.minimum(requested, allocatable) * MAX_NODE_SCORE) // safe
+
+
+class NodeResourcesFit:
+    name: ClassVar[str] = "NodeResourcesFit"
+
+    def __init__(self, args: NodeResourcesFitArgs | None, handle: Any = None) -> None:
+        args = args or NodeResourcesFitArgs()
+        self.ignored_resources = frozenset(args.ignored_resources)
+        self.ignored_groups = frozenset(args.ignored_resource_groups)
+        strategy = args.scoring_strategy
+        self.strategy = strategy.type or "LeastAllocated"
+        if self.strategy == "LeastAllocated":
+            self._scorer = least_allocated
+        elif self.strategy == "MostAllocated":
+            self._scorer = most_allocated
+        else:
+            raise InputError(
+                f"NodeResourcesFit scoring strategy {self.strategy} is not implemented by kubesched yet",
+                field="pluginConfig.args.scoringStrategy.type",
+            )
+        self.score_resources = [(r.name, int(r.weight)) for r in strategy.resources]
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [
+            ClusterEvent("Pod", ActionType.DELETE),
+            ClusterEvent("Node", ActionType.ADD),
+            ClusterEvent("Node", ActionType.UPDATE),
+        ]
+
+    def _ignored(self, resource: str) -> bool:
+        if not is_extended_resource(resource):
+            return False
+        if resource in self.ignored_resources:
+            return True
+        return resource.split("/", 1)[0] in self.ignored_groups
+
+    # -- PreFilter / Filter ----------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        table = snapshot.table
+        vector = table.pod_vector(pod.requests)
+        checked: list[tuple[int, str]] = []
+        for resource, value in pod.requests.items():
+            if value <= 0 or self._ignored(resource):
+                continue
+            checked.append((table.resource_col[resource], insufficient_reason(resource)))
+        # Upstream checks cpu, memory, ephemeral-storage first; the order only affects explain output.
+        checked.sort(key=lambda c: c[0])
+        state.write(PRE_FILTER_KEY, _PodRequest(vector, checked))
+        return None, None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
+        req: _PodRequest = state.read(PRE_FILTER_KEY)
+        alloc = table.allocatable
+        used = table.requested
+        failures: list[NodeFailure] = []
+        too_many = used[:, PODS_COL] + 1 > alloc[:, PODS_COL]
+        failing = too_many.copy()
+        if too_many.any():
+            failures.append(NodeFailure(TOO_MANY_PODS, too_many, unresolvable=False))
+        for col, reason in req.checked:
+            if col >= alloc.shape[1]:
+                continue
+            want = req.vector[col]
+            a = alloc[:, col]
+            short = want > a - used[:, col]
+            if not short.any():
+                continue
+            failing |= short
+            never = short & (want > a)
+            if never.any():
+                failures.append(NodeFailure(reason, never, unresolvable=True))
+                short = short & ~never
+                if short.any():
+                    failures.append(NodeFailure(reason, short, unresolvable=False))
+            else:
+                failures.append(NodeFailure(reason, short, unresolvable=False))
+        return FilterResult(~failing, failures)
+
+    # -- Score -----------------------------------------------------------------------------------
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
+        total = np.zeros(len(slots), dtype=np.int64)
+        weight_sum = np.zeros(len(slots), dtype=np.int64)
+        for resource, weight in self.score_resources:
+            if resource == CPU:
+                alloc = table.allocatable[slots, CPU_COL]
+                requested = table.nonzero_requested[slots, 0] + pod.nonzero_cpu
+            elif resource == MEMORY:
+                alloc = table.allocatable[slots, MEMORY_COL]
+                requested = table.nonzero_requested[slots, 1] + pod.nonzero_memory
+            else:
+                want = pod.requests.get(resource, 0)
+                scalar = resource != EPHEMERAL_STORAGE
+                if (want == 0 and (scalar or is_hugepages(resource))) or resource not in table.resource_col:
+                    # Upstream skips an extended resource the pod does not ask for.
+                    continue
+                col = table.resource_col[resource]
+                alloc = table.allocatable[slots, col]
+                requested = table.requested[slots, col] + want
+            present = alloc != 0
+            total += np.where(present, self._scorer(requested, alloc) * weight, 0)
+            weight_sum += np.where(present, weight, 0)
+        return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))

@@ -1,0 +1,25 @@
+"""SchedulingGates (PreEnqueue): a pod with gates stays out of the active queue."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kubesched.api.objects import Pod
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import ActionType, ClusterEvent
+
+
+class SchedulingGates:
+    name: ClassVar[str] = "SchedulingGates"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        pass
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Pod", ActionType.UPDATE, "PodSchedulingGatesEliminated")]
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.scheduling_gates:
+            return None
+        gates = "[" + " ".join(pod.scheduling_gates) + "]"
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [f"waiting for scheduling gates: {gates}"])
