@@ -1,0 +1,408 @@
+"""The kube-scheduler pipeline: informer-style event handling and ``scheduleOne``.
+
+One call of :meth:`Scheduler.schedule_one` is one scheduling cycle for the pod at the head of the
+queue: snapshot → PreFilter → Filter (vectorized over the NodeTable, with upstream's rotating start
+index and adaptive node count) → PostFilter on failure → PreScore/Score/Normalize → selectHost (random
+among ties) → assume → Reserve → Permit, then the binding cycle: PreBind → Bind → PostBind.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.framework.config import SchedulerConfig
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.framework.handle import Handle
+from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import Framework, FrameworkError, ScoreDetails
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import ActionType, ClusterEvent, IntArray, QueuedPodInfo
+from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.scheduler.explain import ExplainRecorder
+from kubesched.scheduler.node_count import num_feasible_nodes_to_find
+from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
+from kubesched.store.base import ClusterStore, EventType, WatchEvent
+
+log = logging.getLogger(__name__)
+
+NODE_ADD = ClusterEvent("Node", ActionType.ADD)
+NODE_UPDATE = ClusterEvent("Node", ActionType.UPDATE)
+NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
+ASSIGNED_POD_ADD = ClusterEvent("Pod", ActionType.ADD)
+ASSIGNED_POD_UPDATE = ClusterEvent("Pod", ActionType.UPDATE)
+ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE)
+
+
+class SchedulingError(Exception):
+    """A plugin failed with Error (not a rejection): the pod backs off and is retried."""
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+class Scheduler:
+    def __init__(
+        self,
+        store: ClusterStore,
+        config: SchedulerConfig,
+        registry: Registry,
+        *,
+        now: Any,
+        seed: int | None = None,
+        explain: bool = False,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.now = now
+        self.rng = np.random.default_rng(seed)
+        self.cache = SchedulerCache()
+        self.snapshot = Snapshot()
+        self.handle = Handle(store, self.snapshot, now, self.rng, config.parallelism)
+        self.profiles: dict[str, Framework] = {
+            p.scheduler_name: Framework(p, registry, self.handle) for p in config.profiles
+        }
+        first = next(iter(self.profiles.values()))
+        plugin_events: dict[str, list[ClusterEvent]] = {}
+        for fwk in self.profiles.values():
+            plugin_events.update(fwk.events_to_register())
+        self.queue = SchedulingQueue(
+            first.queue_sort_key(),
+            now,
+            pre_enqueue=self._pre_enqueue,
+            plugin_events=plugin_events,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+        )
+        self.next_start_node_index = 0
+        self.outcomes: dict[str, PodOutcome] = {}
+        self.explain = ExplainRecorder() if explain else None
+        self._watch = store.watch(frozenset({"Pod", "Node"}))
+        self._unparseable: set[tuple[str, str]] = set()
+
+    # -- informers -------------------------------------------------------------------------------
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.profiles
+
+    def _pre_enqueue(self, pod: Pod) -> Status | None:
+        fwk = self.profiles.get(pod.scheduler_name)
+        return fwk.run_pre_enqueue(pod) if fwk is not None else None
+
+    def handle_events(self) -> int:
+        """Apply every buffered watch event to the cache and queue, as informers would."""
+        n = 0
+        for event in self._watch.drain():
+            n += 1
+            if event.kind == "Node":
+                self._on_node(event)
+            else:
+                self._on_pod(event)
+        return n
+
+    def _on_node(self, event: WatchEvent) -> None:
+        if event.type == EventType.DELETED:
+            self.cache.remove_node(str(event.obj["metadata"]["name"]))
+            return
+        node = Node.from_dict(event.obj)
+        if event.type == EventType.ADDED:
+            self.cache.add_node(node)
+            self.queue.move_all_to_active_or_backoff(NODE_ADD)
+        else:
+            self.cache.update_node(node)
+            self.queue.move_all_to_active_or_backoff(NODE_UPDATE)
+
+    def _parse_pod(self, obj: Mapping[str, Any]) -> Pod | None:
+        st = self.cache.pod_state(str(obj["metadata"].get("uid")))
+        spec = obj.get("spec") or {}
+        if st is not None and st.pod.raw.get("spec", {}).get("containers") is spec.get("containers"):
+            # Same pod spec (typically: our own bind just set nodeName): reuse the parsed view.
+            pod = copy.copy(st.pod)
+            pod.node_name = str(spec.get("nodeName") or "")
+            pod.raw = obj
+            pod.phase = str((obj.get("status") or {}).get("phase") or "Pending")
+            return pod
+        try:
+            return Pod.from_dict(obj)
+        except Exception as exc:  # a bad object must not stop the scheduler
+            log.warning("ignoring pod %s: %s", obj.get("metadata", {}).get("name"), exc)
+            return None
+
+    def _on_pod(self, event: WatchEvent) -> None:
+        pod = self._parse_pod(event.obj)
+        if pod is None:
+            return
+        if event.type == EventType.DELETED:
+            if pod.node_name or self.cache.pod_state(pod.uid) is not None:
+                self.cache.remove_pod(pod)
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+            self.queue.delete(pod.uid)
+            return
+        if pod.node_name:
+            if pod.terminated:
+                self.cache.remove_pod(pod)
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+                return
+            known = self.cache.pod_state(pod.uid)
+            if known is None or known.assumed:
+                self.queue.delete(pod.uid)
+                self.cache.add_pod(pod)
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
+            else:
+                self.cache.update_pod(pod)
+            return
+        if pod.terminated or not self.responsible_for(pod):
+            return
+        if event.type == EventType.ADDED:
+            self.queue.add(pod)
+            self.outcomes.setdefault(
+                pod.uid, PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
+            )
+        elif event.old is not None and _spec_or_labels_changed(event.old, event.obj):
+            self.queue.update(pod)
+
+    # -- scheduling cycle ------------------------------------------------------------------------
+    def schedule_one(self) -> bool:
+        """Run one scheduling cycle. Returns False when activeQ is empty."""
+        info = self.queue.pop()
+        if info is None:
+            return False
+        pod = info.pod
+        fwk = self.profiles[pod.scheduler_name]
+        if self.cache.pod_state(pod.uid) is not None:
+            self.queue.done(pod.uid)  # already assumed or bound
+            return True
+        state = CycleState()
+        self.cache.update_snapshot(self.snapshot)
+        outcome = self.outcomes.setdefault(
+            pod.uid, PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
+        )
+        outcome.attempts = info.attempts
+        try:
+            result = self.schedule_pod(fwk, state, pod)
+        except FitError as fit:
+            self._run_post_filter(fwk, state, pod, fit.diagnosis)
+            self._handle_failure(fwk, info, fit.diagnosis.message(), fit.diagnosis, outcome)
+            return True
+        except NoNodesAvailable as exc:
+            info.unschedulable_plugins = set()
+            self._handle_failure(fwk, info, str(exc), None, outcome)
+            return True
+        except (SchedulingError, FrameworkError) as exc:
+            self._handle_failure(fwk, info, str(exc), None, outcome, error=True)
+            return True
+
+        assumed = copy.copy(pod)
+        assumed.node_name = result.node
+        self.cache.assume_pod(assumed, result.node)
+        st = fwk.run_reserve(state, assumed, result.node)
+        if st is not None:
+            fwk.run_unreserve(state, assumed, result.node)
+            self.cache.forget_pod(assumed)
+            self._handle_failure(fwk, info, st.message, None, outcome, error=st.code == Code.ERROR)
+            return True
+        st, _timeout = fwk.run_permit(state, assumed, result.node)
+        if st is not None and st.code != Code.WAIT:
+            fwk.run_unreserve(state, assumed, result.node)
+            self.cache.forget_pod(assumed)
+            self._handle_failure(fwk, info, st.message, None, outcome, error=st.code == Code.ERROR)
+            return True
+        self._binding_cycle(fwk, state, info, assumed, result.node, outcome)
+        return True
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
+        """Find the node for a pod (upstream ``schedulePod``)."""
+        table = self.snapshot.table
+        if self.snapshot.num_nodes == 0:
+            raise NoNodesAvailable()
+        feasible, evaluated = self.find_nodes_that_fit(fwk, state, pod)
+        explain = self.explain
+        if len(feasible) == 1:
+            if explain is not None:
+                explain.record_scores(pod, table, feasible, None, None)
+            return ScheduleResult(table.names[int(feasible[0])], evaluated, 1)
+        details = ScoreDetails() if explain is not None else None
+        scores = self.prioritize_nodes(fwk, state, pod, feasible, details)
+        if explain is not None:
+            explain.record_scores(pod, table, feasible, scores, details)
+        slot = self.select_host(feasible, scores)
+        return ScheduleResult(table.names[slot], evaluated, len(feasible))
+
+    def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: Pod) -> tuple[IntArray, int]:
+        """Feasible slots in evaluation order, and how many nodes were evaluated."""
+        table = self.snapshot.table
+        order = table.order
+        num_all = len(order)
+        pre_res, st, involved = fwk.run_pre_filter(state, pod, self.snapshot)
+        if st is not None:
+            if st.code == Code.ERROR or not st.is_rejected:
+                raise SchedulingError(f"running PreFilter plugin {st.plugin!r}: {st.message}")
+            diag = Diagnosis(
+                num_all, pre_filter_msg=st.message, unschedulable_plugins=involved or {st.plugin}
+            )
+            if self.explain is not None:
+                self.explain.record_pre_filter(pod, st)
+            raise FitError(pod.key, diag)
+
+        absent_reason = ""
+        nodes = order
+        if pre_res is not None and pre_res.node_names is not None:
+            keep = np.fromiter((table.slot_of.get(n, -1) for n in sorted(pre_res.node_names)), dtype=np.int64)
+            keep = keep[keep >= 0]
+            nodes = order[np.isin(order, keep)]
+            absent_reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(involved))}]"
+
+        candidates = np.zeros(table.capacity, dtype=np.bool_)
+        candidates[nodes] = True
+        try:
+            feasible_mask, results, failed_by = fwk.run_filters(state, pod, table, candidates)
+        except (FrameworkError, KeyError, ValueError) as exc:
+            raise SchedulingError(f"running Filter plugins: {exc}") from exc
+
+        n = len(nodes)
+        # A profile's own percentage (0 included: "adaptive") wins over the global one.
+        pct = fwk.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(pct, n)
+        start = self.next_start_node_index % n if n else 0
+        rotated = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
+        passed_in_order = feasible_mask[rotated]
+        feasible_count = int(np.count_nonzero(passed_in_order))
+        if feasible_count > to_find:
+            # Stop at the node where the to_find-th feasible one was found, like the upstream loop.
+            cut = int(np.searchsorted(np.cumsum(passed_in_order), to_find)) + 1
+            processed = rotated[:cut]
+            feasible = processed[passed_in_order[:cut]]
+        else:
+            processed = rotated
+            feasible = rotated[passed_in_order]
+        if n:
+            self.next_start_node_index = (start + len(processed)) % n
+
+        if len(feasible) == 0 or self.explain is not None:
+            evaluated = np.zeros(table.capacity, dtype=np.bool_)
+            evaluated[processed] = True
+            diag = fwk.diagnose(num_all, results, failed_by, evaluated)
+            if absent_reason:
+                diag.absent_reason = absent_reason
+                diag.absent_count = num_all - n
+            if self.explain is not None:
+                self.explain.record_filters(
+                    pod, table, processed, diag, results, fwk.filter_names, feasible_mask
+                )
+            if len(feasible) == 0:
+                raise FitError(pod.key, diag)
+        return feasible, len(processed)
+
+    def prioritize_nodes(
+        self, fwk: Framework, state: CycleState, pod: Pod, feasible: IntArray, details: ScoreDetails | None
+    ) -> IntArray:
+        table = self.snapshot.table
+        if not fwk.score:
+            return np.ones(len(feasible), dtype=np.int64)
+        st = fwk.run_pre_score(state, pod, table, feasible)
+        if st is not None:
+            raise SchedulingError(f"running PreScore plugin {st.plugin!r}: {st.message}")
+        return fwk.run_score(state, pod, table, feasible, details)
+
+    def select_host(self, feasible: IntArray, scores: IntArray) -> int:
+        """The highest-scoring node; ties are broken uniformly at random (seeded in simulation)."""
+        best = scores.max()
+        ties = np.flatnonzero(scores == best)
+        pick = ties[0] if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
+        return int(feasible[pick])
+
+    def _run_post_filter(self, fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> None:
+        if not fwk.post_filter:
+            return
+        nominated, st = fwk.run_post_filter(state, pod, diagnosis)
+        if st.message:
+            diagnosis.post_filter_msg = st.message
+        if nominated:
+            self.store.update_pod_condition(
+                pod.namespace, pod.name, {"type": "PodScheduled", "status": "False"}, nominated_node=nominated
+            )
+
+    # -- binding cycle ---------------------------------------------------------------------------
+    def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo,
+        assumed: Pod,
+        node: str,
+        outcome: PodOutcome,
+    ) -> None:
+        st = fwk.run_pre_bind(state, assumed, node)
+        if st is None:
+            st = fwk.run_bind(state, assumed, node)
+        if st is not None and st.code != Code.SUCCESS:
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed)
+            # The resources the assumed pod held are free again.
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+            self._handle_failure(fwk, info, f"binding rejected: {st.message}", None, outcome, error=True)
+            return
+        self.cache.finish_binding(assumed)
+        self.queue.done(assumed.uid)
+        outcome.node = node
+        outcome.status = SCHEDULED
+        outcome.message = ""
+        self.store.record_event(
+            assumed.raw,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {assumed.namespace}/{assumed.name} to {node}",
+            fwk.profile_name,
+        )
+        fwk.run_post_bind(state, assumed, node)
+
+    def _handle_failure(
+        self,
+        fwk: Framework,
+        info: QueuedPodInfo,
+        message: str,
+        diagnosis: Diagnosis | None,
+        outcome: PodOutcome,
+        *,
+        error: bool = False,
+    ) -> None:
+        """Requeue the pod, and tell the user why (event + PodScheduled condition), like upstream."""
+        pod = info.pod
+        if diagnosis is not None:
+            info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
+            info.pending_plugins = set(diagnosis.pending_plugins)
+        self.queue.add_unschedulable(info, error=error)
+        reason = "SchedulerError" if error else "Unschedulable"
+        outcome.status = UNSCHEDULABLE if not error else PENDING
+        outcome.message = message
+        outcome.node = None
+        self.store.record_event(
+            pod.raw, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name
+        )
+        self.store.update_pod_condition(
+            pod.namespace,
+            pod.name,
+            {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
+        )
+
+
+def _spec_or_labels_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Upstream ignores status-only updates of pending pods (they come from the scheduler itself)."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return bool(om.get("labels") != nm.get("labels") or om.get("annotations") != nm.get("annotations"))
