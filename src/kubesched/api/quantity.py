@@ -21,6 +21,7 @@ Deliberate, documented differences: a quantity must contain at least one digit (
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -188,6 +189,18 @@ def resource_amount(resource_name: str, value: str | int | float) -> int:
     Like kube-scheduler, which reads ``cpu`` with ``MilliValue()`` and everything else (bytes,
     pods, hugepages, extended resources) with ``Value()``; both round up.
     """
+    if isinstance(value, str):
+        # Manifests repeat the same few strings ("100m", "500Mi") thousands of times.
+        return _cached_string_amount(resource_name == "cpu", resource_name, value)
+    return _resource_amount(resource_name, value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_string_amount(is_cpu: bool, resource_name: str, value: str) -> int:
+    return _resource_amount("cpu" if is_cpu else resource_name, value)
+
+
+def _resource_amount(resource_name: str, value: str | int | float) -> int:
     q = parse_quantity(value)
     if q < 0:
         raise QuantityError(f"invalid quantity {value!r} for {resource_name}: must be non-negative")

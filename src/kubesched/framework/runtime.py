@@ -83,6 +83,10 @@ class Framework:
         self.score = [
             (get(ref.name), ref.weight or 1) for ref in profile.plugins.get(ExtensionPoint.SCORE, [])
         ]
+        # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
+        self._normalizers = {
+            pl.name: pl.normalize_scores for pl, _ in self.score if isinstance(pl, ScoreNormalizer)
+        }
         self.reserve = point(ExtensionPoint.RESERVE)
         self.permit = point(ExtensionPoint.PERMIT)
         self.pre_bind = point(ExtensionPoint.PRE_BIND)
@@ -228,8 +232,9 @@ class Framework:
                 continue
             raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
             scores = raw.copy() if details is not None else raw
-            if isinstance(pl, ScoreNormalizer):
-                pl.normalize_scores(state, pod, scores)
+            normalize = self._normalizers.get(pl.name)
+            if normalize is not None:
+                normalize(state, pod, scores)
             if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
                 raise FrameworkError(
                     f"plugin {pl.name} returned a score outside [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]"
