@@ -21,8 +21,9 @@ HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_EFFECTS = frozenset({"PreferNoSchedule"})
 
 
-def untolerated_reason(key: str, value: str) -> str:
-    return f"node(s) had untolerated taint {{{key}: {value}}}"
+#: Upstream names no taint in the Filter reason: taint keys and values may be sensitive, and the reason
+#: ends up in pod status and events (kubernetes/kubernetes#134740, cherry-picked to v1.34 in #135023).
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 class TaintToleration:
@@ -43,7 +44,7 @@ class TaintToleration:
             self._filter_cache[pod.tolerations] = cached
         for taints in table.signatures[len(cached) :]:
             taint = find_untolerated_taint(taints, pod.tolerations, HARD_EFFECTS)
-            cached.append(None if taint is None else untolerated_reason(taint.key, taint.value))
+            cached.append(None if taint is None else ERR_REASON_UNTOLERATED)
         return cached
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
