@@ -82,7 +82,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     if not args.quiet:
         for w in result.warnings:
-            err.print(f"[yellow]warning:[/] {escape(w)}")
+            err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
     if args.output == "json":
         print(json.dumps(result_document(result, args.explain), indent=2))
     elif args.output == "yaml":

@@ -84,11 +84,17 @@ def _expand_paths(paths: Sequence[str]) -> Iterator[str]:
 def _documents(text: str, source: str) -> list[Any]:
     try:
         return [d for d in yaml.safe_load_all(text)]
+    except yaml.reader.ReaderError as exc:
+        raise InputError(
+            f"not valid YAML/JSON (character {exc.position + 1}): {exc.reason}", file=source
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(f"not valid YAML/JSON{where}: {problem}", file=source) from None
+    except RecursionError:
+        raise InputError("not valid YAML/JSON: nested too deeply", file=source) from None
 
 
 def _items(doc: Any, source: str, index: int) -> Iterator[tuple[Mapping[str, Any], str | None]]:
@@ -118,7 +124,8 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
     kind = obj.get("kind")
     where = {"file": source, "document": index, "obj": object_ref(obj)}
     if not isinstance(kind, str) or not kind:
-        raise InputError("missing kind", **where, field=f"{prefix}.kind" if prefix else "kind")  # type: ignore[arg-type]
+        why = "missing kind" if kind is None else f"kind must be a non-empty string, got {kind!r}"
+        raise InputError(why, **where, field=f"{prefix}.kind" if prefix else "kind")  # type: ignore[arg-type]
     spec = KINDS.get(kind)
     if spec is None:
         result.warnings.append(
@@ -131,6 +138,14 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
             f"apiVersion {api_version!r} is not supported for {kind}; use {' or '.join(spec.api_versions)}",
             **where,  # type: ignore[arg-type]
             field=f"{prefix}.apiVersion" if prefix else "apiVersion",
+        )
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    if namespace is not None and not isinstance(namespace, str):
+        raise InputError(
+            f"namespace must be a string, got {type(namespace).__name__}",
+            **where,  # type: ignore[arg-type]
+            field=f"{prefix}.metadata.namespace" if prefix else "metadata.namespace",
         )
     try:
         spec.validate(obj)
@@ -145,8 +160,11 @@ def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> LoadRes
     seen: dict[tuple[str, str, str], str] = {}
     for source in _expand_paths(paths):
         if source == "-":
-            text = (stdin or sys.stdin).read()
             label = "<stdin>"
+            try:
+                text = (stdin or sys.stdin).read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read: {exc}", file=label) from None
         else:
             try:
                 text = Path(source).read_text(encoding="utf-8")

@@ -20,6 +20,8 @@ DEFAULT_MAX_PODS = 110
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
+BETA_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -135,8 +137,20 @@ class Pod:
         scheduler_name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
         if not isinstance(scheduler_name, str):
             raise InputError("schedulerName must be a string", field="spec.schedulerName")
+        namespace = meta.get("namespace") or "default"
+        if not isinstance(namespace, str):
+            raise InputError("namespace must be a string", field="metadata.namespace")
+        priority_class_name = spec.get("priorityClassName") or ""
+        if not isinstance(priority_class_name, str):
+            raise InputError("priorityClassName must be a string", field="spec.priorityClassName")
+        preemption_policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+        if preemption_policy not in ("PreemptLowerPriority", "Never"):
+            raise InputError(
+                f"preemptionPolicy must be PreemptLowerPriority or Never, got {preemption_policy!r}",
+                field="spec.preemptionPolicy",
+            )
         return cls(
-            namespace=str(meta.get("namespace") or "default"),
+            namespace=namespace,
             name=name,
             uid=str(meta.get("uid") or ""),
             labels=_str_map(meta.get("labels"), "metadata.labels"),
@@ -144,8 +158,8 @@ class Pod:
             scheduler_name=scheduler_name,
             node_name=node_name,
             priority=priority,
-            priority_class_name=str(spec.get("priorityClassName") or ""),
-            preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+            priority_class_name=priority_class_name,
+            preemption_policy=str(preemption_policy),
             requests=requests,
             nonzero_cpu=nonzero[CPU],
             nonzero_memory=nonzero[MEMORY],
@@ -174,9 +188,13 @@ class Node:
 
     @property
     def zone_key(self) -> str:
-        """Upstream ``utilnode.GetZoneKey``: region and zone; empty when neither label is set."""
-        region = self.labels.get(REGION_LABEL, "")
-        zone = self.labels.get(ZONE_LABEL, "")
+        """Upstream ``utilnode.GetZoneKey``: region and zone; empty when neither label is set.
+
+        The deprecated ``failure-domain.beta.kubernetes.io`` labels win when present, as upstream.
+        """
+        labels = self.labels
+        zone = labels[BETA_ZONE_LABEL] if BETA_ZONE_LABEL in labels else labels.get(ZONE_LABEL, "")
+        region = labels[BETA_REGION_LABEL] if BETA_REGION_LABEL in labels else labels.get(REGION_LABEL, "")
         if not region and not zone:
             return ""
         return f"{region}:\x00:{zone}"
@@ -202,7 +220,7 @@ class Node:
         else:
             allocatable = dict(capacity)
         if PODS not in allocatable:
-            allocatable[PODS] = DEFAULT_MAX_PODS
+            allocatable[PODS] = capacity.get(PODS, DEFAULT_MAX_PODS)
         allocatable.setdefault(CPU, 0)
         allocatable.setdefault(MEMORY, 0)
         ready = True

@@ -62,7 +62,8 @@ def parse_resource_list(data: Any, field: str) -> ResourceList:
         try:
             out[name] = resource_amount(name, value)
         except QuantityError as exc:
-            raise InputError(f"invalid quantity {value!r}: {exc}", field=f"{field}.{name}") from None
+            # QuantityError's message already names the value: "invalid quantity 'abc': ..."
+            raise InputError(str(exc), field=f"{field}.{name}") from None
     return out
 
 
@@ -73,7 +74,7 @@ def add_into(total: ResourceList, other: Mapping[str, int]) -> None:
 
 def max_into(total: ResourceList, other: Mapping[str, int]) -> None:
     for name, value in other.items():
-        if value > total.get(name, 0):
+        if name not in total or value > total[name]:
             total[name] = value
 
 
@@ -89,10 +90,10 @@ def _container_requests(container: Mapping[str, Any], field: str) -> ResourceLis
     return requests
 
 
-def _with_nonzero_defaults(requests: ResourceList) -> ResourceList:
+def _with_defaults(requests: ResourceList, defaults: Mapping[str, int]) -> ResourceList:
     out = dict(requests)
-    out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-    out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    for name, value in defaults.items():
+        out.setdefault(name, value)
     return out
 
 
@@ -143,19 +144,28 @@ def pod_requests(spec: Mapping[str, Any], field: str = "spec") -> tuple[Resource
         )
 
     requests = _aggregate(regular, inits)
-    nonzero = _aggregate(
-        (_with_nonzero_defaults(r) for r in regular),
-        ((_with_nonzero_defaults(r), restartable) for r, restartable in inits),
-    )
     pod_level = spec.get("resources") or {}
-    if isinstance(pod_level, Mapping) and pod_level.get("requests"):
-        level = parse_resource_list(pod_level.get("requests"), f"{field}.resources.requests")
-        for name in (CPU, MEMORY):
-            if name in level:
-                requests[name] = level[name]
-                nonzero[name] = level[name]
+    if not isinstance(pod_level, Mapping):
+        raise InputError("expected a mapping", field=f"{field}.resources")
+    level = parse_resource_list(pod_level.get("requests"), f"{field}.resources.requests")
+    level = {name: value for name, value in level.items() if name in (CPU, MEMORY)}
+    for name, value in level.items():
+        requests[name] = value
     overhead = parse_resource_list(spec.get("overhead"), f"{field}.overhead")
     add_into(requests, overhead)
+
+    # Upstream ``calculateResource``: without pod-level requests every container lacking a cpu /
+    # memory request counts as 100m / 200Mi; with them, the defaults apply only to a resource that
+    # neither the pod level nor any container (nor the overhead) names.
+    defaults = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+    if level:
+        defaults = {name: value for name, value in defaults.items() if name not in requests}
+    nonzero = _aggregate(
+        (_with_defaults(r, defaults) for r in regular),
+        ((_with_defaults(r, defaults), restartable) for r, restartable in inits),
+    )
+    for name, value in level.items():
+        nonzero[name] = value
     add_into(nonzero, overhead)
     requests = {k: v for k, v in requests.items() if v != 0 or k in (CPU, MEMORY)}
     return requests, {CPU: nonzero.get(CPU, 0), MEMORY: nonzero.get(MEMORY, 0)}
