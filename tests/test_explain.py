@@ -71,3 +71,22 @@ def test_render_explain_names_rejecting_plugins_and_top_nodes() -> None:
     assert "Insufficient nvidia.com/gpu (4)" in text
     assert "node(s) were unschedulable (1)" in text
     assert "Scores: top 4 of 4 feasible node(s)" in text
+
+
+def test_explain_command_shows_one_pod(capsys) -> None:
+    from kubesched.cli import main
+
+    code = main(["explain", str(QUICKSTART), "--pod", "analytics/giant-simulation", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Pod analytics/giant-simulation: Unschedulable" in out
+    assert "Insufficient cpu, Insufficient memory (4)" in out
+    assert "node(s) were unschedulable (1)" in out
+
+
+def test_explain_command_unknown_pod_is_bad_input(capsys) -> None:
+    from kubesched.cli import main
+
+    code = main(["explain", str(QUICKSTART), "--pod", "shop/missing"])
+    assert code == 2
+    assert "no pending pod shop/missing" in capsys.readouterr().err

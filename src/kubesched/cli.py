@@ -94,6 +94,27 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Run the simulation with explain on, then show one pod's latest attempt."""
+    from kubesched.scheduler.explain_view import render_explain
+
+    registry = default_registry()
+    config = load_config(args.config, registry) if args.config else None
+    loaded = load_manifests(args.paths)
+    sim = Simulation(config, registry, seed=args.seed, explain=True)
+    sim.load(loaded)
+    result = sim.run()
+    key = args.pod if "/" in args.pod else f"default/{args.pod}"
+    outcome = next((o for o in result.outcomes if o.key == key), None)
+    if outcome is None:
+        known = ", ".join(o.key for o in result.outcomes[:10])
+        raise InputError(
+            f"no pending pod {key} in the input (pods: {known}{', …' if len(result.outcomes) > 10 else ''})"
+        )
+    render_explain(outcome, Console(), top=args.top)
+    return EXIT_OK
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from kubesched.bench import WORKLOADS
 
@@ -134,6 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
     sim.set_defaults(func=cmd_simulate)
+
+    explain = sub.add_parser(
+        "explain", help="simulate, then show why one pod went where it went (or nowhere)"
+    )
+    explain.add_argument(
+        "paths", nargs="+", metavar="FILE_OR_DIR", help="manifest files or directories; - for stdin"
+    )
+    explain.add_argument(
+        "--pod", required=True, metavar="NS/NAME", help="the pod to explain (namespace default if omitted)"
+    )
+    explain.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    explain.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    explain.add_argument("--top", type=int, default=5, help="how many top-scored nodes to show (default 5)")
+    explain.set_defaults(func=cmd_explain)
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on a synthetic workload")
     bench.add_argument("workload", nargs="?", default="basic", choices=("basic",))
