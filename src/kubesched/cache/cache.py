@@ -179,13 +179,19 @@ class SchedulerCache:
         table = snapshot.table
         for name in self._dirty:
             info = self.node_infos.get(name)
-            if info is None:
-                slot = table.slot_of.get(name)
-                if slot is not None:
-                    table.clear(slot)
+            slot = self._slots[name] if info is not None else None
+            old_slot = table.slot_of.get(name)
+            if old_slot is not None and old_slot != slot:
+                # The node left its row (removed, or re-added into another free slot). The row may
+                # already hold the node that reused the slot, written earlier in this loop: clear it
+                # only if it still holds this node.
+                if table.names[old_slot] == name:
+                    table.clear(old_slot)
+                else:
+                    del table.slot_of[name]
+            if info is None or slot is None:
                 snapshot.node_infos.pop(name, None)
                 continue
-            slot = self._slots[name]
             table.write(slot, info)
             if info.node is None:
                 snapshot.node_infos.pop(name, None)

@@ -32,6 +32,9 @@ from kubesched.framework.types import (
     QueuedPodInfo,
 )
 
+#: What a plugin without ``events_to_register`` is registered for: any change to anything.
+ALL_EVENTS = ClusterEvent("*", "*")
+
 
 class FrameworkError(Exception):
     """A plugin returned Error or broke a framework contract."""
@@ -85,7 +88,9 @@ class Framework:
         ]
         # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
         self._normalizers = {
-            pl.name: pl.normalize_scores for pl, _ in self.score if isinstance(pl, ScoreNormalizer)
+            name: pl.normalize_scores
+            for name, pl in ((str(p.name), p) for p, _ in self.score)
+            if isinstance(pl, ScoreNormalizer)
         }
         self.reserve = point(ExtensionPoint.RESERVE)
         self.permit = point(ExtensionPoint.PERMIT)
@@ -111,11 +116,16 @@ class Framework:
         return None
 
     def events_to_register(self) -> dict[str, list[ClusterEvent]]:
+        """Plugin name → the cluster events that may make a pod it rejected schedulable.
+
+        Like upstream, a plugin that does not implement ``events_to_register`` is assumed to care
+        about every event (we cannot know better); one that registers an empty list is moved only by
+        the unschedulable timeout.
+        """
         out: dict[str, list[ClusterEvent]] = {}
         for name, pl in self.plugins.items():
             fn = getattr(pl, "events_to_register", None)
-            if callable(fn):
-                out[name] = list(fn())
+            out[name] = list(fn()) if callable(fn) else [ALL_EVENTS]
         return out
 
     # -- scheduling cycle ------------------------------------------------------------------------
@@ -143,7 +153,11 @@ class Framework:
                 else:
                     result.node_names &= res.node_names
                 if not result.node_names:
-                    msg = f"node(s) didn't satisfy plugin(s) {sorted(involved)} simultaneously"
+                    names = sorted(involved)
+                    if len(names) == 1:
+                        msg = f"node(s) didn't satisfy plugin {names[0]}"
+                    else:
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                     return result, Status.unschedulable(msg, unresolvable=True, plugin=pl.name), involved
         return result, None, involved
 

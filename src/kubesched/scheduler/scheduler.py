@@ -276,6 +276,9 @@ class Scheduler:
         if pct is None:
             pct = self.config.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(pct, n)
+        if not fwk.score:
+            # Nothing to rank the feasible nodes by: the first one found will do (upstream hasScoring).
+            to_find = min(to_find, 1)
         start = self.next_start_node_index % n if n else 0
         rotated = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
         passed_in_order = feasible_mask[rotated]
@@ -288,8 +291,10 @@ class Scheduler:
         else:
             processed = rotated
             feasible = rotated[passed_in_order]
-        if n:
-            self.next_start_node_index = (start + len(processed)) % n
+        if num_all:
+            # Upstream advances modulo the number of *all* nodes, even when a PreFilterResult
+            # narrowed the search to a subset.
+            self.next_start_node_index = (self.next_start_node_index + len(processed)) % num_all
 
         if len(feasible) == 0 or self.explain is not None:
             evaluated = np.zeros(table.capacity, dtype=np.bool_)
