@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubesched.cache.cache import Snapshot
+from kubesched.framework.waiting_pods import WaitingPods
 from kubesched.store.base import ClusterStore
 
 
@@ -18,3 +19,5 @@ class Handle:
     now: Callable[[], float]
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng())
     parallelism: int = 16
+    #: Pods parked at Permit; plugins allow or reject them through this.
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)

@@ -31,6 +31,7 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueuedPodInfo,
 )
+from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
 
 #: What a plugin without ``events_to_register`` is registered for: any change to anything.
 ALL_EVENTS = ClusterEvent("*", "*")
@@ -274,20 +275,21 @@ class Framework:
         for pl in reversed(self.reserve):
             pl.unreserve(state, pod, node_name)
 
-    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
-        wait = 0.0
-        waiting = False
+    def run_permit(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> tuple[Status | None, dict[str, float]]:
+        """Run Permit plugins: a rejection, or Wait with each waiting plugin's timeout (seconds)."""
+        waits: dict[str, float] = {}
         for pl in self.permit:
             st, timeout = pl.permit(state, pod, node_name)
             if st is None or st.code == Code.SUCCESS:
                 continue
             if st.code == Code.WAIT:
-                waiting = True
-                wait = max(wait, timeout)
+                waits[pl.name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
                 continue
             st.plugin = pl.name
-            return st, 0.0
-        return (Status(Code.WAIT), wait) if waiting else (None, 0.0)
+            return st, {}
+        return (Status(Code.WAIT), waits) if waits else (None, {})
 
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for pl in self.pre_bind:

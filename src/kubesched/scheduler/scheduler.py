@@ -26,6 +26,7 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, FrameworkError, ScoreDetails
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, IntArray, QueuedPodInfo
+from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.node_count import num_feasible_nodes_to_find
@@ -44,6 +45,16 @@ ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE)
 
 class SchedulingError(Exception):
     """A plugin failed with Error (not a rejection): the pod backs off and is retried."""
+
+
+@dataclass(slots=True)
+class _BindingTask:
+    fwk: Framework
+    state: CycleState
+    info: QueuedPodInfo
+    assumed: Pod
+    node: str
+    outcome: PodOutcome
 
 
 @dataclass(slots=True)
@@ -91,6 +102,7 @@ class Scheduler:
         self.explain = ExplainRecorder() if explain else None
         self._watch = store.watch(frozenset({"Pod", "Node"}))
         self._unparseable: set[tuple[str, str]] = set()
+        self._binding_tasks: list[_BindingTask] = []
 
     # -- informers -------------------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:
@@ -208,18 +220,73 @@ class Scheduler:
         self.cache.assume_pod(assumed, result.node)
         st = fwk.run_reserve(state, assumed, result.node)
         if st is not None:
-            fwk.run_unreserve(state, assumed, result.node)
-            self.cache.forget_pod(assumed)
-            self._handle_failure(fwk, info, st.message, None, outcome, error=st.code == Code.ERROR)
+            self._undo_assume(fwk, state, info, assumed, result.node, st, outcome)
             return True
-        st, _timeout = fwk.run_permit(state, assumed, result.node)
+        st, waits = fwk.run_permit(state, assumed, result.node)
         if st is not None and st.code != Code.WAIT:
-            fwk.run_unreserve(state, assumed, result.node)
-            self.cache.forget_pod(assumed)
-            self._handle_failure(fwk, info, st.message, None, outcome, error=st.code == Code.ERROR)
+            self._undo_assume(fwk, state, info, assumed, result.node, st, outcome)
             return True
-        self._binding_cycle(fwk, state, info, assumed, result.node, outcome)
+        if waits:
+            now = self.now()
+            self.handle.waiting_pods.add(
+                WaitingPod(assumed, result.node, {p: now + t for p, t in waits.items()}, since=now)
+            )
+        # The binding cycle runs apart from the scheduling cycle (upstream: in its own goroutine);
+        # the next pod's cycle already sees this pod assumed on its node.
+        self._binding_tasks.append(_BindingTask(fwk, state, info, assumed, result.node, outcome))
+        # In the embedded runtime a binding cycle takes no virtual time: run the ones that can go.
+        self.run_binding_cycles()
         return True
+
+    def _undo_assume(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo,
+        assumed: Pod,
+        node: str,
+        st: Status,
+        outcome: PodOutcome,
+    ) -> None:
+        """Reserve or Permit said no: unreserve, forget the assumed pod and requeue it."""
+        fwk.run_unreserve(state, assumed, node)
+        self.cache.forget_pod(assumed)
+        if st.is_rejected and st.plugin:
+            info.unschedulable_plugins = {st.plugin}
+        self._handle_failure(fwk, info, st.message, None, outcome, error=st.code == Code.ERROR)
+
+    # -- binding cycles ---------------------------------------------------------------------------
+    @property
+    def binding_in_flight(self) -> int:
+        return len(self._binding_tasks)
+
+    def run_binding_cycles(self) -> int:
+        """Run every binding cycle that can proceed: pods not (or no longer) waiting at Permit.
+        Returns how many finished (bound or failed)."""
+        waiting = self.handle.waiting_pods
+        waiting.expire(self.now())
+        done = 0
+        still: list[_BindingTask] = []
+        for task in self._binding_tasks:
+            wp = waiting.get(task.assumed.uid)
+            if wp is not None and wp.pending:
+                still.append(task)
+                continue
+            waiting.remove(task.assumed.uid)
+            if wp is not None and wp.rejection is not None:
+                # Upstream WaitOnPermit failure: undo the reservation; the pod waits for an event.
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+                self._undo_assume(
+                    task.fwk, task.state, task.info, task.assumed, task.node, wp.rejection, task.outcome
+                )
+            else:
+                self._binding_cycle(task.fwk, task.state, task.info, task.assumed, task.node, task.outcome)
+            done += 1
+        self._binding_tasks = still
+        return done
+
+    def next_permit_deadline(self) -> float | None:
+        return self.handle.waiting_pods.next_deadline()
 
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
         """Find the node for a pod (upstream ``schedulePod``)."""

@@ -96,12 +96,15 @@ class Simulation:
             if sched.schedule_one():
                 self.cycles += 1
                 continue
+            sched.run_binding_cycles()
             sched.handle_events()
             if queue.active_count:
                 continue
-            nxt = queue.next_backoff_expiry()
-            if nxt is None:
+            # Nothing to do now: jump to the next timer (a backoff expiry or a Permit timeout).
+            timers = [t for t in (queue.next_backoff_expiry(), sched.next_permit_deadline()) if t is not None]
+            if not timers:
                 break
+            nxt = min(timers)
             if nxt > deadline:
                 self.warnings.append(
                     f"stopped after {horizon:.0f} virtual seconds with "
