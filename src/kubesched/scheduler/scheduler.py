@@ -218,13 +218,14 @@ class Scheduler:
         assumed = copy.copy(pod)
         assumed.node_name = result.node
         self.cache.assume_pod(assumed, result.node)
+        task = _BindingTask(fwk, state, info, assumed, result.node, outcome)
         st = fwk.run_reserve(state, assumed, result.node)
         if st is not None:
-            self._undo_assume(fwk, state, info, assumed, result.node, st, outcome)
+            self._undo_assume(task, st)
             return True
         st, waits = fwk.run_permit(state, assumed, result.node)
         if st is not None and st.code != Code.WAIT:
-            self._undo_assume(fwk, state, info, assumed, result.node, st, outcome)
+            self._undo_assume(task, st)
             return True
         if waits:
             now = self.now()
@@ -233,27 +234,18 @@ class Scheduler:
             )
         # The binding cycle runs apart from the scheduling cycle (upstream: in its own goroutine);
         # the next pod's cycle already sees this pod assumed on its node.
-        self._binding_tasks.append(_BindingTask(fwk, state, info, assumed, result.node, outcome))
+        self._binding_tasks.append(task)
         # In the embedded runtime a binding cycle takes no virtual time: run the ones that can go.
         self.run_binding_cycles()
         return True
 
-    def _undo_assume(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        info: QueuedPodInfo,
-        assumed: Pod,
-        node: str,
-        st: Status,
-        outcome: PodOutcome,
-    ) -> None:
+    def _undo_assume(self, task: _BindingTask, st: Status) -> None:
         """Reserve or Permit said no: unreserve, forget the assumed pod and requeue it."""
-        fwk.run_unreserve(state, assumed, node)
-        self.cache.forget_pod(assumed)
+        task.fwk.run_unreserve(task.state, task.assumed, task.node)
+        self.cache.forget_pod(task.assumed)
         if st.is_rejected and st.plugin:
-            info.unschedulable_plugins = {st.plugin}
-        self._handle_failure(fwk, info, st.message, None, outcome, error=st.code == Code.ERROR)
+            task.info.unschedulable_plugins = {st.plugin}
+        self._handle_failure(task.fwk, task.info, st.message, None, task.outcome, error=st.code == Code.ERROR)
 
     # -- binding cycles ---------------------------------------------------------------------------
     @property
@@ -276,11 +268,9 @@ class Scheduler:
             if wp is not None and wp.rejection is not None:
                 # Upstream WaitOnPermit failure: undo the reservation; the pod waits for an event.
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
-                self._undo_assume(
-                    task.fwk, task.state, task.info, task.assumed, task.node, wp.rejection, task.outcome
-                )
+                self._undo_assume(task, wp.rejection)
             else:
-                self._binding_cycle(task.fwk, task.state, task.info, task.assumed, task.node, task.outcome)
+                self._binding_cycle(task)
             done += 1
         self._binding_tasks = still
         return done
@@ -408,15 +398,15 @@ class Scheduler:
             )
 
     # -- binding cycle ---------------------------------------------------------------------------
-    def _binding_cycle(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        info: QueuedPodInfo,
-        assumed: Pod,
-        node: str,
-        outcome: PodOutcome,
-    ) -> None:
+    def _binding_cycle(self, task: _BindingTask) -> None:
+        fwk, state, info, assumed, node, outcome = (
+            task.fwk,
+            task.state,
+            task.info,
+            task.assumed,
+            task.node,
+            task.outcome,
+        )
         st = fwk.run_pre_bind(state, assumed, node)
         if st is None:
             st = fwk.run_bind(state, assumed, node)
