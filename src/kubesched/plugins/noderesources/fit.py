@@ -4,8 +4,9 @@ Filter follows upstream ``fitsRequest`` exactly: "Too many pods" when the pod co
 then "Insufficient <resource>" for every requested resource that does not fit in what is left. A node
 whose total allocatable is smaller than the request is *unresolvable* (preemption cannot help).
 
-Score uses the configured strategy (LeastAllocated by default, MostAllocated) over the configured
-resources and weights, counting cpu/memory with the non-zero defaults (100m / 200Mi) like upstream.
+Score uses the configured strategy (LeastAllocated by default, MostAllocated, RequestedToCapacityRatio
+from ``requested_to_capacity_ratio``) over the configured resources and weights, counting cpu/memory
+with the non-zero defaults (100m / 200Mi) like upstream.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kubesched.framework.types import (
     NodeFailure,
     PreFilterResult,
 )
+from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
 
 PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"
@@ -69,10 +71,14 @@ class NodeResourcesFit:
         self.ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
         self.strategy = strategy.type or "LeastAllocated"
+        self._ratio: RequestedToCapacityRatio | None = None
         if self.strategy == "LeastAllocated":
             self._scorer = least_allocated
         elif self.strategy == "MostAllocated":
             self._scorer = most_allocated
+        elif self.strategy == "RequestedToCapacityRatio" and strategy.requested_to_capacity_ratio is not None:
+            self._ratio = RequestedToCapacityRatio(strategy.requested_to_capacity_ratio.shape)
+            self._scorer = self._ratio.resource_score
         else:
             raise InputError(
                 f"NodeResourcesFit scoring strategy {self.strategy} is not implemented by kubesched yet",
@@ -159,6 +165,11 @@ class NodeResourcesFit:
                 alloc = table.allocatable[slots, col]
                 requested = table.requested[slots, col] + want
             present = alloc != 0
-            total += np.where(present, self._scorer(requested, alloc) * weight, 0)
+            score = self._scorer(requested, alloc)
+            if self._ratio is not None:
+                present &= self._ratio.counts(score)
+            total += np.where(present, score * weight, 0)
             weight_sum += np.where(present, weight, 0)
+        if self._ratio is not None:
+            return self._ratio.combine(total, weight_sum)
         return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))
