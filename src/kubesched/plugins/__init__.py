@@ -8,7 +8,9 @@ from kubesched.framework.interfaces import extension_points_of
 from kubesched.framework.plugin_args import ARGS_MODELS
 from kubesched.framework.registry import PluginSpec, Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.nodename import NodeName
+from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.queuesort import PrioritySort
@@ -21,7 +23,9 @@ IN_TREE: tuple[Any, ...] = (
     NodeUnschedulable,
     NodeName,
     TaintToleration,
+    NodeAffinity,
     NodeResourcesFit,
+    NodeResourcesBalancedAllocation,
     DefaultBinder,
 )
 
