@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
 from kubesched.api.taints import Taint, Toleration
@@ -27,6 +27,12 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+#: Upstream ``DefaultBindAllHostIP``: the host IP a port binds to when ``hostIP`` is empty.
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+#: Protocol of a container port that names none (upstream ``HostPortInfo.sanitize``).
+DEFAULT_PROTOCOL = "TCP"
+PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 def _mapping(data: Any, field: str) -> Mapping[str, Any]:
@@ -63,6 +69,88 @@ def _name(meta: Mapping[str, Any]) -> str:
     return name
 
 
+class HostPort(NamedTuple):
+    """A host port a container binds, sanitized like upstream ``HostPortInfo``: an empty ``hostIP``
+    is ``0.0.0.0`` (every address) and an empty protocol is ``TCP``."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+def _container_ports(container: Mapping[str, Any], field: str) -> list[HostPort]:
+    out: list[HostPort] = []
+    for i, raw in enumerate(_list(container.get("ports"), f"{field}.ports")):
+        where = f"{field}.ports[{i}]"
+        port = _mapping(raw, where)
+        host_port = port.get("hostPort", 0)
+        if host_port is None:
+            host_port = 0
+        if not isinstance(host_port, int) or isinstance(host_port, bool) or not 0 <= host_port <= 65535:
+            raise InputError(
+                f"hostPort must be an integer from 0 to 65535, got {host_port!r}", field=f"{where}.hostPort"
+            )
+        protocol = port.get("protocol") or DEFAULT_PROTOCOL
+        if protocol not in PROTOCOLS:
+            raise InputError(
+                f"protocol must be TCP, UDP or SCTP, got {protocol!r}", field=f"{where}.protocol"
+            )
+        host_ip = port.get("hostIP") or DEFAULT_BIND_ALL_HOST_IP
+        if not isinstance(host_ip, str):
+            raise InputError("hostIP must be a string", field=f"{where}.hostIP")
+        if host_port > 0:
+            out.append(HostPort(host_ip, str(protocol), host_port))
+    return out
+
+
+def _image(container: Mapping[str, Any], field: str) -> str:
+    image = container.get("image") or ""
+    if not isinstance(image, str):
+        raise InputError(f"image must be a string, got {type(image).__name__}", field=f"{field}.image")
+    return image
+
+
+def _ports_and_images(spec: Mapping[str, Any]) -> tuple[tuple[HostPort, ...], tuple[str, ...]]:
+    """Upstream ``GetHostPorts`` (ports with ``hostPort > 0`` of sidecars, i.e. init containers with
+    ``restartPolicy: Always``, then of containers) and the image of every init container and
+    container, in that order (what ImageLocality scores)."""
+    ports: list[HostPort] = []
+    images: list[str] = []
+    for i, c in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
+        where = f"spec.initContainers[{i}]"
+        c = _mapping(c, where)
+        if c.get("restartPolicy") == "Always":
+            ports.extend(_container_ports(c, where))
+        images.append(_image(c, where))
+    for i, c in enumerate(_list(spec.get("containers"), "spec.containers")):
+        where = f"spec.containers[{i}]"
+        c = _mapping(c, where)
+        ports.extend(_container_ports(c, where))
+        images.append(_image(c, where))
+    return tuple(ports), tuple(images)
+
+
+def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
+    """``status.images`` as image name → size in bytes. A name listed twice keeps its first size, as
+    upstream's cache does."""
+    out: dict[str, int] = {}
+    for i, raw in enumerate(_list(status.get("images"), "status.images")):
+        where = f"status.images[{i}]"
+        image = _mapping(raw, where)
+        size = image.get("sizeBytes", 0)
+        if size is None:
+            size = 0
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise InputError(
+                f"sizeBytes must be a non-negative integer, got {size!r}", field=f"{where}.sizeBytes"
+            )
+        for j, name in enumerate(_list(image.get("names"), f"{where}.names")):
+            if not isinstance(name, str):
+                raise InputError("image names must be strings", field=f"{where}.names[{j}]")
+            out.setdefault(name, size)
+    return out
+
+
 def object_ref(obj: Mapping[str, Any]) -> str:
     """Human reference like ``Pod default/web-1`` for error messages (best effort on bad input)."""
     kind = obj.get("kind", "?") if isinstance(obj, Mapping) else "?"
@@ -97,6 +185,10 @@ class Pod:
     phase: str
     creation_timestamp: str
     raw: Mapping[str, Any] = field(repr=False)
+    #: Host ports the pod binds (upstream ``GetHostPorts``), sanitized.
+    host_ports: tuple[HostPort, ...] = ()
+    #: Images of the init containers, then of the containers, as written in the spec.
+    images: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -116,6 +208,7 @@ class Pod:
         if not containers:
             raise InputError("a pod needs at least one container", field="spec.containers")
         requests, nonzero = pod_requests(spec)
+        host_ports, images = _ports_and_images(spec)
         tolerations = tuple(
             Toleration.from_dict(t, f"spec.tolerations[{i}]")
             for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))
@@ -170,6 +263,8 @@ class Pod:
             phase=str(status.get("phase") or "Pending"),
             creation_timestamp=str(meta.get("creationTimestamp") or ""),
             raw=obj,
+            host_ports=host_ports,
+            images=images,
         )
 
 
@@ -185,6 +280,8 @@ class Node:
     allocatable: ResourceList
     ready: bool
     raw: Mapping[str, Any] = field(repr=False)
+    #: Images the node holds (``status.images``): every name of an image → its size in bytes.
+    images: dict[str, int] = field(default_factory=dict)
 
     @property
     def zone_key(self) -> str:
@@ -237,6 +334,7 @@ class Node:
             allocatable=allocatable,
             ready=ready,
             raw=obj,
+            images=_node_images(status),
         )
 
 

@@ -148,10 +148,11 @@ class SchedulerCache:
     def _replace(self, st: PodState, pod: Pod) -> None:
         info = self.node_infos[st.node_name]
         old = st.pod
-        if (old.requests, old.nonzero_cpu, old.nonzero_memory) != (
+        if (old.requests, old.nonzero_cpu, old.nonzero_memory, old.host_ports) != (
             pod.requests,
             pod.nonzero_cpu,
             pod.nonzero_memory,
+            pod.host_ports,
         ):
             info.remove_pod(old)
             info.add_pod(pod)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import HostPort, Node, Pod
 from kubesched.api.resources import ResourceList
 
 
 class NodeInfo:
     """A node and the sum of its pods' requests. ``node`` is None while only pods refer to it."""
 
-    __slots__ = ("generation", "node", "nonzero_cpu", "nonzero_memory", "pods", "requested")
+    __slots__ = ("generation", "node", "nonzero_cpu", "nonzero_memory", "pods", "requested", "used_ports")
 
     def __init__(self, node: Node | None = None) -> None:
         self.node = node
@@ -18,6 +18,8 @@ class NodeInfo:
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
         self.generation = 0
+        #: Host ports in use (upstream ``UsedPorts``), counted per pod using them.
+        self.used_ports: dict[HostPort, int] = {}
 
     @property
     def name(self) -> str:
@@ -40,3 +42,11 @@ class NodeInfo:
             req[name] = req.get(name, 0) + sign * value
         self.nonzero_cpu += sign * pod.nonzero_cpu
         self.nonzero_memory += sign * pod.nonzero_memory
+        if pod.host_ports:
+            used = self.used_ports
+            for hp in pod.host_ports:
+                n = used.get(hp, 0) + sign
+                if n > 0:
+                    used[hp] = n
+                else:
+                    used.pop(hp, None)

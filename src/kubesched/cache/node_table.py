@@ -5,6 +5,10 @@ is gone. Resource columns are fixed for cpu (milli), memory (bytes), ephemeral-s
 pods (count); extended resources get columns as they appear. Labels are dictionary-encoded per key
 (-1 = label absent) and taint lists are interned: nodes share a *taint signature* id, so a
 toleration check costs one Python evaluation per distinct taint list, then one gather.
+
+Host ports in use get one boolean column per ``(ip, protocol, port)`` and one per ``(protocol, port)``
+(used with any IP), so a NodePorts check costs a few mask operations per wanted port. Images get one
+size column per image name (0 = the node does not have it) and a count of the nodes holding it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from kubesched.api.objects import HostPort
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.api.taints import Taint
 from kubesched.cache.node_info import NodeInfo
@@ -62,6 +67,15 @@ class NodeTable:
         self._sig_ids: dict[tuple[Taint, ...], int] = {(): 0}
         self.labels: dict[str, LabelColumn] = {}
         self._label_keys_of: list[tuple[str, ...]] = [()] * capacity
+        #: (ip, protocol, port) → slots where a pod binds exactly that host IP (0.0.0.0 included).
+        self.host_ports: dict[HostPort, BoolArray] = {}
+        #: (protocol, port) → slots where a pod binds that port on any host IP.
+        self.host_ports_any: dict[tuple[str, int], BoolArray] = {}
+        self._ports_of: list[frozenset[HostPort]] = [frozenset()] * capacity
+        #: Image name → its size on each slot (0: absent), and how many nodes hold it.
+        self.image_sizes: dict[str, IntArray] = {}
+        self.image_nodes: dict[str, int] = {}
+        self._images_of: list[dict[str, int]] = [{}] * capacity
         #: Slots of schedulable-candidate nodes in NodeTree (zone-interleaved) order.
         self.order: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
@@ -97,8 +111,15 @@ class NodeTable:
         self.taint_sig = grow(self.taint_sig)  # type: ignore[assignment]
         for col in self.labels.values():
             col.codes = np.concatenate([col.codes, np.full(extra, -1, dtype=np.int32)])
+        for ports in (self.host_ports, self.host_ports_any):
+            for key, mask in ports.items():
+                ports[key] = grow(mask)  # type: ignore[index, assignment]
+        for image, sizes in self.image_sizes.items():
+            self.image_sizes[image] = grow(sizes)  # type: ignore[assignment]
         self.names.extend([""] * extra)
         self._label_keys_of.extend([()] * extra)
+        self._ports_of.extend([frozenset()] * extra)
+        self._images_of.extend([{}] * extra)
         self.capacity = new_cap
 
     # -- rows ------------------------------------------------------------------------------------
@@ -153,6 +174,52 @@ class NodeTable:
             label_col = self.label_column(key)
             label_col.codes[slot] = label_col.code(label_value)
         self._label_keys_of[slot] = tuple(node.labels)
+        if info.used_ports or self._ports_of[slot]:
+            self._write_ports(slot, frozenset(info.used_ports))
+        if node.images is not self._images_of[slot]:
+            self._write_images(slot, node.images)
+
+    def _write_ports(self, slot: int, ports: frozenset[HostPort]) -> None:
+        old = self._ports_of[slot]
+        if ports == old:
+            return
+        for hp in old - ports:
+            self.host_ports[hp][slot] = False
+        for hp in ports - old:
+            mask = self.host_ports.get(hp)
+            if mask is None:
+                mask = np.zeros(self.capacity, dtype=np.bool_)
+                self.host_ports[hp] = mask
+            mask[slot] = True
+        in_use = {(hp.protocol, hp.port) for hp in ports}
+        for pp in {(hp.protocol, hp.port) for hp in old} - in_use:
+            self.host_ports_any[pp][slot] = False
+        for pp in in_use:
+            mask = self.host_ports_any.get(pp)
+            if mask is None:
+                mask = np.zeros(self.capacity, dtype=np.bool_)
+                self.host_ports_any[pp] = mask
+            mask[slot] = True
+        self._ports_of[slot] = ports
+
+    def _write_images(self, slot: int, images: dict[str, int]) -> None:
+        old = self._images_of[slot]
+        if images != old:
+            for name in old:
+                if name not in images:
+                    self.image_sizes[name][slot] = 0
+                    self.image_nodes[name] -= 1
+            for name, size in images.items():
+                sizes = self.image_sizes.get(name)
+                if sizes is None:
+                    sizes = np.zeros(self.capacity, dtype=np.int64)
+                    self.image_sizes[name] = sizes
+                    self.image_nodes[name] = 0
+                if name not in old:
+                    self.image_nodes[name] += 1
+                sizes[slot] = size
+        # Keep the node's own dict: the next write of an unchanged Node is an identity check.
+        self._images_of[slot] = images
 
     def clear(self, slot: int) -> None:
         if slot >= self.capacity:
@@ -170,6 +237,10 @@ class NodeTable:
         for key in self._label_keys_of[slot]:
             self.labels[key].codes[slot] = -1
         self._label_keys_of[slot] = ()
+        if self._ports_of[slot]:
+            self._write_ports(slot, frozenset())
+        if self._images_of[slot]:
+            self._write_images(slot, {})
 
     def pod_vector(self, requests: dict[str, int]) -> IntArray:
         """A pod's request as a row vector over this table's resource columns."""

@@ -8,8 +8,10 @@ from kubesched.framework.interfaces import extension_points_of
 from kubesched.framework.plugin_args import ARGS_MODELS
 from kubesched.framework.registry import PluginSpec, Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.nodename import NodeName
+from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
@@ -24,8 +26,10 @@ IN_TREE: tuple[Any, ...] = (
     NodeName,
     TaintToleration,
     NodeAffinity,
+    NodePorts,
     NodeResourcesFit,
     NodeResourcesBalancedAllocation,
+    ImageLocality,
     DefaultBinder,
 )
 
