@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,7 @@ class Scheduler:
         config: SchedulerConfig,
         registry: Registry,
         *,
-        now: Any,
+        now: Callable[[], float],
         seed: int | None = None,
         explain: bool = False,
     ) -> None:

@@ -26,6 +26,10 @@ PREFER_EFFECTS = frozenset({"PreferNoSchedule"})
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
+#: Distinct toleration lists remembered; a replay with endless variety starts over past this.
+CACHE_LIMIT = 4096
+
+
 class TaintToleration:
     name: ClassVar[str] = "TaintToleration"
 
@@ -40,6 +44,8 @@ class TaintToleration:
     def _signature_reasons(self, pod: Pod, table: NodeTable) -> list[str | None]:
         cached = self._filter_cache.get(pod.tolerations)
         if cached is None:
+            if len(self._filter_cache) >= CACHE_LIMIT:
+                self._filter_cache.clear()
             cached = []
             self._filter_cache[pod.tolerations] = cached
         for taints in table.signatures[len(cached) :]:
@@ -67,6 +73,8 @@ class TaintToleration:
     def _signature_counts(self, pod: Pod, table: NodeTable) -> list[int]:
         cached = self._score_cache.get(pod.tolerations)
         if cached is None:
+            if len(self._score_cache) >= CACHE_LIMIT:
+                self._score_cache.clear()
             cached = []
             self._score_cache[pod.tolerations] = cached
         # Only tolerations that can match PreferNoSchedule count for scoring (upstream).
