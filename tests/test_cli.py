@@ -143,7 +143,7 @@ def test_quickstart_json_shape_and_statuses(capsys):
         assert pods[name]["status"] == "Scheduled"
         assert pods[name]["node"] not in ("control-plane-1", "worker-b2", "gpu-c1")
 
-    assert doc["summary"] == {"scheduled": 5, "unschedulable": 2, "pending": 2}
+    assert doc["summary"] == {"scheduled": 5, "unschedulable": 2, "pending": 2, "noSchedulerProfile": 1}
 
 
 def test_quickstart_table(capsys):

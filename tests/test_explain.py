@@ -90,3 +90,14 @@ def test_explain_command_unknown_pod_is_bad_input(capsys) -> None:
     code = main(["explain", str(QUICKSTART), "--pod", "shop/missing"])
     assert code == 2
     assert "no pending pod shop/missing" in capsys.readouterr().err
+
+
+def test_summary_counts_pods_for_schedulers_without_a_profile() -> None:
+    sim = Simulation(seed=1)
+    sim.load(load_manifests([str(QUICKSTART)]))
+    doc = result_document(sim.run(), explain=False)
+    # analytics/legacy-job asks for "legacy-scheduler", which no profile serves.
+    assert doc["summary"]["noSchedulerProfile"] == 1
+    legacy = next(p for p in doc["pods"] if p["name"] == "legacy-job")
+    assert legacy["status"] == "Pending"
+    assert legacy["message"] == "no scheduler profile named 'legacy-scheduler'"

@@ -50,6 +50,7 @@ def result_document(result: SimulationResult, explain: bool) -> dict[str, Any]:
             "scheduled": result.scheduled,
             "unschedulable": result.unschedulable,
             "pending": result.pending,
+            "noSchedulerProfile": result.no_profile,
         },
     }
 
@@ -67,7 +68,8 @@ def _print_table(result: SimulationResult, console: Console) -> None:
         )
     console.print(table)
     console.print(
-        f"{result.scheduled} scheduled, {result.unschedulable} unschedulable, {result.pending} pending "
+        f"{result.scheduled} scheduled, {result.unschedulable} unschedulable, {result.pending} pending"
+        f"{f' ({result.no_profile} for schedulers without a profile)' if result.no_profile else ''} "
         f"({result.cycles} scheduling cycles, {result.virtual_seconds:.0f}s virtual time)"
     )
 

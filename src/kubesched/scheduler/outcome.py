@@ -20,6 +20,8 @@ class PodOutcome:
     message: str = ""
     attempts: int = 0
     scheduler_name: str = ""
+    #: True when no profile serves ``scheduler_name``: kubesched left the pod alone.
+    no_profile: bool = False
     #: Filled only when explain is on: see :mod:`kubesched.scheduler.explain`.
     explain: dict[str, Any] | None = field(default=None)
 

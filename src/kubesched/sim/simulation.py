@@ -53,6 +53,11 @@ class SimulationResult:
     def pending(self) -> int:
         return sum(1 for o in self.outcomes if o.status == "Pending")
 
+    @property
+    def no_profile(self) -> int:
+        """Pods left alone because no profile serves their ``spec.schedulerName``."""
+        return sum(1 for o in self.outcomes if o.no_profile)
+
 
 class Simulation:
     def __init__(
@@ -134,6 +139,7 @@ class Simulation:
                 outcome = PodOutcome(pod.namespace, pod.name, uid, scheduler_name=pod.scheduler_name)
                 outcome.status = PENDING
                 if not sched.responsible_for(pod):
+                    outcome.no_profile = True
                     outcome.message = f"no scheduler profile named {pod.scheduler_name!r}"
             if outcome.status == PENDING and not outcome.message:
                 info = sched.queue.unschedulable_info(uid)
