@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
+from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.errors import InputError
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -42,6 +43,8 @@ KINDS: dict[str, KindSpec] = {
     "Node": KindSpec(("v1",), Node.from_dict, False),
     "Pod": KindSpec(("v1",), Pod.from_dict, True),
     "PriorityClass": KindSpec(("scheduling.k8s.io/v1",), PriorityClass.from_dict, False),
+    "PodGroup": KindSpec(POD_GROUP_API_VERSIONS, PodGroup.from_dict, True),
+    "Queue": KindSpec(QUEUE_API_VERSIONS, Queue.from_dict, False),
 }
 
 
