@@ -9,6 +9,8 @@ would only be retried to the same result).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,8 @@ from kubesched.plugins import default_registry
 from kubesched.scheduler.outcome import PENDING, PodOutcome
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.clock import SimulatedClock
+from kubesched.sim.workload import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, parse_duration
+from kubesched.store.base import EventType
 from kubesched.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,12 @@ class Simulation:
         )
         self.warnings: list[str] = []
         self.cycles = 0
+        # Timed cluster changes: (virtual time, sequence, action, object). Arrivals create pods,
+        # completions delete them, like a workload's pods coming and finishing.
+        self._timeline: list[tuple[float, int, str, dict[str, Any]]] = []
+        self._timeline_seq = itertools.count()
+        self._pod_watch = self.store.watch(frozenset({"Pod"}))
+        self.completed: list[PodOutcome] = []
 
     def load(self, loaded: LoadResult) -> None:
         """Create every loaded object in the store, as ``kubectl apply`` would."""
@@ -84,18 +94,57 @@ class Simulation:
         by_kind: dict[str, list[Any]] = {k: [] for k in LOAD_ORDER}
         for mo in loaded.objects:
             by_kind.setdefault(mo.kind, []).append(mo)
+        start = self.clock.now()
         for kind in [*LOAD_ORDER, *(k for k in by_kind if k not in LOAD_ORDER)]:
             for mo in by_kind.get(kind, []):
                 try:
-                    self.store.create(mo.obj)
+                    arrival = _annotation_seconds(mo.obj, ANNOTATION_ARRIVAL) if kind == "Pod" else None
+                    _annotation_seconds(mo.obj, ANNOTATION_DURATION)  # validate now, used at bind
+                    if arrival:
+                        self._schedule_at(start + arrival, "arrive", mo.obj)
+                    else:
+                        self.store.create(mo.obj)
                 except InputError as exc:
                     raise exc.located(file=mo.source, document=mo.document, obj=mo.ref) from None
+
+    def _schedule_at(self, when: float, action: str, obj: dict[str, Any]) -> None:
+        heapq.heappush(self._timeline, (when, next(self._timeline_seq), action, obj))
+
+    def _watch_lifetimes(self) -> None:
+        """A pod that just got a node and has a duration finishes that long after (virtual time)."""
+        for event in self._pod_watch.drain():
+            obj = event.obj
+            if event.type == EventType.DELETED or not (obj.get("spec") or {}).get("nodeName"):
+                continue
+            if event.old is not None and (event.old.get("spec") or {}).get("nodeName"):
+                continue
+            duration = _annotation_seconds(obj, ANNOTATION_DURATION)
+            if duration is not None:
+                self._schedule_at(self.clock.now() + duration, "complete", dict(obj))
+
+    def _apply_due(self) -> bool:
+        """Apply every timeline entry that is due; True if any was."""
+        applied = False
+        while self._timeline and self._timeline[0][0] <= self.clock.now():
+            _, _, action, obj = heapq.heappop(self._timeline)
+            meta = obj.get("metadata") or {}
+            if action == "arrive":
+                self.store.create(obj)
+            elif self.store.get("Pod", meta.get("namespace"), str(meta.get("name"))) is not None:
+                self.store.delete("Pod", meta.get("namespace"), str(meta.get("name")))
+                outcome = self.scheduler.outcomes.get(str(meta.get("uid")))
+                if outcome is not None:
+                    self.completed.append(outcome)
+            applied = True
+        return applied
 
     def run(self, horizon: float = DEFAULT_HORIZON) -> SimulationResult:
         sched = self.scheduler
         queue = sched.queue
         deadline = self.clock.now() + horizon
         while True:
+            self._watch_lifetimes()
+            self._apply_due()
             sched.handle_events()
             queue.flush_backoff_completed()
             if sched.schedule_one():
@@ -105,8 +154,20 @@ class Simulation:
             sched.handle_events()
             if queue.active_count:
                 continue
-            # Nothing to do now: jump to the next timer (a backoff expiry or a Permit timeout).
-            timers = [t for t in (queue.next_backoff_expiry(), sched.next_permit_deadline()) if t is not None]
+            self._watch_lifetimes()
+            # Nothing to do now: jump to the next timer (an arrival or completion, a backoff expiry,
+            # a Permit timeout). Retries alone stop after ``horizon`` seconds without a cluster change.
+            if self._timeline:
+                deadline = max(deadline, self._timeline[0][0] + horizon)
+            timers = [
+                t
+                for t in (
+                    queue.next_backoff_expiry(),
+                    sched.next_permit_deadline(),
+                    self._timeline[0][0] if self._timeline else None,
+                )
+                if t is not None
+            ]
             if not timers:
                 break
             nxt = min(timers)
@@ -127,7 +188,7 @@ class Simulation:
     def outcomes(self) -> list[PodOutcome]:
         """One outcome per pod that was pending at load: scheduled, unschedulable or never tried."""
         sched = self.scheduler
-        out: list[PodOutcome] = []
+        out: list[PodOutcome] = list(self.completed)
         for obj in self.store.list("Pod"):
             uid = str(obj["metadata"]["uid"])
             outcome = sched.outcomes.get(uid)
@@ -151,3 +212,15 @@ class Simulation:
             out.append(outcome)
         out.sort(key=lambda o: (o.namespace, o.name))
         return out
+
+
+def _annotation_seconds(obj: Any, key: str) -> float | None:
+    """A duration annotation (``90s``, ``2h``, plain seconds) in seconds, or None when absent."""
+    annotations = ((obj.get("metadata") or {}).get("annotations")) or {}
+    value = annotations.get(key)
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except InputError as exc:
+        raise InputError(exc.message, field=f"metadata.annotations.{key}") from None
