@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -15,16 +16,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched import __version__
-from kubesched.api.manifests import load_manifests
+from kubesched.api.manifests import LoadResult, ManifestObject, load_manifests
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
 from kubesched.plugins import default_registry
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.simulation import Simulation, SimulationResult
+from kubesched.sim.traces import FORMATS as TRACE_FORMAT_LOADERS
+from kubesched.sim.traces import load_trace
+from kubesched.sim.workload import Workload, to_manifests
 
 EXIT_OK = 0
 EXIT_UNSCHEDULABLE = 1
 EXIT_BAD_INPUT = 2
+TRACE_FORMATS = tuple(TRACE_FORMAT_LOADERS)
 
 
 def _pod_json(o: PodOutcome, explain: bool) -> dict[str, Any]:
@@ -74,10 +79,35 @@ def _print_table(result: SimulationResult, console: Console) -> None:
     )
 
 
+TRACE_SUFFIXES = (".csv", ".jsonl")
+
+
+def load_inputs(args: argparse.Namespace) -> LoadResult:
+    """Manifests from the paths, plus the trace and its node lists turned into manifests."""
+    if not args.paths and not args.trace:
+        raise InputError("give manifest files/directories, or --trace FILE")
+    manifest_paths = list(args.paths)
+    workload: Workload | None = None
+    if args.trace:
+        workload = load_trace(args.trace, args.trace_format, args.on_bad_row, args.limit)
+        for nodes in args.nodes or []:
+            if Path(nodes).suffix in TRACE_SUFFIXES:
+                workload = workload.merge(load_trace(nodes, args.trace_format, args.on_bad_row))
+            else:
+                manifest_paths.append(nodes)
+    loaded = load_manifests(manifest_paths) if manifest_paths else LoadResult()
+    if workload is not None:
+        for row in workload.bad_rows:
+            loaded.warnings.append(f"{row.source}: line {row.line}: skipped: {row.message}")
+        for i, obj in enumerate(to_manifests(workload), start=1):
+            loaded.objects.append(ManifestObject(str(obj["kind"]), obj, args.trace, i))
+    return loaded
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     registry = default_registry()
     config = load_config(args.config, registry) if args.config else None
-    loaded = load_manifests(args.paths)
+    loaded = load_inputs(args)
     sim = Simulation(config, registry, seed=args.seed, explain=args.explain)
     sim.load(loaded)
     result = sim.run()
@@ -142,8 +172,22 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="schedule the pending pods of some manifests on an embedded cluster"
     )
     sim.add_argument(
-        "paths", nargs="+", metavar="FILE_OR_DIR", help="manifest files or directories; - for stdin"
+        "paths", nargs="*", metavar="FILE_OR_DIR", help="manifest files or directories; - for stdin"
     )
+    sim.add_argument("--trace", metavar="POD_FILE", help="replay a trace (CSV/JSONL) over virtual time")
+    sim.add_argument(
+        "--nodes",
+        action="append",
+        metavar="NODE_FILE_OR_MANIFESTS",
+        help="with --trace: the cluster, as a trace node list (.csv/.jsonl) or manifests (repeatable)",
+    )
+    sim.add_argument(
+        "--trace-format", choices=TRACE_FORMATS, help="trace format (default: detected from columns)"
+    )
+    sim.add_argument(
+        "--on-bad-row", choices=("skip", "fail"), default="skip", help="skip bad trace rows (default) or stop"
+    )
+    sim.add_argument("--limit", type=int, metavar="N", help="read only the first N pods (jobs) of the trace")
     sim.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
     sim.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     sim.add_argument(
