@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from kubesched.api.fields import object_name
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.errors import InputError
@@ -25,8 +26,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def _validate_namespace(obj: Mapping[str, Any]) -> None:
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta.get("name"):
-        raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
+    object_name(meta if isinstance(meta, Mapping) else {})
 
 
 @dataclass(frozen=True, slots=True)

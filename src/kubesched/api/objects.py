@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kubesched.api.fields import as_list, as_mapping, as_str_map, object_name
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
 from kubesched.api.taints import Taint, Toleration
 from kubesched.errors import InputError
@@ -35,40 +36,6 @@ DEFAULT_PROTOCOL = "TCP"
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
-def _mapping(data: Any, field: str) -> Mapping[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a mapping, got {type(data).__name__}", field=field)
-    return data
-
-
-def _str_map(data: Any, field: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in _mapping(data, field).items():
-        if not isinstance(k, str):
-            raise InputError("keys must be strings", field=field)
-        if not isinstance(v, str):
-            raise InputError(f"value of {k!r} must be a string, got {type(v).__name__}", field=f"{field}.{k}")
-        out[k] = v
-    return out
-
-
-def _list(data: Any, field: str) -> list[Any]:
-    if data is None:
-        return []
-    if not isinstance(data, list):
-        raise InputError(f"expected a list, got {type(data).__name__}", field=field)
-    return data
-
-
-def _name(meta: Mapping[str, Any]) -> str:
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
-    return name
-
-
 class HostPort(NamedTuple):
     """A host port a container binds, sanitized like upstream ``HostPortInfo``: an empty ``hostIP``
     is ``0.0.0.0`` (every address) and an empty protocol is ``TCP``."""
@@ -80,9 +47,9 @@ class HostPort(NamedTuple):
 
 def _container_ports(container: Mapping[str, Any], field: str) -> list[HostPort]:
     out: list[HostPort] = []
-    for i, raw in enumerate(_list(container.get("ports"), f"{field}.ports")):
+    for i, raw in enumerate(as_list(container.get("ports"), f"{field}.ports")):
         where = f"{field}.ports[{i}]"
-        port = _mapping(raw, where)
+        port = as_mapping(raw, where)
         host_port = port.get("hostPort", 0)
         if host_port is None:
             host_port = 0
@@ -116,15 +83,15 @@ def _ports_and_images(spec: Mapping[str, Any]) -> tuple[tuple[HostPort, ...], tu
     container, in that order (what ImageLocality scores)."""
     ports: list[HostPort] = []
     images: list[str] = []
-    for i, c in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
+    for i, c in enumerate(as_list(spec.get("initContainers"), "spec.initContainers")):
         where = f"spec.initContainers[{i}]"
-        c = _mapping(c, where)
+        c = as_mapping(c, where)
         if c.get("restartPolicy") == "Always":
             ports.extend(_container_ports(c, where))
         images.append(_image(c, where))
-    for i, c in enumerate(_list(spec.get("containers"), "spec.containers")):
+    for i, c in enumerate(as_list(spec.get("containers"), "spec.containers")):
         where = f"spec.containers[{i}]"
-        c = _mapping(c, where)
+        c = as_mapping(c, where)
         ports.extend(_container_ports(c, where))
         images.append(_image(c, where))
     return tuple(ports), tuple(images)
@@ -134,9 +101,9 @@ def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
     """``status.images`` as image name → size in bytes. A name listed twice keeps its first size, as
     upstream's cache does."""
     out: dict[str, int] = {}
-    for i, raw in enumerate(_list(status.get("images"), "status.images")):
+    for i, raw in enumerate(as_list(status.get("images"), "status.images")):
         where = f"status.images[{i}]"
-        image = _mapping(raw, where)
+        image = as_mapping(raw, where)
         size = image.get("sizeBytes", 0)
         if size is None:
             size = 0
@@ -144,7 +111,7 @@ def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
             raise InputError(
                 f"sizeBytes must be a non-negative integer, got {size!r}", field=f"{where}.sizeBytes"
             )
-        for j, name in enumerate(_list(image.get("names"), f"{where}.names")):
+        for j, name in enumerate(as_list(image.get("names"), f"{where}.names")):
             if not isinstance(name, str):
                 raise InputError("image names must be strings", field=f"{where}.names[{j}]")
             out.setdefault(name, size)
@@ -200,22 +167,22 @@ class Pod:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Pod:
-        meta = _mapping(obj.get("metadata"), "metadata")
-        spec = _mapping(obj.get("spec"), "spec")
-        status = _mapping(obj.get("status"), "status")
-        name = _name(meta)
-        containers = _list(spec.get("containers"), "spec.containers")
+        meta = as_mapping(obj.get("metadata"), "metadata")
+        spec = as_mapping(obj.get("spec"), "spec")
+        status = as_mapping(obj.get("status"), "status")
+        name = object_name(meta)
+        containers = as_list(spec.get("containers"), "spec.containers")
         if not containers:
             raise InputError("a pod needs at least one container", field="spec.containers")
         requests, nonzero = pod_requests(spec)
         host_ports, images = _ports_and_images(spec)
         tolerations = tuple(
             Toleration.from_dict(t, f"spec.tolerations[{i}]")
-            for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))
+            for i, t in enumerate(as_list(spec.get("tolerations"), "spec.tolerations"))
         )
         gates: list[str] = []
-        for i, gate in enumerate(_list(spec.get("schedulingGates"), "spec.schedulingGates")):
-            gname = _mapping(gate, f"spec.schedulingGates[{i}]").get("name")
+        for i, gate in enumerate(as_list(spec.get("schedulingGates"), "spec.schedulingGates")):
+            gname = as_mapping(gate, f"spec.schedulingGates[{i}]").get("name")
             if not isinstance(gname, str) or not gname:
                 raise InputError("a scheduling gate needs a name", field=f"spec.schedulingGates[{i}].name")
             gates.append(gname)
@@ -246,8 +213,8 @@ class Pod:
             namespace=namespace,
             name=name,
             uid=str(meta.get("uid") or ""),
-            labels=_str_map(meta.get("labels"), "metadata.labels"),
-            annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+            labels=as_str_map(meta.get("labels"), "metadata.labels"),
+            annotations=as_str_map(meta.get("annotations"), "metadata.annotations"),
             scheduler_name=scheduler_name,
             node_name=node_name,
             priority=priority,
@@ -257,8 +224,8 @@ class Pod:
             nonzero_cpu=nonzero[CPU],
             nonzero_memory=nonzero[MEMORY],
             tolerations=tolerations,
-            node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-            affinity=_mapping(spec.get("affinity"), "spec.affinity"),
+            node_selector=as_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            affinity=as_mapping(spec.get("affinity"), "spec.affinity"),
             scheduling_gates=tuple(gates),
             phase=str(status.get("phase") or "Pending"),
             creation_timestamp=str(meta.get("creationTimestamp") or ""),
@@ -298,14 +265,14 @@ class Node:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Node:
-        meta = _mapping(obj.get("metadata"), "metadata")
-        spec = _mapping(obj.get("spec"), "spec")
-        status = _mapping(obj.get("status"), "status")
-        name = _name(meta)
-        labels = _str_map(meta.get("labels"), "metadata.labels")
+        meta = as_mapping(obj.get("metadata"), "metadata")
+        spec = as_mapping(obj.get("spec"), "spec")
+        status = as_mapping(obj.get("status"), "status")
+        name = object_name(meta)
+        labels = as_str_map(meta.get("labels"), "metadata.labels")
         taints = tuple(
             Taint.from_dict(t, f"spec.taints[{i}]")
-            for i, t in enumerate(_list(spec.get("taints"), "spec.taints"))
+            for i, t in enumerate(as_list(spec.get("taints"), "spec.taints"))
         )
         unschedulable = spec.get("unschedulable", False)
         if not isinstance(unschedulable, bool):
@@ -321,8 +288,8 @@ class Node:
         allocatable.setdefault(CPU, 0)
         allocatable.setdefault(MEMORY, 0)
         ready = True
-        for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
-            cond = _mapping(cond, f"status.conditions[{i}]")
+        for i, cond in enumerate(as_list(status.get("conditions"), "status.conditions")):
+            cond = as_mapping(cond, f"status.conditions[{i}]")
             if cond.get("type") == "Ready":
                 ready = cond.get("status") == "True"
         return cls(
@@ -347,8 +314,8 @@ class PriorityClass:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> PriorityClass:
-        meta = _mapping(obj.get("metadata"), "metadata")
-        name = _name(meta)
+        meta = as_mapping(obj.get("metadata"), "metadata")
+        name = object_name(meta)
         value = obj.get("value")
         if not isinstance(value, int) or isinstance(value, bool):
             raise InputError(f"value must be an integer, got {value!r}", field="value")

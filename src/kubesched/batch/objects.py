@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api.fields import as_mapping, object_name
 from kubesched.api.resources import ResourceList, parse_resource_list
 from kubesched.errors import InputError
 
@@ -40,21 +41,6 @@ VOLCANO_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
 QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
 
 _INT32_MAX = 2**31 - 1
-
-
-def _mapping(data: Any, field: str) -> Mapping[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a mapping, got {type(data).__name__}", field=field)
-    return data
-
-
-def _name(meta: Mapping[str, Any]) -> str:
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
-    return name
 
 
 def _opt_str(data: Mapping[str, Any], key: str, field: str, default: str = "") -> str:
@@ -90,7 +76,7 @@ class PodGroupCondition:
 
     @classmethod
     def from_dict(cls, data: Any, field: str) -> PodGroupCondition:
-        m = _mapping(data, field)
+        m = as_mapping(data, field)
         ctype = _opt_str(m, "type", f"{field}.type")
         if not ctype:
             raise InputError("a condition needs a type", field=f"{field}.type")
@@ -142,17 +128,17 @@ class PodGroup:
                 field="apiVersion",
             )
         volcano = api_version == VOLCANO_API_VERSION
-        meta = _mapping(obj.get("metadata"), "metadata")
-        spec = _mapping(obj.get("spec"), "spec")
-        status = _mapping(obj.get("status"), "status")
-        name = _name(meta)
+        meta = as_mapping(obj.get("metadata"), "metadata")
+        spec = as_mapping(obj.get("spec"), "spec")
+        status = as_mapping(obj.get("status"), "status")
+        name = object_name(meta)
         min_member = _count(spec.get("minMember"), "spec.minMember")
         min_resources = parse_resource_list(spec.get("minResources"), "spec.minResources")
 
         min_task_member: dict[str, int] = {}
         timeout: int | None = None
         if volcano:
-            for task, n in _mapping(spec.get("minTaskMember"), "spec.minTaskMember").items():
+            for task, n in as_mapping(spec.get("minTaskMember"), "spec.minTaskMember").items():
                 if not isinstance(task, str):
                     raise InputError("task names must be strings", field="spec.minTaskMember")
                 min_task_member[task] = _count(n, f"spec.minTaskMember.{task}")
@@ -219,14 +205,14 @@ class Queue:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Queue:
-        meta = _mapping(obj.get("metadata"), "metadata")
-        spec = _mapping(obj.get("spec"), "spec")
-        status = _mapping(obj.get("status"), "status")
-        name = _name(meta)
+        meta = as_mapping(obj.get("metadata"), "metadata")
+        spec = as_mapping(obj.get("spec"), "spec")
+        status = as_mapping(obj.get("status"), "status")
+        name = object_name(meta)
         raw_weight = spec.get("weight")
         # An unset (or zero, Go's omitted value) weight is defaulted to 1 by Volcano's webhook.
         weight = _count(raw_weight, "spec.weight") or DEFAULT_QUEUE_WEIGHT
-        guarantee = _mapping(spec.get("guarantee"), "spec.guarantee")
+        guarantee = as_mapping(spec.get("guarantee"), "spec.guarantee")
         reclaimable = spec.get("reclaimable")
         if reclaimable is None:
             reclaimable = True

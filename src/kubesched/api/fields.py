@@ -1,0 +1,51 @@
+"""Typed reads of Kubernetes object fields that fail with an :class:`InputError` naming the field.
+
+Every parser of a Kubernetes object (core kinds in ``api.objects``, batch kinds in
+``batch.objects``, manifest validation) reads its fields through these, so the same bad input gives
+the same message everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubesched.errors import InputError
+
+
+def as_mapping(data: Any, field: str) -> Mapping[str, Any]:
+    """A mapping field; absent (None) reads as empty."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise InputError(f"expected a mapping, got {type(data).__name__}", field=field)
+    return data
+
+
+def as_str_map(data: Any, field: str) -> dict[str, str]:
+    """A string → string mapping such as labels or annotations."""
+    out: dict[str, str] = {}
+    for k, v in as_mapping(data, field).items():
+        if not isinstance(k, str):
+            raise InputError("keys must be strings", field=field)
+        if not isinstance(v, str):
+            raise InputError(f"value of {k!r} must be a string, got {type(v).__name__}", field=f"{field}.{k}")
+        out[k] = v
+    return out
+
+
+def as_list(data: Any, field: str) -> list[Any]:
+    """A list field; absent (None) reads as empty."""
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise InputError(f"expected a list, got {type(data).__name__}", field=field)
+    return data
+
+
+def object_name(meta: Mapping[str, Any]) -> str:
+    """``metadata.name``, which every object must have."""
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
+    return name
