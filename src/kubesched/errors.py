@@ -59,3 +59,11 @@ class InputError(KubeschedError):
             parts.append(f"field {self.field}")
         where = ": ".join(parts)
         return f"{where}: {self.message}" if where else self.message
+
+
+def yaml_error_detail(exc: Exception) -> str:
+    """`` (line L, column C): problem`` for a PyYAML parse error, for messages that name the spot."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"{where}: {problem}"

@@ -19,7 +19,7 @@ import yaml
 from kubesched.api.fields import object_name
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
-from kubesched.errors import InputError
+from kubesched.errors import InputError, yaml_error_detail
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -92,10 +92,7 @@ def _documents(text: str, source: str) -> list[Any]:
             f"not valid YAML/JSON (character {exc.position + 1}): {exc.reason}", file=source
         ) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"not valid YAML/JSON{where}: {problem}", file=source) from None
+        raise InputError(f"not valid YAML/JSON{yaml_error_detail(exc)}", file=source) from None
     except RecursionError:
         raise InputError("not valid YAML/JSON: nested too deeply", file=source) from None
 

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kubesched.errors import InputError
+from kubesched.errors import InputError, yaml_error_detail
 
 log = logging.getLogger(__name__)
 
@@ -433,10 +433,7 @@ def load_batch_conf(path: str | Path | None) -> BatchConf:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"not valid YAML{where}: {problem}", file=source) from None
+        raise InputError(f"not valid YAML{yaml_error_detail(exc)}", file=source) from None
     except RecursionError:
         raise InputError("not valid YAML: nested too deeply", file=source) from None
     return batch_conf_from_dict(data, source)
