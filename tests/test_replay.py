@@ -66,7 +66,10 @@ def test_pods_without_duration_run_forever() -> None:
     outcomes = {o.name: o for o in sim.run().outcomes}
     assert outcomes["forever"].status == "Scheduled"
     assert outcomes["late"].status == "Unschedulable"
-    assert outcomes["late"].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert outcomes["late"].message == (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
     assert sim.clock.elapsed == 3600
 
 

@@ -116,6 +116,8 @@ def test_fit_error_message_counts_every_reason_of_every_node() -> None:
     assert o.message == (
         "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, "
         "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+        # Every node is unresolvable (the Insufficient ones have less than the pod asks in all).
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert result.unschedulable == 1
 
@@ -131,6 +133,7 @@ def test_fit_error_reasons_are_sorted_as_strings() -> None:
     # Upstream sorts the "count reason" strings, so "10 …" comes before "2 …".
     assert outcome_of(sim, "p").message == (
         "0/12 nodes are available: 10 node(s) were unschedulable, 2 Insufficient cpu."
+        " preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."
     )
 
 
@@ -143,7 +146,11 @@ def test_too_many_pods_reason() -> None:
     statuses = {o.name: (o.status, o.message) for o in sim.outcomes()}
     assert sorted(s for s, _ in statuses.values()) == ["Scheduled", "Unschedulable"]
     failed = next(m for s, m in statuses.values() if s == "Unschedulable")
-    assert failed == "0/1 nodes are available: 1 Too many pods."
+    # The pod in the way has the same priority: preemption finds no victim.
+    assert failed == (
+        "0/1 nodes are available: 1 Too many pods."
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 def test_failed_scheduling_event_and_condition() -> None:
@@ -151,7 +158,10 @@ def test_failed_scheduling_event_and_condition() -> None:
     sim.store.create(make_node("n", cpu="1"))
     sim.store.create(make_pod("p", cpu="2"))
     sim.run()
-    msg = "0/1 nodes are available: 1 Insufficient cpu."
+    msg = (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     events = [e for e in sim.store.list("Event") if e["regarding"]["name"] == "p"]
     assert [e["reason"] for e in events] == ["FailedScheduling"]
     ev = events[0]
@@ -275,7 +285,10 @@ def test_unschedulable_pod_evaluates_all_nodes() -> None:
         sim.store.create(make_node(f"n{i}", cpu="1"))
     sim.store.create(make_pod("p", cpu="2"))
     sim.run()
-    assert outcome_of(sim, "p").message == "0/150 nodes are available: 150 Insufficient cpu."
+    assert outcome_of(sim, "p").message == (
+        "0/150 nodes are available: 150 Insufficient cpu."
+        " preemption: 0/150 nodes are available: 150 Preemption is not helpful for scheduling."
+    )
     assert sim.scheduler.next_start_node_index == 0
 
 
@@ -534,7 +547,10 @@ def test_taint_removed_by_node_update() -> None:
     sim.store.create(tainted)
     sim.store.create(make_pod("p"))
     sim.run()
-    assert outcome_of(sim, "p").message == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    assert outcome_of(sim, "p").message == (
+        "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+        " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     current = dict(sim.store.get("Node", None, "n") or {})
     current["spec"] = {}
     sim.store.update(current)
@@ -606,7 +622,11 @@ def test_per_node_filter_rejection_message_and_requeue_on_any_event() -> None:
     sim.run()
     o = outcome_of(sim, "magic")
     assert o.status == "Unschedulable"
-    assert o.message == "0/3 nodes are available: 3 node(s) lack the magic label."
+    # Unschedulable (not unresolvable) nodes are preemption candidates, but they hold no pods.
+    assert o.message == (
+        "0/3 nodes are available: 3 node(s) lack the magic label."
+        " preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    )
     # The plugin registers no events, so (as upstream) any event may help it: a label change does.
     node = dict(sim.store.get("Node", None, "n1") or {})
     node["metadata"] = {**node["metadata"], "labels": {"magic": "yes"}}
@@ -651,6 +671,7 @@ def test_pre_filter_results_that_do_not_intersect() -> None:
     sim.run()
     assert outcome_of(sim, "p").message == (
         "0/3 nodes are available: node(s) didn't satisfy plugin(s) [PickA PickB] simultaneously."
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -661,6 +682,7 @@ def test_pre_filter_subset_counts_absent_nodes() -> None:
     sim.run()
     assert outcome_of(sim, "p").message == (
         "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't satisfy plugin(s) [PickA]."
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

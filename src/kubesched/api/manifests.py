@@ -18,6 +18,10 @@ import yaml
 
 from kubesched.api.fields import object_name
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
+from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
+from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.topology_spread import parse_topology_spread_constraints
+from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet, owner_references
 from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.errors import InputError, yaml_error_detail
 
@@ -27,6 +31,14 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 def _validate_namespace(obj: Mapping[str, Any]) -> None:
     meta = obj.get("metadata")
     object_name(meta if isinstance(meta, Mapping) else {})
+
+
+def _validate_pod(obj: Mapping[str, Any]) -> None:
+    Pod.from_dict(obj)
+    # Fields the core view leaves to the plugins that read them, validated here all the same.
+    spec = obj.get("spec") or {}
+    parse_topology_spread_constraints(spec.get("topologySpreadConstraints"))
+    owner_references(obj.get("metadata") or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +53,13 @@ class KindSpec:
 KINDS: dict[str, KindSpec] = {
     "Namespace": KindSpec(("v1",), _validate_namespace, False),
     "Node": KindSpec(("v1",), Node.from_dict, False),
-    "Pod": KindSpec(("v1",), Pod.from_dict, True),
+    "Pod": KindSpec(("v1",), _validate_pod, True),
+    "Service": KindSpec(("v1",), Service.from_dict, True),
+    "ReplicationController": KindSpec(("v1",), ReplicationController.from_dict, True),
+    "ReplicaSet": KindSpec(("apps/v1",), ReplicaSet.from_dict, True),
+    "StatefulSet": KindSpec(("apps/v1",), StatefulSet.from_dict, True),
     "PriorityClass": KindSpec(("scheduling.k8s.io/v1",), PriorityClass.from_dict, False),
+    "PodDisruptionBudget": KindSpec(PDB_API_VERSIONS, PodDisruptionBudget.from_dict, True),
     "PodGroup": KindSpec(POD_GROUP_API_VERSIONS, PodGroup.from_dict, True),
     "Queue": KindSpec(QUEUE_API_VERSIONS, Queue.from_dict, False),
 }

@@ -17,6 +17,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.node_tree import NodeTree
+from kubesched.cache.pod_index import PodIndex
 
 
 class CacheError(Exception):
@@ -42,6 +43,8 @@ class SchedulerCache:
         self._dirty: set[str] = set()
         self._tree_changed = True
         self._generation = itertools.count(1)
+        #: Per-slot pod aggregates for topology plugins, kept in step with every pod change below.
+        self.pod_index = PodIndex()
 
     # -- nodes -----------------------------------------------------------------------------------
     def _info(self, name: str) -> NodeInfo:
@@ -104,6 +107,7 @@ class SchedulerCache:
             raise CacheError(f"pod {pod.key} is already in the cache")
         info = self._info(node_name)
         info.add_pod(pod)
+        self.pod_index.add(pod, self._slots[node_name])
         self._touch(node_name, info)
         self._pods[pod.uid] = PodState(pod, node_name, assumed=True)
 
@@ -130,6 +134,7 @@ class SchedulerCache:
             self._remove(st)
         info = self._info(pod.node_name)
         info.add_pod(pod)
+        self.pod_index.add(pod, self._slots[pod.node_name])
         self._touch(pod.node_name, info)
         self._pods[pod.uid] = PodState(pod, pod.node_name, assumed=False)
 
@@ -160,6 +165,7 @@ class SchedulerCache:
         else:
             # Same footprint (the usual confirm after bind): no row to rewrite.
             info.pods[pod.uid] = pod
+        self.pod_index.update(pod, self._slots[st.node_name])
         st.pod = pod
 
     def _remove(self, st: PodState) -> None:
@@ -168,6 +174,7 @@ class SchedulerCache:
             info.remove_pod(st.pod)
             self._touch(st.node_name, info)
             self._maybe_drop(st.node_name, info)
+        self.pod_index.remove(st.pod)
         del self._pods[st.pod.uid]
 
     def pods(self) -> list[PodState]:
@@ -178,6 +185,7 @@ class SchedulerCache:
         """Bring the snapshot up to date, copying only the node rows that changed (upstream
         ``UpdateSnapshot`` by generation)."""
         table = snapshot.table
+        snapshot.pod_index = self.pod_index
         for name in self._dirty:
             info = self.node_infos.get(name)
             slot = self._slots[name] if info is not None else None
@@ -215,6 +223,8 @@ class Snapshot:
     def __init__(self) -> None:
         self.table = NodeTable()
         self.node_infos: dict[str, NodeInfo] = {}
+        #: The cache's pod index (shared, like the NodeInfos); set by ``update_snapshot``.
+        self.pod_index = PodIndex()
 
     @property
     def num_nodes(self) -> int:

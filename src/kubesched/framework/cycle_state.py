@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Where a PostFilter plugin leaves what ``--explain`` should record about its outcome (a JSON-ready
+#: dict; DefaultPreemption: ``{"nominatedNode": ..., "victims": [...]}``).
+POST_FILTER_EXPLAIN_KEY = "kubesched.io/post-filter-explain"
+
 
 class CycleState:
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
@@ -26,3 +30,16 @@ class CycleState:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
+
+    def clone(self) -> CycleState:
+        """A copy for "what if" evaluations (preemption, nominated pods): values with a ``clone()``
+        method are cloned through it, other values are shared (plugins treat them as read-only);
+        the skip sets are copied."""
+        out = CycleState()
+        data = out._data
+        for key, value in self._data.items():
+            clone = getattr(value, "clone", None)
+            data[key] = clone() if callable(clone) else value
+        out.skip_filter_plugins = set(self.skip_filter_plugins)
+        out.skip_score_plugins = set(self.skip_score_plugins)
+        return out

@@ -32,6 +32,8 @@ class Diagnosis:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
+    #: The PreFilter rejection was UnschedulableAndUnresolvable (preemption cannot help on any node).
+    pre_filter_unresolvable: bool = False
     post_filter_msg: str = ""
     #: Nodes excluded up front (a PreFilterResult): their shared status, counted for every such node.
     absent_reason: str = ""
@@ -50,7 +52,8 @@ class Diagnosis:
             if parts:
                 msg += f" {', '.join(parts)}."
         if self.post_filter_msg:
-            msg += f" {self.post_filter_msg}."
+            # Upstream appends the PostFilter message as it is (it carries its own punctuation).
+            msg += f" {self.post_filter_msg}"
         return msg
 
     def node_reasons(self, slot: int) -> tuple[str, list[str]] | None:

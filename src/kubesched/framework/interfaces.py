@@ -47,6 +47,29 @@ class PreFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Protocol):
+    """Incremental updates of a plugin's PreFilter state (upstream ``PreFilterExtensions``).
+
+    Preemption and nominated pods evaluate "what if this pod were (not) on that node": the framework
+    clones the cycle state, changes the node's row, and calls ``add_pod`` / ``remove_pod`` of every
+    PreFilter plugin that implements them (and did not return Skip) so its state matches. ``slot`` is
+    the NodeTable slot of the node the pod is added to or removed from. A non-success status is an
+    error.
+    """
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, slot: int) -> Status | None: ...
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, slot: int) -> Status | None: ...
+
+
+@runtime_checkable
+class FrameworkAware(Protocol):
+    """A plugin that needs the framework running it (upstream plugins get it as their Handle):
+    ``set_framework`` is called once, after every plugin of the profile was built."""
+
+    def set_framework(self, framework: Any) -> None: ...
+
+
+@runtime_checkable
 class FilterPlugin(Protocol):
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult: ...
 

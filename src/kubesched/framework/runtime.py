@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cache.cache import Snapshot
+from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.config import ProfileConfig
@@ -18,7 +20,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import ScoreNormalizer
+from kubesched.framework.interfaces import FrameworkAware, PreFilterExtensions, ScoreNormalizer
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -28,10 +30,18 @@ from kubesched.framework.types import (
     ClusterEvent,
     FilterResult,
     IntArray,
+    NodeFailure,
     PreFilterResult,
     QueuedPodInfo,
 )
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
+from kubesched.queue.nominator import NominatedColumns, Nominator
+
+#: In-tree Filter plugins that read only NodeTable columns (resources, labels, taints, ports) —
+#: their verdict on a node with extra pods follows from adjusting that node's row.
+TABLE_ONLY_FILTERS = frozenset(
+    {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"}
+)
 
 #: What a plugin without ``events_to_register`` is registered for: any change to anything.
 ALL_EVENTS = ClusterEvent("*", "*")
@@ -99,6 +109,16 @@ class Framework:
         self.bind = point(ExtensionPoint.BIND)
         self.post_bind = point(ExtensionPoint.POST_BIND)
         self.plugins = instances
+        #: PreFilter plugins that keep their state current when a pod is added to / removed from a
+        #: node in a "what if" evaluation (upstream PreFilterExtensions).
+        self.pre_filter_extensions: list[Any] = [
+            pl for pl in self.pre_filter if isinstance(pl, PreFilterExtensions)
+        ]
+        #: Nominated pods; the scheduler replaces this with its queue's nominator.
+        self.nominator = Nominator()
+        for pl in instances.values():
+            if isinstance(pl, FrameworkAware):
+                pl.set_framework(self)
 
     # -- queue -----------------------------------------------------------------------------------
     def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any]:
@@ -184,6 +204,201 @@ class Framework:
                 failed_by[newly_failed] = i
                 remaining &= res.passed
         return remaining, results, failed_by
+
+    # -- "what if" evaluations: nominated pods, preemption ------------------------------------------
+    def active_pre_filter_extensions(self, state: CycleState) -> list[Any]:
+        """PreFilter extensions of plugins whose PreFilter did not return Skip this cycle."""
+        return [pl for pl in self.pre_filter_extensions if pl.name not in state.skip_filter_plugins]
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, slot: int
+    ) -> None:
+        for pl in self.pre_filter_extensions:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            st: Status | None = pl.add_pod(state, pod, pod_to_add, slot)
+            if st is not None and st.code != Code.SUCCESS:
+                raise FrameworkError(f"running AddPod on PreFilter plugin {pl.name!r}: {st.message}")
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, slot: int
+    ) -> None:
+        for pl in self.pre_filter_extensions:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            st: Status | None = pl.remove_pod(state, pod, pod_to_remove, slot)
+            if st is not None and st.code != Code.SUCCESS:
+                raise FrameworkError(f"running RemovePod on PreFilter plugin {pl.name!r}: {st.message}")
+
+    def nominated_pods_for(
+        self, pod: Pod, table: NodeTable, slots: BoolArray | None = None
+    ) -> dict[int, list[Pod]]:
+        """Slot → pods nominated there with priority >= the pod's (the pod itself excluded), for the
+        nodes upstream's RunFilterPluginsWithNominatedPods would add them to."""
+        out: dict[int, list[Pod]] = {}
+        if not len(self._nominator):
+            return out
+        slot_of = table.slot_of
+        for node, pods in self._nominator.items():
+            slot = slot_of.get(node)
+            if slot is None or (slots is not None and not slots[slot]):
+                continue
+            keep = [p for p in pods.values() if p.priority >= pod.priority and p.uid != pod.uid]
+            if keep:
+                out[slot] = keep
+        return out
+
+    def table_only_filters(self, state: CycleState) -> bool:
+        """True when every active Filter plugin reads only NodeTable columns (no NodeInfo, no
+        PreFilter state that follows the node's pods)."""
+        return not self.active_pre_filter_extensions(state) and all(
+            name in TABLE_ONLY_FILTERS or name in state.skip_filter_plugins for name in self.filter_names
+        )
+
+    @property
+    def nominator(self) -> Nominator:
+        return self._nominator
+
+    @nominator.setter
+    def nominator(self, nominator: Nominator) -> None:
+        self._nominator = nominator
+        self.nominated_columns = NominatedColumns()
+        nominator.subscribe(self.nominated_columns)
+
+    @contextmanager
+    def adjusted_rows(
+        self, table: NodeTable, slots: IntArray, requests: IntArray, nonzero: IntArray
+    ) -> Iterator[None]:
+        """Add ``requests`` (over the table's resource columns, pod count included) and ``nonzero``
+        to the rows of ``slots`` until the block ends: what table-only filters see of extra pods that
+        bind no host port."""
+        table.requested[slots] += requests
+        table.nonzero_requested[slots] += nonzero
+        try:
+            yield
+        finally:
+            table.requested[slots] -= requests
+            table.nonzero_requested[slots] -= nonzero
+
+    @contextmanager
+    def node_overlay(self, slots_infos: dict[int, NodeInfo]) -> Iterator[None]:
+        """Let each given NodeInfo stand in for the node at its slot (its NodeTable row and its
+        snapshot entry) until the block ends; then the real rows come back."""
+        snapshot = self.handle.snapshot
+        table = snapshot.table
+        saved: list[tuple[int, str, NodeInfo | None]] = []
+        try:
+            for slot, info in slots_infos.items():
+                name = table.names[slot]
+                saved.append((slot, name, snapshot.node_infos.get(name)))
+                table.write(slot, info)
+                snapshot.node_infos[name] = info
+        except BaseException:
+            self._restore_rows(saved)
+            raise
+        try:
+            yield
+        finally:
+            self._restore_rows(saved)
+
+    def _restore_rows(self, saved: list[tuple[int, str, NodeInfo | None]]) -> None:
+        snapshot = self.handle.snapshot
+        for slot, name, original in reversed(saved):
+            if original is None:
+                snapshot.node_infos.pop(name, None)
+                continue
+            snapshot.table.write(slot, original)
+            snapshot.node_infos[name] = original
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+    ) -> tuple[BoolArray, list[FilterResult | None], np.ndarray[Any, np.dtype[np.int16]]]:
+        """:meth:`run_filters`, counting nominated pods like upstream RunFilterPluginsWithNominatedPods.
+
+        On a node with nominated pods of priority >= the pod's, the filters run twice: with those
+        pods added (a cloned state, their PreFilter extensions' ``add_pod``) and without them; the
+        node passes only if both pass, and a failure of the first run is the node's status. Nodes
+        without such pods — nearly all — keep the one vectorized run.
+        """
+        passed, results, failed_by = self.run_filters(state, pod, table, candidates)
+        if not len(self._nominator):
+            return passed, results, failed_by
+        if self.table_only_filters(state):
+            # The common case: add the nominated pods to their rows' resource columns and run the
+            # filters once over all those nodes.
+            slots, requests, nonzero, ports = self.nominated_columns.query(pod, table, candidates)
+            if not len(slots):
+                return passed, results, failed_by
+            if not ports:
+                rows = np.zeros(table.capacity, dtype=np.bool_)
+                rows[slots] = True
+                with self.adjusted_rows(table, slots, requests, nonzero):
+                    w_passed, w_results, w_failed_by = self.run_filters(state, pod, table, rows)
+                return _merge_with_pass(passed, results, failed_by, rows, w_passed, w_results, w_failed_by)
+        nominated = self.nominated_pods_for(pod, table, candidates)
+        if not nominated:
+            return passed, results, failed_by
+        snapshot = self.handle.snapshot
+        extensions = self.active_pre_filter_extensions(state)
+        # Without PreFilter extensions the cycle state does not change with the added pods, so all
+        # nodes can be evaluated in one run; with them, each node needs its own state (upstream).
+        groups = [nominated] if not extensions else [{slot: pods} for slot, pods in nominated.items()]
+        for group in groups:
+            overlays: dict[int, NodeInfo] = {}
+            with_state = state.clone() if extensions else state
+            for slot, pods in group.items():
+                info = copy_node_info(snapshot.node_infos[table.names[slot]])
+                for p in pods:
+                    info.add_pod(p)
+                    if extensions:
+                        self.run_pre_filter_extension_add_pod(with_state, pod, p, slot)
+                overlays[slot] = info
+            rows = np.zeros(table.capacity, dtype=np.bool_)
+            rows[list(group)] = True
+            with self.node_overlay(overlays):
+                w_passed, w_results, w_failed_by = self.run_filters(with_state, pod, table, rows)
+            passed, results, failed_by = _merge_with_pass(
+                passed, results, failed_by, rows, w_passed, w_results, w_failed_by
+            )
+        return passed, results, failed_by
+
+    def filter_status_on(
+        self, state: CycleState, pod: Pod, slot: int, info: NodeInfo, *, with_nominated: bool = True
+    ) -> Status | None:
+        """Upstream RunFilterPluginsWithNominatedPods for one node whose pods are ``info``'s (a
+        "what if" copy): None when the pod fits, else the first failing plugin's status."""
+        table = self.handle.snapshot.table
+        rows = np.zeros(table.capacity, dtype=np.bool_)
+        rows[slot] = True
+        nominated = self.nominated_pods_for(pod, table, rows).get(slot, []) if with_nominated else []
+        if nominated:
+            with_info = copy_node_info(info)
+            with_state = state.clone()
+            for p in nominated:
+                with_info.add_pod(p)
+                self.run_pre_filter_extension_add_pod(with_state, pod, p, slot)
+            st = self._node_status(with_state, pod, slot, with_info, rows)
+            if st is not None:
+                return st
+        return self._node_status(state, pod, slot, info, rows)
+
+    def _node_status(
+        self, state: CycleState, pod: Pod, slot: int, info: NodeInfo, rows: BoolArray
+    ) -> Status | None:
+        table = self.handle.snapshot.table
+        with self.node_overlay({slot: info}):
+            passed, results, failed_by = self.run_filters(state, pod, table, rows)
+        if passed[slot]:
+            return None
+        idx = int(failed_by[slot])
+        res = results[idx]
+        assert res is not None
+        failures = [f for f in res.failures if f.nodes[slot]]
+        unresolvable = any(f.unresolvable for f in failures)
+        st = Status.unschedulable(
+            *[f.reason for f in failures], unresolvable=unresolvable, plugin=self.filter_names[idx]
+        )
+        return st
 
     def diagnose(
         self,
@@ -313,3 +528,46 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for pl in self.post_bind:
             pl.post_bind(state, pod, node_name)
+
+
+def copy_node_info(info: NodeInfo) -> NodeInfo:
+    """A NodeInfo that can be changed without touching the cache's (upstream ``NodeInfo.Snapshot``)."""
+    out = NodeInfo(info.node)
+    out.pods = dict(info.pods)
+    out.requested = dict(info.requested)
+    out.nonzero_cpu = info.nonzero_cpu
+    out.nonzero_memory = info.nonzero_memory
+    out.used_ports = dict(info.used_ports)
+    out.generation = info.generation
+    return out
+
+
+def _merge_with_pass(
+    passed: BoolArray,
+    results: list[FilterResult | None],
+    failed_by: np.ndarray[Any, np.dtype[np.int16]],
+    rows: BoolArray,
+    w_passed: BoolArray,
+    w_results: list[FilterResult | None],
+    w_failed_by: np.ndarray[Any, np.dtype[np.int16]],
+) -> tuple[BoolArray, list[FilterResult | None], np.ndarray[Any, np.dtype[np.int16]]]:
+    """A node of ``rows`` passes only if it passed both runs; where the run with nominated pods
+    failed, its verdict and reasons are the node's."""
+    w_failed = rows & ~w_passed
+    if not w_failed.any():
+        return passed, results, failed_by
+    failed_by = np.where(w_failed, w_failed_by, failed_by).astype(np.int16)
+    merged = [_overlay_result(r, w, w_failed) for r, w in zip(results, w_results, strict=True)]
+    return passed & ~w_failed, merged, failed_by
+
+
+def _overlay_result(
+    base: FilterResult | None, other: FilterResult | None, rows: BoolArray
+) -> FilterResult | None:
+    """``other``'s verdicts and reasons on ``rows``, ``base``'s elsewhere."""
+    if base is None or other is None:
+        return base if other is None else other
+    keep = ~rows
+    failures = [NodeFailure(f.reason, f.nodes & keep, f.unresolvable) for f in base.failures]
+    failures += [NodeFailure(f.reason, f.nodes & rows, f.unresolvable) for f in other.failures]
+    return FilterResult(np.where(rows, other.passed, base.passed), [f for f in failures if f.nodes.any()])

@@ -8,13 +8,16 @@ from kubesched.framework.interfaces import extension_points_of
 from kubesched.framework.plugin_args import ARGS_MODELS
 from kubesched.framework.registry import PluginSpec, Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.imagelocality import ImageLocality
+from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.nodename import NodeName
 from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.tainttoleration import TaintToleration
@@ -28,8 +31,11 @@ IN_TREE: tuple[Any, ...] = (
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    PodTopologySpread,
     NodeResourcesBalancedAllocation,
+    InterPodAffinity,
     ImageLocality,
+    DefaultPreemption,
     DefaultBinder,
 )
 

@@ -8,6 +8,8 @@
 * backoffQ holds a pod for ``initial · 2^(attempts-1)`` seconds, capped at ``max``; expired pods are
   flushed back to activeQ (upstream flushes every second).
 * PreEnqueue plugins (SchedulingGates) keep gated pods out of activeQ until they pass.
+* The queue holds the :class:`Nominator`: a pending pod that arrives with ``status.nominatedNodeName``
+  is nominated there, and a deleted pod loses its nomination.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kubesched.api.objects import Pod
 from kubesched.framework.status import Status
 from kubesched.framework.types import ClusterEvent, QueuedPodInfo
 from kubesched.queue.heap import KeyedHeap
+from kubesched.queue.nominator import Nominator, status_nominated_node
 
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 #: Pseudo event for "moved after max_in_unschedulable", which every pod accepts.
@@ -60,6 +63,8 @@ class SchedulingQueue:
         self._in_flight_events: dict[str, list[ClusterEvent]] = {}
         self._seq = itertools.count()
         self.scheduling_cycle = 0
+        #: Pods nominated to nodes by preemption (upstream keeps the nominator in the queue too).
+        self.nominator = Nominator()
 
     # -- sizes -----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -121,6 +126,9 @@ class SchedulingQueue:
     def add(self, pod: Pod) -> None:
         """A new pending pod (informer ADDED)."""
         info = QueuedPodInfo(pod, self._now(), seq=next(self._seq))
+        nominated = status_nominated_node(pod)
+        if nominated:
+            self.nominator.add(pod, nominated)
         if self._gate(info):
             self._unschedulable[pod.uid] = _Unschedulable(info, self._now(), gated=True)
             return
@@ -129,6 +137,7 @@ class SchedulingQueue:
     def update(self, pod: Pod) -> None:
         """A pending pod changed (gates removed, labels edited, …)."""
         uid = pod.uid
+        self.nominator.update(pod)
         for heap in (self._active, self._backoff):
             info = heap.get(uid)
             if info is not None:
@@ -149,6 +158,7 @@ class SchedulingQueue:
         self.add(pod)
 
     def delete(self, uid: str) -> None:
+        self.nominator.delete(uid)
         self._active.delete(uid)
         self._backoff.delete(uid)
         self._unschedulable.pop(uid, None)

@@ -2,8 +2,10 @@
 
 The shape follows kube-scheduler-simulator's result annotations: ``filter`` (node → plugin →
 "passed" or the reason), ``score`` (raw), ``normalizedScore``, ``finalScore`` (times weight) and
-``totalScore`` per node. Only the latest attempt of each pod is kept. Recording costs Python work per
-evaluated node, so it happens only when explain is on.
+``totalScore`` per node. Only the latest attempt of each pod is kept, plus ``postFilter`` (that
+attempt's PostFilter plugin and message, when it ran) and ``preemption`` — the latest preemption the
+pod made, ``{"nominatedNode": "n1", "victims": ["ns/name", ...]}``, kept across later attempts.
+Recording costs Python work per evaluated node, so it happens only when explain is on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class ExplainRecorder:
         self.by_pod: dict[str, dict[str, Any]] = {}
 
     def _entry(self, pod: Pod) -> dict[str, Any]:
+        previous = self.by_pod.get(pod.uid)
         entry: dict[str, Any] = {
             "filter": {},
             "score": {},
@@ -34,9 +37,21 @@ class ExplainRecorder:
             "finalScore": {},
             "totalScore": {},
             "preFilter": None,
+            "postFilter": None,
+            # The latest preemption this pod made stays: the attempt that binds the pod to its
+            # nominated node comes after the one that evicted the victims.
+            "preemption": previous.get("preemption") if previous else None,
         }
         self.by_pod[pod.uid] = entry
         return entry
+
+    def record_post_filter(self, pod: Pod, status: Status, outcome: dict[str, Any] | None) -> None:
+        """What PostFilter (preemption) did for a pod that fit nowhere: ``postFilter`` holds the
+        message, and ``preemption`` the nominated node and victims when preemption succeeded."""
+        entry = self.by_pod.get(pod.uid) or self._entry(pod)
+        entry["postFilter"] = {"plugin": status.plugin, "message": status.message}
+        if outcome is not None:
+            entry["preemption"] = outcome
 
     def record_pre_filter(self, pod: Pod, status: Status) -> None:
         entry = self._entry(pod)

@@ -43,6 +43,16 @@ def render_explain(outcome: PodOutcome, console: Console, top: int = 5) -> None:
     if not explain:
         console.print("No scheduling attempt was recorded for this pod.")
         return
+    preemption = explain.get("preemption")
+    if preemption:
+        victims = ", ".join(preemption.get("victims") or []) or "none"
+        console.print(
+            f"Preemption: nominated to [bold]{escape(str(preemption.get('nominatedNode')))}[/], "
+            f"evicted {escape(victims)}"
+        )
+    post = explain.get("postFilter")
+    if post and post.get("message"):
+        console.print(f"PostFilter {escape(str(post.get('plugin')))}: {escape(str(post['message']))}")
     pre = explain.get("preFilter")
     if pre:
         console.print(f"Rejected at PreFilter by {escape(pre['plugin'])}: {escape(pre['reason'])}")

@@ -19,7 +19,7 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.framework.config import SchedulerConfig
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.handle import Handle
 from kubesched.framework.registry import Registry
@@ -97,6 +97,9 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
         )
+        # Every profile filters with the same nominated pods (upstream: one nominator per scheduler).
+        for fwk in self.profiles.values():
+            fwk.nominator = self.queue.nominator
         self.next_start_node_index = 0
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
@@ -152,6 +155,15 @@ class Scheduler:
             return None
 
     def _on_pod(self, event: WatchEvent) -> None:
+        if (
+            event.type == EventType.MODIFIED
+            and event.old is not None
+            and not (event.obj.get("spec") or {}).get("nodeName")
+            and not _spec_or_labels_changed(event.old, event.obj)
+        ):
+            # A status-only change of a pending pod (mostly the scheduler's own condition and
+            # nomination writes): nothing for the cache or the queue, so do not even parse it.
+            return
         pod = self._parse_pod(event.obj)
         if pod is None:
             return
@@ -204,8 +216,10 @@ class Scheduler:
         try:
             result = self.schedule_pod(fwk, state, pod)
         except FitError as fit:
-            self._run_post_filter(fwk, state, pod, fit.diagnosis)
-            self._handle_failure(fwk, info, fit.diagnosis.message(), fit.diagnosis, outcome)
+            nominating = self._run_post_filter(fwk, state, pod, fit.diagnosis)
+            self._handle_failure(
+                fwk, info, fit.diagnosis.message(), fit.diagnosis, outcome, nominated_node=nominating
+            )
             return True
         except NoNodesAvailable as exc:
             info.unschedulable_plugins = set()
@@ -218,6 +232,8 @@ class Scheduler:
         assumed = copy.copy(pod)
         assumed.node_name = result.node
         self.cache.assume_pod(assumed, result.node)
+        # The pod holds its node now: a nomination would count it twice (upstream assume()).
+        self.queue.nominator.delete(pod.uid)
         task = _BindingTask(fwk, state, info, assumed, result.node, outcome)
         st = fwk.run_reserve(state, assumed, result.node)
         if st is not None:
@@ -306,11 +322,18 @@ class Scheduler:
             if st.code == Code.ERROR or not st.is_rejected:
                 raise SchedulingError(f"running PreFilter plugin {st.plugin!r}: {st.message}")
             diag = Diagnosis(
-                num_all, pre_filter_msg=st.message, unschedulable_plugins=involved or {st.plugin}
+                num_all,
+                pre_filter_msg=st.message,
+                unschedulable_plugins=involved or {st.plugin},
+                pre_filter_unresolvable=st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
             )
             if self.explain is not None:
                 self.explain.record_pre_filter(pod, st)
             raise FitError(pod.key, diag)
+
+        nominated = self._evaluate_nominated_node(fwk, state, pod)
+        if nominated is not None:
+            return nominated, 1
 
         absent_reason = ""
         nodes = order
@@ -323,7 +346,9 @@ class Scheduler:
         candidates = np.zeros(table.capacity, dtype=np.bool_)
         candidates[nodes] = True
         try:
-            feasible_mask, results, failed_by = fwk.run_filters(state, pod, table, candidates)
+            feasible_mask, results, failed_by = fwk.run_filters_with_nominated_pods(
+                state, pod, table, candidates
+            )
         except (FrameworkError, KeyError, ValueError) as exc:
             raise SchedulingError(f"running Filter plugins: {exc}") from exc
 
@@ -368,6 +393,27 @@ class Scheduler:
                 raise FitError(pod.key, diag)
         return feasible, len(processed)
 
+    def _evaluate_nominated_node(self, fwk: Framework, state: CycleState, pod: Pod) -> IntArray | None:
+        """A pod nominated by an earlier preemption tries that node first (upstream
+        evaluateNominatedNode): when it fits there, it is the only feasible node."""
+        table = self.snapshot.table
+        slot = table.slot_of.get(self.queue.nominator.node_of(pod.uid))
+        if slot is None or not table.valid[slot]:
+            return None
+        rows = np.zeros(table.capacity, dtype=np.bool_)
+        rows[slot] = True
+        try:
+            passed, results, failed_by = fwk.run_filters_with_nominated_pods(state, pod, table, rows)
+        except (FrameworkError, KeyError, ValueError) as exc:
+            raise SchedulingError(f"running Filter plugins: {exc}") from exc
+        if not passed[slot]:
+            return None
+        feasible = np.array([slot], dtype=np.int64)
+        if self.explain is not None:
+            diag = fwk.diagnose(len(table.order), results, failed_by, rows)
+            self.explain.record_filters(pod, table, feasible, diag, results, fwk.filter_names, passed)
+        return feasible
+
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, feasible: IntArray, details: ScoreDetails | None
     ) -> IntArray:
@@ -386,16 +432,21 @@ class Scheduler:
         pick = ties[0] if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
         return int(feasible[pick])
 
-    def _run_post_filter(self, fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> None:
+    def _run_post_filter(
+        self, fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> str | None:
+        """Run PostFilter (preemption); returns the nominating decision: a node name to nominate the
+        pod to, "" to clear its nomination, None to leave it as it is."""
         if not fwk.post_filter:
-            return
-        nominated, st = fwk.run_post_filter(state, pod, diagnosis)
-        if st.message:
-            diagnosis.post_filter_msg = st.message
-        if nominated:
-            self.store.update_pod_condition(
-                pod.namespace, pod.name, {"type": "PodScheduled", "status": "False"}, nominated_node=nominated
-            )
+            return ""  # upstream clearNominatedNode
+        try:
+            nominated, st = fwk.run_post_filter(state, pod, diagnosis)
+        except (FrameworkError, KeyError, ValueError) as exc:
+            nominated, st = None, Status.error(f"running PostFilter plugins: {exc}")
+        diagnosis.post_filter_msg = st.message
+        if self.explain is not None:
+            self.explain.record_post_filter(pod, st, state.get(POST_FILTER_EXPLAIN_KEY))
+        return nominated
 
     # -- binding cycle ---------------------------------------------------------------------------
     def _binding_cycle(self, task: _BindingTask) -> None:
@@ -441,13 +492,23 @@ class Scheduler:
         outcome: PodOutcome,
         *,
         error: bool = False,
+        nominated_node: str | None = "",
     ) -> None:
-        """Requeue the pod, and tell the user why (event + PodScheduled condition), like upstream."""
+        """Requeue the pod, and tell the user why (event + PodScheduled condition), like upstream.
+
+        ``nominated_node``: a node to nominate the pod to, "" to clear its nomination (the default,
+        upstream clearNominatedNode), None to leave it unchanged.
+        """
         pod = info.pod
         if diagnosis is not None:
             info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             info.pending_plugins = set(diagnosis.pending_plugins)
         self.queue.add_unschedulable(info, error=error)
+        if nominated_node is not None:
+            if not nominated_node and not self.queue.nominator.node_of(pod.uid):
+                nominated_node = None  # nothing to clear: no status write
+            else:
+                self.queue.nominator.add(pod, nominated_node)
         reason = "SchedulerError" if error else "Unschedulable"
         outcome.status = UNSCHEDULABLE if not error else PENDING
         outcome.message = message
@@ -459,6 +520,7 @@ class Scheduler:
             pod.namespace,
             pod.name,
             {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
+            nominated_node=nominated_node,
         )
 
 

@@ -1,0 +1,132 @@
+"""PodDisruptionBudget (``policy/v1``) as preemption reads it.
+
+Preemption tries not to evict pods whose budget has no disruptions left. A budget's
+``status.disruptionsAllowed`` is used when the manifest gives it (a budget exported from a live
+cluster); otherwise it is computed the way the disruption controller does, from the budget's pods in
+the embedded cluster: ``currentHealthy - desiredHealthy`` (never below 0), where healthy pods are the
+matching pods bound to a node and still running, and desiredHealthy comes from ``minAvailable`` or
+``expectedCount - maxUnavailable``. The controller takes ``expectedCount`` for percentages and
+``maxUnavailable`` from the pods' controllers' scale; kubesched has no controllers and counts the
+matching pods (bound or pending) instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.api.fields import as_mapping, object_name
+from kubesched.api.selectors import LabelSelector
+from kubesched.errors import InputError
+
+API_VERSIONS = ("policy/v1",)
+
+_PERCENT = re.compile(r"^(\d+)%$")
+
+IntOrPercent = int | str
+
+
+def _int_or_percent(value: Any, field: str) -> IntOrPercent | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InputError(f"must be an integer or a percentage, got {value!r}", field=field)
+    if isinstance(value, int):
+        if value < 0:
+            raise InputError(f"must be greater than or equal to 0, got {value}", field=field)
+        return value
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        if m is None:
+            raise InputError(f"must be an integer or a percentage like '50%', got {value!r}", field=field)
+        if int(m.group(1)) > 100:
+            raise InputError(f"must not be greater than 100%, got {value!r}", field=field)
+        return value
+    raise InputError(f"must be an integer or a percentage, got {type(value).__name__}", field=field)
+
+
+def scaled_value(value: IntOrPercent, total: int) -> int:
+    """Upstream ``intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)``."""
+    if isinstance(value, int):
+        return value
+    return math.ceil(int(value[:-1]) * total / 100)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    #: ``spec.selector``; a missing or empty selector matches no pod (as preemption treats it).
+    selector: LabelSelector
+    min_available: IntOrPercent | None
+    max_unavailable: IntOrPercent | None
+    #: ``status.disruptionsAllowed`` when the manifest gives it.
+    status_disruptions_allowed: int | None
+    #: ``status.disruptedPods``: pods the API server already counted as disrupted.
+    disrupted_pods: frozenset[str]
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PodDisruptionBudget:
+        meta = as_mapping(obj.get("metadata"), "metadata")
+        spec = as_mapping(obj.get("spec"), "spec")
+        status = as_mapping(obj.get("status"), "status")
+        name = object_name(meta)
+        namespace = meta.get("namespace") or "default"
+        if not isinstance(namespace, str):
+            raise InputError("namespace must be a string", field="metadata.namespace")
+        raw_selector = spec.get("selector")
+        selector = None
+        if raw_selector is not None:
+            selector = LabelSelector.from_dict(raw_selector, "spec.selector")
+        min_available = _int_or_percent(spec.get("minAvailable"), "spec.minAvailable")
+        max_unavailable = _int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable")
+        if min_available is not None and max_unavailable is not None:
+            raise InputError("minAvailable and maxUnavailable cannot be both set", field="spec")
+        if min_available is None and max_unavailable is None:
+            min_available = 1  # API defaulting
+        allowed = status.get("disruptionsAllowed")
+        if allowed is not None and (not isinstance(allowed, int) or isinstance(allowed, bool)):
+            raise InputError(f"must be an integer, got {allowed!r}", field="status.disruptionsAllowed")
+        disrupted = as_mapping(status.get("disruptedPods"), "status.disruptedPods")
+        return cls(
+            namespace=namespace,
+            name=name,
+            selector=selector if selector is not None and not selector.is_empty else LabelSelector.nothing(),
+            min_available=min_available,
+            max_unavailable=max_unavailable,
+            status_disruptions_allowed=allowed,
+            disrupted_pods=frozenset(str(k) for k in disrupted),
+        )
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Does the budget cover a pod with these labels? (A pod without labels never matches.)"""
+        return namespace == self.namespace and bool(labels) and self.selector.matches(labels)
+
+    def disruptions_allowed(self, pods: Iterable[Mapping[str, Any]]) -> int:
+        """``status.disruptionsAllowed`` if given, else computed from the cluster's pods (API objects)."""
+        if self.status_disruptions_allowed is not None:
+            return self.status_disruptions_allowed
+        expected = 0
+        healthy = 0
+        for obj in pods:
+            meta = obj.get("metadata") or {}
+            if (meta.get("namespace") or "default") != self.namespace:
+                continue
+            if not self.matches(self.namespace, meta.get("labels") or {}):
+                continue
+            phase = (obj.get("status") or {}).get("phase")
+            if phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
+                continue
+            expected += 1
+            if (obj.get("spec") or {}).get("nodeName"):
+                healthy += 1
+        if self.max_unavailable is not None:
+            desired = max(expected - scaled_value(self.max_unavailable, expected), 0)
+        else:
+            assert self.min_available is not None
+            desired = scaled_value(self.min_available, expected)
+        allowed = healthy - desired
+        return allowed if expected > 0 and allowed > 0 else 0

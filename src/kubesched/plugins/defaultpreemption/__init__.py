@@ -1,0 +1,269 @@
+"""DefaultPreemption: when a pod fits nowhere, evict lower-priority pods to make room (PostFilter).
+
+Follows upstream ``Evaluator.Preempt``:
+
+1. The pod must be eligible: not ``preemptionPolicy: Never``, and no victim of an earlier preemption
+   still terminating on its nominated node (unless that node is now unresolvable for it).
+2. Potential nodes are the ones the filters rejected as ``Unschedulable`` (not
+   ``UnschedulableAndUnresolvable``: removing pods cannot fix a taint or a node selector).
+3. A dry run from a random offset over the potential nodes finds candidates — nodes where evicting
+   some lower-priority pods makes the pod fit — until it has ``numCandidates`` of them
+   (``max(minCandidateNodesAbsolute, minCandidateNodesPercentage% of the potential nodes)``, at most
+   all of them) including one that violates no PodDisruptionBudget. See :mod:`.dry_run`.
+4. ``pickOneNodeForPreemption`` chooses one (:func:`.candidates.pick_one_node`).
+5. The victims get a ``DisruptionTarget`` condition, a ``Preempted`` event and are deleted (a victim
+   waiting at Permit is rejected instead); pods of lower priority nominated to that node lose their
+   nomination. The pod is nominated to the node and retried once the victims are gone.
+
+When no node can be made to fit, the status is ``preemption: `` followed by the dry run's own
+``0/N nodes are available: …`` summary, which the scheduler appends to the FitError message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kubesched.api.objects import Pod
+from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.cache.node_table import NodeTable
+from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
+from kubesched.framework.diagnosis import NO_NODE_AVAILABLE_MSG, Diagnosis
+from kubesched.framework.plugin_args import DefaultPreemptionArgs
+from kubesched.framework.status import Status
+from kubesched.framework.types import ClusterEvent
+from kubesched.plugins.defaultpreemption.candidates import Candidates, pick_one_node
+from kubesched.plugins.defaultpreemption.dry_run import (
+    DryRunInput,
+    DryRunResult,
+    dry_run_fast,
+    dry_run_generic,
+    fast_path_applies,
+)
+from kubesched.plugins.defaultpreemption.victims import NodePodColumns
+from kubesched.store.base import NotFound
+
+if TYPE_CHECKING:
+    from kubesched.framework.runtime import Framework
+
+#: Status of the nodes preemption did not examine because removing pods cannot help there.
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+
+
+def num_candidates(args: DefaultPreemptionArgs, num_nodes: int) -> int:
+    """Upstream ``calculateNumCandidates``."""
+    n = num_nodes * args.min_candidate_nodes_percentage // 100
+    n = max(n, args.min_candidate_nodes_absolute)
+    return min(n, num_nodes)
+
+
+def fit_error_message(num_all: int, reasons: Counter[str], explicit: int) -> str:
+    """Upstream ``FitError.Error()`` for the dry run's statuses; nodes without one count as
+    "Preemption is not helpful for scheduling"."""
+    counts = Counter(reasons)
+    if num_all > explicit:
+        counts[NOT_HELPFUL] += num_all - explicit
+    msg = NO_NODE_AVAILABLE_MSG.format(num_all) + ":"
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items() if n)
+    if parts:
+        msg += f" {', '.join(parts)}."
+    return msg
+
+
+def terminating_by_preemption(pod: Pod) -> bool:
+    """Upstream ``podTerminatingByPreemption``: being deleted, with the scheduler's DisruptionTarget."""
+    if not (pod.raw.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for cond in (pod.raw.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "DisruptionTarget":
+            return bool(cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler")
+    return False
+
+
+def potential_nodes(diagnosis: Diagnosis, table: NodeTable) -> NDArray[np.int64]:
+    """Slots (in node order) whose status is Unschedulable: where removing pods might help."""
+    order = table.order
+    if diagnosis.pre_filter_msg:
+        return order if not diagnosis.pre_filter_unresolvable else order[:0]
+    if diagnosis.failed_by is None:
+        return order[:0]
+    mask = diagnosis.failed_by >= 0
+    if diagnosis.evaluated is not None:
+        mask = mask & diagnosis.evaluated
+    if diagnosis.unresolvable is not None:
+        mask = mask & ~diagnosis.unresolvable
+    return order[mask[order]]
+
+
+def _node_unresolvable(diagnosis: Diagnosis, slot: int | None) -> bool:
+    """Is the node's status in the diagnosis UnschedulableAndUnresolvable? Nodes without a status
+    (not evaluated, or gone) read as unresolvable, like upstream's absent-node status."""
+    if slot is None:
+        return True
+    if diagnosis.pre_filter_msg:
+        return diagnosis.pre_filter_unresolvable
+    if diagnosis.failed_by is None or diagnosis.failed_by[slot] < 0:
+        return True
+    if diagnosis.evaluated is not None and not diagnosis.evaluated[slot]:
+        return True
+    return bool(diagnosis.unresolvable is not None and diagnosis.unresolvable[slot])
+
+
+class DefaultPreemption:
+    name: ClassVar[str] = "DefaultPreemption"
+
+    def __init__(self, args: DefaultPreemptionArgs | None, handle: Any) -> None:
+        self.args = args or DefaultPreemptionArgs()
+        self.handle = handle
+        self.fwk: Framework | None = None
+        self.columns = NodePodColumns()
+        #: Tests set this to compare the vectorized dry run with the literal one.
+        self.force_generic = False
+        #: Which dry run the latest preemption used ("fast", "generic"; "" before any).
+        self.last_dry_run = ""
+
+    def set_framework(self, framework: Any) -> None:
+        self.fwk = framework
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        # PostFilter never rejects a pod itself; the Filter plugins that did name the events.
+        return []
+
+    # -- PostFilter ------------------------------------------------------------------------------
+    def post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[str | None, Status]:
+        nominated, status = self._preempt(state, pod, diagnosis)
+        if status.message:
+            status = Status(status.code, [f"preemption: {status.message}"], self.name)
+        status.plugin = self.name
+        return nominated, status
+
+    def _preempt(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[str | None, Status]:
+        fwk = self.fwk
+        if fwk is None:
+            return None, Status.error("DefaultPreemption was not given its framework")
+        snapshot = self.handle.snapshot
+        table: NodeTable = snapshot.table
+        ok, why = self.eligible(pod, diagnosis)
+        if not ok:
+            return None, Status.unschedulable(why)
+        num_all = len(table.order)
+        potential = potential_nodes(diagnosis, table)
+        if len(potential) == 0:
+            result = None
+        else:
+            pdbs, allowed = self.disruption_budgets()
+            offset = int(self.handle.rng.integers(len(potential)))
+            rotated = np.concatenate([potential[offset:], potential[:offset]])
+            inp = DryRunInput(
+                fwk,
+                state,
+                pod,
+                diagnosis,
+                rotated,
+                num_candidates(self.args, len(potential)),
+                pdbs,
+                allowed,
+            )
+            result = self.dry_run(inp)
+        if result is None or len(result.candidates) == 0:
+            if result is not None and result.errors:
+                return None, Status.error(result.errors[0])
+            reasons = result.reasons if result is not None else Counter()
+            explicit = result.failed_nodes if result is not None else 0
+            # Clear any earlier nomination: the pod cannot run anywhere even with preemption.
+            return "", Status.unschedulable(fit_error_message(num_all, reasons, explicit))
+        best = pick_one_node(result.candidates)
+        slot = int(result.candidates.slots[best])
+        node = table.names[slot]
+        victims = result.candidates.victims_of(best)
+        self.prepare_candidate(fwk, pod, node, victims)
+        state.write(
+            POST_FILTER_EXPLAIN_KEY,
+            {"nominatedNode": node, "victims": [f"{v.namespace}/{v.name}" for v in victims]},
+        )
+        return node, Status.success()
+
+    def dry_run(self, inp: DryRunInput) -> DryRunResult:
+        if not self.force_generic and fast_path_applies(inp.fwk, inp.state, inp.pod, inp.diagnosis):
+            self.last_dry_run = "fast"
+            return dry_run_fast(inp, self.columns)
+        self.last_dry_run = "generic"
+        return dry_run_generic(inp)
+
+    # -- eligibility -----------------------------------------------------------------------------
+    def eligible(self, pod: Pod, diagnosis: Diagnosis) -> tuple[bool, str]:
+        """Upstream ``PodEligibleToPreemptOthers``."""
+        if pod.preemption_policy == "Never":
+            return False, NOT_ELIGIBLE_NEVER
+        assert self.fwk is not None
+        nominated = self.fwk.nominator.node_of(pod.uid)
+        if nominated:
+            table: NodeTable = self.handle.snapshot.table
+            if _node_unresolvable(diagnosis, table.slot_of.get(nominated)):
+                return True, ""
+            info = self.handle.snapshot.node_infos.get(nominated)
+            if info is not None:
+                for p in info.pods.values():
+                    if p.priority < pod.priority and terminating_by_preemption(p):
+                        return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    # -- PodDisruptionBudgets --------------------------------------------------------------------
+    def disruption_budgets(self) -> tuple[list[PodDisruptionBudget], list[int]]:
+        store = self.handle.store
+        objs = store.list("PodDisruptionBudget")
+        if not objs:
+            return [], []
+        pdbs: list[PodDisruptionBudget] = []
+        for obj in objs:
+            try:
+                pdbs.append(PodDisruptionBudget.from_dict(obj))
+            except Exception:  # a budget that does not parse protects nothing (upstream: no match)
+                continue
+        pods = store.list("Pod") if any(p.status_disruptions_allowed is None for p in pdbs) else []
+        return pdbs, [p.disruptions_allowed(pods) for p in pdbs]
+
+    # -- acting on the choice --------------------------------------------------------------------
+    def prepare_candidate(self, fwk: Framework, pod: Pod, node: str, victims: list[Pod]) -> None:
+        """Upstream ``prepareCandidate``: evict the victims, then drop the nominations of
+        lower-priority pods on the node (they may no longer fit there)."""
+        store = self.handle.store
+        for victim in victims:
+            waiting = self.handle.waiting_pods.get(victim.uid)
+            if waiting is not None:
+                waiting.reject(self.name, "preempted")
+            else:
+                store.update_pod_condition(
+                    victim.namespace,
+                    victim.name,
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "PreemptionByScheduler",
+                        "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod",
+                    },
+                )
+                with contextlib.suppress(NotFound):  # already gone: nothing to evict
+                    store.delete("Pod", victim.namespace, victim.name)
+            store.record_event(
+                victim.raw,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                f"Preempted by pod {pod.uid} on node {node}",
+                fwk.profile_name,
+            )
+        for other in fwk.nominator.pods_for_node(node):
+            if other.priority < pod.priority:
+                fwk.nominator.delete(other.uid)
+                cleared = {"type": "PodScheduled", "status": "False"}
+                store.update_pod_condition(other.namespace, other.name, cleared, nominated_node="")
+
+
+__all__ = ["Candidates", "DefaultPreemption", "num_candidates"]

@@ -1,0 +1,405 @@
+"""Upstream ``DryRunPreemption``: on each potential node, which pods would have to go.
+
+Nodes are examined in order from a random offset; the dry run stops once it holds at least one
+candidate that violates no PodDisruptionBudget and ``numCandidates`` candidates in all (upstream does
+the same in parallel; run one node at a time, the result is the one its sequential order gives).
+
+Per node, upstream ``SelectVictimsOnNode``: remove every pod of lower priority; if none, the node
+says "No preemption victims found for incoming pod"; if the preemptor still does not fit (filters
+with nominated pods), the node's filter status stands. Otherwise put the removed pods back one at a
+time — first those whose eviction would violate a budget, then the others, each group most important
+first — keeping every pod the preemptor still fits beside; the rest are the victims.
+
+Two implementations give the same answer:
+
+* :func:`dry_run_generic` follows upstream literally: a cloned cycle state, a copied NodeInfo, the
+  PreFilter extensions' ``remove_pod`` / ``add_pod``, and every Filter plugin run on the node's
+  adjusted row. Exact for any plugin set, at the cost of a filter run per pod put back.
+* :func:`dry_run_fast` is used when only NodeResourcesFit can change its verdict as pods come and go
+  (every other active Filter plugin looks at the node alone: no inter-pod affinity, spread
+  constraints or host ports in play). Then "does the preemptor fit" is arithmetic on free resources,
+  and the remove-all / put-back loop runs over all examined nodes at once: one NumPy step per victim
+  position over padded per-node pod rows (:class:`NodePodColumns`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kubesched.api.objects import Pod
+from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.cache.node_info import NodeInfo
+from kubesched.cache.node_table import PODS_COL, NodeTable
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.runtime import FrameworkError, copy_node_info
+from kubesched.framework.status import Code, Status
+from kubesched.plugins.defaultpreemption.candidates import PRIORITY_OFFSET, Candidates
+from kubesched.plugins.defaultpreemption.victims import (
+    NOT_STARTED,
+    NodePodColumns,
+    by_importance,
+    pdb_violations,
+)
+from kubesched.plugins.noderesources.fit import PRE_FILTER_KEY as FIT_PRE_FILTER_KEY
+from kubesched.plugins.noderesources.fit import TOO_MANY_PODS
+
+if TYPE_CHECKING:
+    from kubesched.framework.runtime import Framework
+
+#: Upstream's status for a node without pods of lower priority (UnschedulableAndUnresolvable).
+NO_VICTIMS = "No preemption victims found for incoming pod"
+
+#: Filter plugins whose verdict does not depend on the pods on the node.
+NODE_ONLY_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+FIT = "NodeResourcesFit"
+
+
+@dataclass(slots=True)
+class DryRunInput:
+    fwk: Framework
+    state: CycleState
+    pod: Pod
+    diagnosis: Diagnosis
+    #: Potential nodes in examination order (already rotated by the random offset).
+    nodes: NDArray[np.int64]
+    num_candidates: int
+    pdbs: Sequence[PodDisruptionBudget]
+    pdb_allowed: Sequence[int]
+
+
+@dataclass(slots=True)
+class DryRunResult:
+    candidates: Candidates
+    #: Reason histogram over the examined nodes that could not become candidates.
+    reasons: Counter[str]
+    #: How many examined nodes could not become candidates (they have an explicit status).
+    failed_nodes: int
+    #: Error statuses met on the way (upstream returns them only when there is no candidate).
+    errors: list[str]
+
+
+class _Collector:
+    """Upstream's two bounded candidate lists and the stop rule."""
+
+    def __init__(self, num_candidates: int) -> None:
+        self.num = num_candidates
+        self.non_violating: list[int] = []
+        self.violating: list[int] = []
+
+    def add(self, index: int, violating: bool) -> None:
+        target = self.violating if violating else self.non_violating
+        if len(target) < self.num:
+            target.append(index)
+
+    def done(self) -> bool:
+        nv, v = len(self.non_violating), len(self.violating)
+        return nv > 0 and nv + v >= self.num
+
+    def order(self) -> list[int]:
+        return self.non_violating + self.violating
+
+
+# --------------------------------------------------------------------------- the generic path
+
+
+def select_victims_on_node(
+    fwk: Framework,
+    state: CycleState,
+    pod: Pod,
+    slot: int,
+    info: NodeInfo,
+    pdbs: Sequence[PodDisruptionBudget],
+    allowed: Sequence[int],
+) -> tuple[list[Pod], int, Status | None]:
+    """Upstream ``SelectVictimsOnNode`` on a copy of the node and a clone of the state: (victims most
+    important first, PDB violations, None) or ([], 0, the node's status)."""
+    work = copy_node_info(info)
+    st = state.clone()
+    potential = [p for p in info.pods.values() if p.priority < pod.priority]
+    for p in potential:
+        work.remove_pod(p)
+        fwk.run_pre_filter_extension_remove_pod(st, pod, p, slot)
+    if not potential:
+        return [], 0, Status.unschedulable(NO_VICTIMS, unresolvable=True)
+    status = fwk.filter_status_on(st, pod, slot, work)
+    if status is not None:
+        return [], 0, status
+    potential = by_importance(potential)
+    flags = pdb_violations(potential, pdbs, allowed)
+    violating = [p for p, f in zip(potential, flags, strict=True) if f]
+    non_violating = [p for p, f in zip(potential, flags, strict=True) if not f]
+    victims: list[Pod] = []
+
+    def reprieve(p: Pod) -> bool:
+        work.add_pod(p)
+        fwk.run_pre_filter_extension_add_pod(st, pod, p, slot)
+        fits = fwk.filter_status_on(st, pod, slot, work) is None
+        if not fits:
+            work.remove_pod(p)
+            fwk.run_pre_filter_extension_remove_pod(st, pod, p, slot)
+            victims.append(p)
+        return fits
+
+    violations = sum(1 for p in violating if not reprieve(p))
+    for p in non_violating:
+        reprieve(p)
+    if violating and non_violating:
+        victims = by_importance(victims)
+    return victims, violations, None
+
+
+def dry_run_generic(inp: DryRunInput) -> DryRunResult:
+    fwk = inp.fwk
+    table = fwk.handle.snapshot.table
+    infos = fwk.handle.snapshot.node_infos
+    collect = _Collector(inp.num_candidates)
+    found: list[tuple[int, list[Pod], int]] = []
+    reasons: Counter[str] = Counter()
+    failed = 0
+    errors: list[str] = []
+    for slot in inp.nodes.tolist():
+        name = table.names[slot]
+        try:
+            victims, violations, status = select_victims_on_node(
+                fwk, inp.state, inp.pod, slot, infos[name], inp.pdbs, inp.pdb_allowed
+            )
+        except (FrameworkError, KeyError, ValueError) as exc:
+            victims, violations, status = [], 0, Status.error(str(exc))
+        if status is None and not victims:
+            status = Status.error(f"expected at least one victim pod on node {name!r}")
+        if status is not None:
+            failed += 1
+            reasons.update(status.reasons)
+            if status.code == Code.ERROR:
+                errors.append(status.message)
+            continue
+        collect.add(len(found), violations > 0)
+        found.append((slot, victims, violations))
+        if collect.done():
+            break
+    chosen = [found[i] for i in collect.order()]
+    return DryRunResult(Candidates.from_lists(chosen), reasons, failed, errors)
+
+
+# --------------------------------------------------------------------------- the fast path
+
+
+def fast_path_applies(fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> bool:
+    """True when removing or adding pods can change only NodeResourcesFit's verdict."""
+    if diagnosis.pre_filter_msg or diagnosis.failed_by is None:
+        return False
+    if fwk.active_pre_filter_extensions(state):
+        return False
+    for name in fwk.filter_names:
+        if name in state.skip_filter_plugins:
+            continue
+        if name == FIT:
+            if state.get(FIT_PRE_FILTER_KEY) is None:
+                return False
+            continue
+        if name not in NODE_ONLY_FILTERS:
+            return False
+    return True
+
+
+def _fit_setup(
+    inp: DryRunInput, table: NodeTable
+) -> tuple[int, NDArray[np.int64], NDArray[np.int64], list[str]]:
+    """(NodeResourcesFit's filter index or -1, the columns it compares — the pod count first, then
+    every resource the pod asks for —, the pod's want per column, the reason per column)."""
+    fwk, state = inp.fwk, inp.state
+    fit_req = state.get(FIT_PRE_FILTER_KEY) if FIT not in state.skip_filter_plugins else None
+    if fit_req is None or FIT not in fwk.filter_names:
+        return -1, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), []
+    checked = [(c, r) for c, r in fit_req.checked if c < table.num_resources]
+    cols = np.array([PODS_COL] + [c for c, _ in checked], dtype=np.int64)
+    want = np.array([1] + [int(fit_req.vector[c]) for c, _ in checked], dtype=np.int64)
+    return fwk.filter_names.index(FIT), cols, want, [TOO_MANY_PODS] + [r for _, r in checked]
+
+
+def dry_run_fast(inp: DryRunInput, columns: NodePodColumns) -> DryRunResult:
+    fwk, pod = inp.fwk, inp.pod
+    snapshot = fwk.handle.snapshot
+    table = snapshot.table
+    fit_index, cols, want, col_reasons = _fit_setup(inp, table)
+    statics = [
+        (i, res)
+        for i, (name, res) in enumerate(zip(fwk.filter_names, inp.diagnosis.results, strict=False))
+        if name in NODE_ONLY_FILTERS and res is not None
+    ]
+    checks = sorted([*statics, *([(fit_index, None)] if fit_index >= 0 else [])], key=lambda t: t[0])
+    # Nominated pods of priority >= the preemptor's count on their nodes (filters with nominated pods).
+    nom_slots, nom_requests, _, _ = fwk.nominated_columns.query(pod, table)
+    nom_requests = nom_requests[:, cols] if len(nom_slots) else nom_requests[:, :0]
+
+    num = inp.num_candidates
+    non_violating: list[NDArray[np.int64]] = []  # global candidate indices, in examination order
+    violating_ids: list[NDArray[np.int64]] = []
+    n_nv = n_v = 0
+    reasons: Counter[str] = Counter()
+    failed = 0
+    errors: list[str] = []
+    # Per found candidate (global index = position in these concatenations):
+    cand_slots: list[NDArray[np.int64]] = []
+    cand_victims: list[NDArray[np.bool_]] = []  # padded rows, widths differ between batches
+    cand_crit: list[NDArray[np.int64]] = []  # violations, top priority, priority sum, count
+    cand_start: list[NDArray[np.float64]] = []
+    found = 0
+
+    nodes = inp.nodes
+    pos = 0
+    while pos < len(nodes) and not (n_nv > 0 and n_nv + n_v >= num):
+        # Examine about as many nodes as should yield the candidates still missing, judging by the
+        # share of candidates among the nodes examined so far (all of them, at first).
+        need = max(num - n_nv - n_v, 1)
+        rate = max(found / pos, 0.02) if pos else 1.0
+        size = min(len(nodes) - pos, int(need / rate * 1.1) + 16)
+        slots = nodes[pos : pos + size]
+        columns.refresh(table, snapshot.node_infos, slots)
+        k = len(slots)
+        count = columns.count[slots]
+        width = max(int(count.max()), 1)
+        prio = columns.priority[slots, :width]
+        valid = np.arange(width)[None, :] < count[:, None]
+        lower = valid & (prio < pod.priority)
+        n_lower = lower.sum(axis=1)
+        req = columns.requests[slots, :width][:, :, cols]
+        used = table.requested[slots][:, cols]
+        if len(nom_slots):
+            at = np.minimum(np.searchsorted(nom_slots, slots), len(nom_slots) - 1)
+            hit = nom_slots[at] == slots
+            used[hit] += nom_requests[at[hit]]
+        free_all = table.allocatable[slots][:, cols] - used + (req * lower[:, :, None]).sum(axis=1)
+        short_all = free_all < want  # [k, len(cols)]
+
+        # The first Filter plugin (profile order) that rejects the node once every lower-priority pod
+        # is gone; node-only plugins keep their verdict from the scheduling attempt.
+        first_fail = np.full(k, -1, dtype=np.int64)
+        for i, res in checks:
+            fails = short_all.any(axis=1) if res is None else ~res.passed[slots]
+            first_fail = np.where((first_fail < 0) & fails, i, first_fail)
+        no_victims = n_lower == 0
+        rows = np.flatnonzero(~no_victims & (first_fail < 0))
+
+        victims = np.zeros((len(rows), width), dtype=np.bool_)
+        violating = np.zeros((len(rows), width), dtype=np.bool_)
+        if len(rows):
+            c_nlow = n_lower[rows]
+            if inp.pdbs:
+                for r, row in enumerate(rows.tolist()):
+                    n, nl = int(count[row]), int(c_nlow[r])
+                    tail = columns.pods[int(slots[row])][n - nl : n]  # lower priority = the tail
+                    violating[r, n - nl : n] = pdb_violations(tail, inp.pdbs, inp.pdb_allowed)
+            # Put-back order: pods whose eviction violates a budget first, then the others, each
+            # most important first; pods of higher priority are never taken out.
+            # Lower-priority pods are the tail of each node's importance order, so without budgets
+            # the j-th pod to put back sits at count - n_lower + j.
+            if inp.pdbs:
+                key = np.where(
+                    lower[rows], np.where(violating, 0, width) + np.arange(width)[None, :], 2 * width
+                )
+                order = np.argsort(key, axis=1, kind="stable")
+            first = count[rows] - c_nlow
+            c_req = req[rows]
+            free = free_all[rows].copy()
+            at = np.arange(len(rows))
+            for j in range(int(c_nlow.max())):
+                idx = order[:, j] if inp.pdbs else np.minimum(first + j, width - 1)
+                active = j < c_nlow
+                back = c_req[at, idx]
+                fits = ((free - back) >= want).all(axis=1)
+                free -= back * (active & fits)[:, None]
+                victims[at, idx] |= active & ~fits  # inactive rows may point at any pod
+
+        n_victims = victims.sum(axis=1)
+        n_violations = (victims & violating).sum(axis=1)
+        # Examination order: where would the sequential dry run stop?
+        kind = np.full(k, -1, dtype=np.int64)  # -1: no candidate, 0: violates no budget, 1: violates
+        kind[rows] = np.where(n_victims == 0, -1, (n_violations > 0).astype(np.int64))
+        nv = np.minimum(n_nv + np.cumsum(kind == 0), num)
+        v = np.minimum(n_v + np.cumsum(kind == 1), num)
+        stops = np.flatnonzero((nv > 0) & (nv + v >= num))
+        stop_at = int(stops[0]) + 1 if len(stops) else k
+
+        taken = rows[rows < stop_at]
+        taken_kind = kind[taken]
+        keep = taken_kind >= 0
+        ids = found + np.arange(int(np.count_nonzero(keep)))
+        ids_kind = taken_kind[keep]
+        add_nv = ids[ids_kind == 0][: max(num - n_nv, 0)]
+        add_v = ids[ids_kind == 1][: max(num - n_v, 0)]
+        non_violating.append(add_nv)
+        violating_ids.append(add_v)
+        n_nv += len(add_nv)
+        n_v += len(add_v)
+        in_rows = np.flatnonzero(rows < stop_at)[keep]
+        found += len(in_rows)
+        c_prio = prio[rows[in_rows]]
+        c_vict = victims[in_rows]
+        top = np.where(c_vict, c_prio, np.iinfo(np.int64).min).max(axis=1)
+        cand_slots.append(slots[rows[in_rows]])
+        cand_victims.append(c_vict)
+        cand_crit.append(
+            np.stack(
+                [
+                    n_violations[in_rows],
+                    top,
+                    np.where(c_vict, c_prio + PRIORITY_OFFSET, 0).sum(axis=1),
+                    n_victims[in_rows],
+                ],
+                axis=1,
+            )
+        )
+        start = columns.start[slots[rows[in_rows]], :width]
+        cand_start.append(np.where(c_vict & (c_prio == top[:, None]), start, NOT_STARTED).min(axis=1))
+
+        # The examined nodes that are not candidates, as a reason histogram (their statuses).
+        seen = np.arange(k) < stop_at
+        bad = seen & (kind < 0)
+        failed += int(np.count_nonzero(bad))
+        reasons[NO_VICTIMS] += int(np.count_nonzero(bad & no_victims))
+        for row in rows[(n_victims == 0) & (rows < stop_at)].tolist():
+            errors.append(f"expected at least one victim pod on node {table.names[int(slots[row])]!r}")
+        rest = bad & ~no_victims & (first_fail >= 0)
+        if rest.any():
+            fit_rows = rest & (first_fail == fit_index)
+            for c, reason in enumerate(col_reasons):
+                reasons[reason] += int(np.count_nonzero(fit_rows & short_all[:, c]))
+            for i, res in statics:
+                mine = rest & (first_fail == i)
+                if mine.any():
+                    for f in res.failures:
+                        reasons[f.reason] += int(np.count_nonzero(mine & f.nodes[slots]))
+        pos += stop_at
+
+    chosen = np.concatenate([*non_violating, *violating_ids]).astype(np.int64)
+    all_slots = np.concatenate(cand_slots) if cand_slots else np.zeros(0, dtype=np.int64)
+    crit = np.concatenate(cand_crit) if cand_crit else np.zeros((0, 4), dtype=np.int64)
+    starts = np.concatenate(cand_start) if cand_start else np.zeros(0, dtype=np.float64)
+    batch_of = np.repeat(np.arange(len(cand_victims)), [len(b) for b in cand_victims])
+    batch_start = np.cumsum([0] + [len(b) for b in cand_victims])
+
+    def victims_of(i: int) -> list[Pod]:
+        g = int(chosen[i])
+        b = int(batch_of[g])
+        row = cand_victims[b][g - int(batch_start[b])]
+        pods = columns.pods[int(all_slots[g])]
+        return [pods[j] for j in np.flatnonzero(row).tolist()]
+
+    cands = Candidates(
+        slots=all_slots[chosen],
+        pdb_violations=crit[chosen, 0],
+        top_priority=crit[chosen, 1],
+        priority_sum=crit[chosen, 2],
+        count=crit[chosen, 3],
+        top_earliest_start=starts[chosen],
+        victims_of=victims_of,
+    )
+    return DryRunResult(cands, reasons, failed, errors)
