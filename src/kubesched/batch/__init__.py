@@ -1,7 +1,9 @@
-"""Volcano-style batch scheduling: PodGroups, Queues and the batch scheduler conf.
+"""Volcano-style batch scheduling: PodGroups, Queues, the batch scheduler conf, and the scheduler.
 
-So far this package holds the parsed objects (:mod:`kubesched.batch.objects`) and the scheduler conf
-(:mod:`kubesched.batch.conf`); the session, actions and plugins come next.
+Objects (:mod:`~kubesched.batch.objects`), conf (:mod:`~kubesched.batch.conf`), session machinery
+(:mod:`~kubesched.batch.job_info`, :mod:`~kubesched.batch.session`, :mod:`~kubesched.batch.statement`,
+:mod:`~kubesched.batch.framework`), actions and plugins (subpackages), and the
+:class:`~kubesched.batch.scheduler.BatchScheduler` that runs a session every period.
 """
 
 from kubesched.batch.conf import (

@@ -99,6 +99,11 @@ def _less_equal_rows(left: Vector, right: Vector) -> npt.NDArray[np.bool_]:
     return np.all((left < right) | (np.abs(left - right) < MIN_RESOURCE), axis=-1)  # type: ignore[no-any-return]
 
 
+def fits_rows(request: Vector, available: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """:func:`less_equal` of one request against every row of ``available`` (e.g. per node slot)."""
+    return _less_equal_rows(request[np.newaxis, :], available)
+
+
 def share(allocated: float, total: float) -> float:
     """Volcano's ``helpers.Share``: ``allocated / total``; a zero total gives 0 if nothing is used, else 1."""
     if total == 0:
@@ -244,6 +249,8 @@ def proportion_queue_order(l_priority: int, l_share: float, r_priority: int, r_s
 def insufficient_dims(space: ResourceSpace, future_used: Vector, limit: Vector, request: Vector) -> list[str]:
     """Dimensions the request uses (``pods`` aside) where ``future_used`` exceeds ``limit`` (no tolerance)."""
     bad = (request > 0) & (future_used > limit)
+    if not bad.any():
+        return []
     return [name for i, name in enumerate(space.names) if bad[i] and name != PODS]
 
 

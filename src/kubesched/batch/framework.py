@@ -1,0 +1,291 @@
+"""Plugin and action registries, and opening/closing a session (Volcano ``framework``).
+
+``open_session`` builds a :class:`Session` on a :class:`BatchSnapshot` and calls every configured,
+supported plugin's ``on_session_open`` in tier order; ``close_session`` calls ``on_session_close``
+and then works out what the session changes in the cluster (Volcano's job updater): each job's
+PodGroup phase and conditions, events, and the PodScheduled condition of tasks left pending. The
+:class:`~kubesched.batch.scheduler.BatchScheduler` writes those to the store.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from kubesched.batch.conf import BatchConf, PluginOption
+from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kubesched.batch.session import BoolArray, PodGroupConditionUpdate, Session
+from kubesched.batch.shares import ResourceSpace
+from kubesched.cache.node_info import NodeInfo
+from kubesched.cache.node_table import NodeTable
+from kubesched.cache.pod_index import PodIndex
+
+log = logging.getLogger(__name__)
+
+
+class BatchPlugin(Protocol):
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+class BatchAction(Protocol):
+    name: str
+
+    def execute(self, ssn: Session) -> None: ...
+
+
+PluginBuilder = Callable[[PluginOption], BatchPlugin]
+ActionBuilder = Callable[[], BatchAction]
+
+#: Module of each plugin/action kubesched provides; loaded on first use (a module another helper has
+#: not written yet is reported as missing, not fatal).
+_PLUGIN_MODULES = {
+    "priority": "kubesched.batch.plugins.priority",
+    "gang": "kubesched.batch.plugins.gang",
+    "conformance": "kubesched.batch.plugins.conformance",
+    "overcommit": "kubesched.batch.plugins.overcommit",
+    "predicates": "kubesched.batch.plugins.predicates",
+    "nodeorder": "kubesched.batch.plugins.nodeorder",
+    "binpack": "kubesched.batch.plugins.binpack",
+    "drf": "kubesched.batch.plugins.drf",
+    "proportion": "kubesched.batch.plugins.proportion",
+}
+_ACTION_MODULES = {
+    "enqueue": "kubesched.batch.actions.enqueue",
+    "allocate": "kubesched.batch.actions.allocate",
+    "backfill": "kubesched.batch.actions.backfill",
+    "preempt": "kubesched.batch.actions.preempt",
+    "reclaim": "kubesched.batch.actions.reclaim",
+}
+
+_plugins: dict[str, PluginBuilder] = {}
+_actions: dict[str, ActionBuilder] = {}
+
+
+def register_plugin(name: str, builder: PluginBuilder) -> None:
+    _plugins[name] = builder
+
+
+def register_action(name: str, builder: ActionBuilder) -> None:
+    _actions[name] = builder
+
+
+def _find_class(module: Any, attr: str) -> Any:
+    """The class in ``module`` whose ``name`` attribute is ``attr``."""
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and getattr(value, "name", None) == attr
+            and value.__module__ == module.__name__
+        ):
+            return value
+    return None
+
+
+def get_plugin_builder(name: str) -> PluginBuilder | None:
+    if name not in _plugins and name in _PLUGIN_MODULES:
+        try:
+            module = importlib.import_module(_PLUGIN_MODULES[name])
+        except ImportError:
+            return None
+        cls = _find_class(module, name)
+        if cls is not None:
+            _plugins[name] = cls
+    return _plugins.get(name)
+
+
+def get_action(name: str) -> BatchAction | None:
+    if name not in _actions and name in _ACTION_MODULES:
+        try:
+            module = importlib.import_module(_ACTION_MODULES[name])
+        except ImportError:
+            return None
+        cls = _find_class(module, name)
+        if cls is not None:
+            _actions[name] = cls
+    builder = _actions.get(name)
+    return builder() if builder is not None else None
+
+
+def unavailable(conf: BatchConf) -> list[str]:
+    """One line per action or plugin of ``conf`` that this run cannot execute."""
+    out: list[str] = []
+    for a in conf.actions:
+        if get_action(a) is None:
+            out.append(f"{conf.source}: action {a!r} is not implemented in kubesched; skipped")
+    for t in conf.tiers:
+        for p in t.plugins:
+            if get_plugin_builder(p.name) is None:
+                out.append(f"{conf.source}: plugin {p.name!r} is not implemented in kubesched; skipped")
+    return out
+
+
+@dataclass(slots=True)
+class BatchSnapshot:
+    """What a session opens on: ready nodes, queues, and jobs whose queue exists."""
+
+    table: NodeTable
+    node_infos: dict[str, NodeInfo]
+    node_mask: BoolArray
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    space: ResourceSpace
+    now: float = 0.0
+    rng: np.random.Generator | None = None
+    #: The scheduler cache's pod index; the session counts its own placements in it while open.
+    pod_index: PodIndex | None = None
+
+
+def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
+    ssn = Session(
+        conf=conf,
+        table=snapshot.table,
+        node_infos=snapshot.node_infos,
+        node_mask=snapshot.node_mask,
+        jobs=snapshot.jobs,
+        queues=snapshot.queues,
+        space=snapshot.space,
+        now=snapshot.now,
+        rng=snapshot.rng,
+        pod_index=snapshot.pod_index,
+    )
+    for tier in conf.tiers:
+        for opt in tier.plugins:
+            builder = get_plugin_builder(opt.name)
+            if builder is None:
+                continue
+            plugin = builder(opt)
+            ssn.plugins[opt.name] = plugin
+            plugin.on_session_open(ssn)
+    return ssn
+
+
+@dataclass(slots=True)
+class JobUpdate:
+    """What close_session decided for one job."""
+
+    job: JobInfo
+    phase: str
+    conditions: list[dict[str, str]]
+    status_changed: bool
+    #: (task, reason, message) for the PodScheduled=False condition of tasks still waiting.
+    task_conditions: list[tuple[TaskInfo, str, str]] = field(default_factory=list)
+    #: Event for the PodGroup: (type, reason, message), or None.
+    event: tuple[str, str, str] | None = None
+
+
+def close_session(ssn: Session) -> list[JobUpdate]:
+    """Run every plugin's ``on_session_close``, then compute the job updates (Volcano job updater)."""
+    for plugin in ssn.plugins.values():
+        plugin.on_session_close(ssn)
+    return [job_update(ssn, job) for job in ssn.jobs.values()]
+
+
+def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
+    """Volcano ``getPodGroupPhase``."""
+    if job.task_status_index.get(TaskStatus.RUNNING) and unschedulable:
+        return "Unknown"
+    scheduled = sum(
+        len(ts)
+        for st, ts in job.task_status_index.items()
+        if st in (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    )
+    completed = len(job.task_status_index.get(TaskStatus.SUCCEEDED, ())) + len(
+        job.task_status_index.get(TaskStatus.FAILED, ())
+    )
+    scheduled += sum(1 for t in job.task_status_index.get(TaskStatus.RELEASING, {}).values() if t.node_name)
+    if scheduled >= job.pod_group.min_member:
+        if scheduled == completed:
+            return "Completed"
+        return "Running"
+    if job.phase != "Inqueue":
+        return "Pending"
+    return job.phase
+
+
+def _merge_conditions(
+    old: list[dict[str, str]], updates: dict[str, PodGroupConditionUpdate], now: str
+) -> list[dict[str, str]]:
+    out = [dict(c) for c in old]
+    for cond in updates.values():
+        new = {
+            "type": cond.type,
+            "status": cond.status,
+            "reason": cond.reason,
+            "message": cond.message,
+            "transitionID": cond.transition_id,
+            "lastTransitionTime": now,
+        }
+        for i, c in enumerate(out):
+            if c.get("type") == cond.type:
+                out[i] = new
+                break
+        else:
+            out.append(new)
+    return out
+
+
+def _conditions_changed(new: list[dict[str, str]], old: list[dict[str, str]]) -> bool:
+    if len(new) != len(old):
+        return True
+    ignore = ("lastTransitionTime", "transitionID")
+    for n, o in zip(new, old, strict=True):
+        if {k: v for k, v in n.items() if k not in ignore and v} != {
+            k: v for k, v in o.items() if k not in ignore and v
+        }:
+            return True
+    return False
+
+
+def _old_conditions(job: JobInfo) -> list[dict[str, str]]:
+    status = job.pod_group.raw.get("status") or {}
+    return [dict(c) for c in (status.get("conditions") or [])]
+
+
+def job_update(ssn: Session, job: JobInfo, now: str = "") -> JobUpdate:
+    old_conditions = _old_conditions(job)
+    conditions = _merge_conditions(old_conditions, ssn.pod_group_conditions.get(job.uid, {}), now)
+    unschedulable = any(
+        c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == ssn.uid
+        for c in conditions
+    )
+    phase = pod_group_phase(job, unschedulable)
+    old_phase = job.pod_group.phase
+    changed = phase != old_phase or _conditions_changed(conditions, old_conditions)
+    update = JobUpdate(job, phase, conditions, changed)
+    # Volcano RecordJobStatusEvent.
+    fit = job.fit_error()
+    if phase in ("Unknown", "Pending", "Inqueue"):
+        pending = len(job.task_status_index.get(TaskStatus.PENDING, ()))
+        msg = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
+        update.event = ("Warning", "Unschedulable", msg)
+    elif changed:
+        update.event = ("Normal", "Scheduled", "pod group is ready")
+    base = fit or "all nodes are unavailable"
+    for status in (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED):
+        for task in job.task_status_index.get(status, {}).values():
+            reason, msg = job.task_scheduling_reason(task)
+            update.task_conditions.append((task, reason, msg or base))
+    return update
+
+
+__all__ = [
+    "BatchAction",
+    "BatchPlugin",
+    "BatchSnapshot",
+    "JobUpdate",
+    "close_session",
+    "get_action",
+    "get_plugin_builder",
+    "open_session",
+    "register_action",
+    "register_plugin",
+    "unavailable",
+]

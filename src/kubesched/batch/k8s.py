@@ -1,0 +1,92 @@
+"""Running kube-scheduler framework plugins inside a batch session (Volcano's ``k8s`` framework shim).
+
+The ``predicates`` and ``nodeorder`` plugins reuse the vectorized in-tree Filter and Score plugins:
+one instance per session, a fresh :class:`CycleState` per pod spec with PreFilter / PreScore run
+first, exactly as the framework scheduler would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.batch.session import Session
+from kubesched.cache.cache import Snapshot
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import ScoreNormalizer
+from kubesched.framework.plugin_args import ARGS_MODELS, parse_args
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult, IntArray
+from kubesched.plugins import default_registry
+
+
+def session_snapshot(ssn: Session) -> Snapshot:
+    snap = Snapshot()
+    snap.table = ssn.table
+    snap.node_infos = ssn.node_infos
+    if ssn.pod_index is not None:
+        # The cache's pods plus the tasks this session has placed (see Session.index_add).
+        snap.pod_index = ssn.pod_index
+    return snap
+
+
+def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> Any | None:
+    """An instance of the in-tree plugin ``name`` (``None`` when kubesched has no such plugin)."""
+    registry = default_registry()
+    if name not in registry:
+        return None
+    model = ARGS_MODELS.get(name)
+    args = parse_args(model, raw_args) if model is not None else None
+    handle = Handle(store=None, snapshot=session_snapshot(ssn), now=lambda: ssn.now, rng=ssn.rng)  # type: ignore[arg-type]
+    return registry[name].factory(args, handle)
+
+
+def run_filter(plugin: Any, pod: Pod, snapshot: Snapshot) -> FilterResult | None:
+    """PreFilter then Filter; ``None`` when PreFilter says Skip. A PreFilter rejection rejects every
+    node with its message."""
+    state = CycleState()
+    pre = getattr(plugin, "pre_filter", None)
+    table = snapshot.table
+    if callable(pre):
+        res, st = pre(state, pod, snapshot)
+        if st is not None and st.code == Code.SKIP:
+            return None
+        if st is not None and st.code != Code.SUCCESS:
+            return FilterResult.reject(
+                np.ones(table.capacity, dtype=np.bool_),
+                st.message or f"node(s) didn't satisfy plugin {plugin.name}",
+                unresolvable=st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            )
+        if res is not None and res.node_names is not None:
+            keep = np.zeros(table.capacity, dtype=np.bool_)
+            for n in res.node_names:
+                slot = table.slot_of.get(n)
+                if slot is not None:
+                    keep[slot] = True
+            out: FilterResult = plugin.filter_nodes(state, pod, table)
+            out.passed &= keep
+            return out
+    result: FilterResult = plugin.filter_nodes(state, pod, table)
+    return result
+
+
+def run_score(plugin: Any, pod: Pod, snapshot: Snapshot, slots: IntArray, *, normalize: bool) -> IntArray:
+    """PreScore, Score and (when asked and the plugin has one) NormalizeScore over ``slots``."""
+    state = CycleState()
+    table = snapshot.table
+    pre_filter = getattr(plugin, "pre_filter", None)
+    if callable(pre_filter):
+        pre_filter(state, pod, snapshot)
+    pre = getattr(plugin, "pre_score", None)
+    if callable(pre):
+        st = pre(state, pod, table, slots)
+        if st is not None and st.code == Code.SKIP:
+            return np.zeros(len(slots), dtype=np.int64)
+    scores = np.asarray(plugin.score_nodes(state, pod, table, slots), dtype=np.int64)
+    if normalize and isinstance(plugin, ScoreNormalizer):
+        scores = scores.copy()
+        plugin.normalize_scores(state, pod, scores)
+    return scores

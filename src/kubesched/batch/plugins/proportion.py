@@ -1,0 +1,288 @@
+"""proportion: weighted fair shares between queues (Volcano ``plugins/proportion``).
+
+At session open every queue that has jobs gets a *deserved* share of the cluster by weighted
+water-filling (:func:`~kubesched.batch.shares.proportion_deserved`): capped by the queue's request
+(allocated plus pending tasks) and by its real capability (``capability``, and the part of the
+cluster no other queue has guaranteed), raised to its ``guarantee``. The plugin then registers:
+
+* queue order: higher ``spec.priority`` first, then the smaller share (``allocated / deserved`` in
+  the queue's most used dimension);
+* overused: the queue holds at least its deserved share in every dimension;
+* allocatable / preemptive: a task fits its queue only while the queue is Open and its allocation
+  plus the task stays within deserved in every dimension the task asks for;
+* reclaimable: running tasks of a queue may be reclaimed while that queue holds more than it
+  deserves, never taking it below deserved (each victim counts off before the next is judged);
+* job enqueueable: a job with ``minResources`` enters its (Open) queue only if the queue's allocated,
+  inqueue-reserved and requested resources, less its jobs' elastic part, stay within the queue's
+  real capability in the dimensions the job asks for;
+* event handlers keeping each queue's allocation and share current.
+
+At session close the per-queue numbers are left on ``ssn.queue_shares`` (queue name → ``deserved``,
+``allocated``, ``request``, ``real_capability`` as resource dicts, ``share`` as a float) for reports and
+for the scheduler's Queue status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kubesched.batch.conf import PluginOption
+from kubesched.batch.job_info import (
+    ALLOCATED_STATUSES,
+    PERMIT,
+    REJECT,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from kubesched.batch.session import Event, EventHandler, Session
+from kubesched.batch.shares import (
+    QueueDemand,
+    Vector,
+    insufficient_dims,
+    less_equal,
+    overused,
+    proportion_deserved,
+    proportion_queue_order,
+    queue_allocatable,
+    queue_share,
+    real_capability,
+)
+
+#: Prefix of the PodGroup event Volcano records when a queue's capability keeps a job out.
+QUOTA_INSUFFICIENT = "queue resource quota insufficient"
+
+
+@dataclass(slots=True, eq=False)
+class QueueAttr:
+    """What proportion tracks for one queue with jobs in the session (Volcano ``queueAttr``)."""
+
+    name: str
+    weight: int
+    deserved: Vector
+    allocated: Vector
+    request: Vector
+    #: Allocated beyond ``minResources``, summed over the queue's jobs.
+    elastic: Vector
+    #: ``minResources`` reserved by admitted jobs that do not hold them yet.
+    inqueue: Vector
+    #: ``spec.capability`` (``None``: unset; ``inf`` in dimensions it does not name).
+    capability: Vector | None
+    #: The most the queue may hold: unguaranteed cluster plus its guarantee, within capability.
+    real_capability: Vector
+    guarantee: Vector
+    #: ``share`` as last computed; ``None`` once ``allocated`` moved (computed again when read:
+    #: events move allocations for every task, shares are read far less often).
+    _share: float | None = None
+
+    @property
+    def share(self) -> float:
+        share = self._share
+        if share is None:
+            share = self._share = queue_share(self.deserved, self.allocated)
+        return share
+
+    def update_share(self) -> None:
+        self._share = None
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """``prefix: verb a, verb b`` (Volcano ``util.FormatResourceNames``); just ``prefix`` when empty."""
+    if not names:
+        return prefix
+    return f"{prefix}: " + ", ".join(f"{verb} {n}" for n in names)
+
+
+class ProportionPlugin:
+    name = "proportion"
+
+    def __init__(self, option: PluginOption) -> None:
+        self.option = option
+        self.attrs: dict[str, QueueAttr] = {}
+        #: Job uid → why jobEnqueueable turned it away (also recorded as a PodGroup event).
+        self.rejections: dict[str, str] = {}
+
+    # -- building the queue attributes ---------------------------------------------------------------
+    def _attr_for(self, ssn: Session, queue: QueueInfo, total: Vector, total_guarantee: Vector) -> QueueAttr:
+        zero = ssn.space.zeros()
+        guarantee = np.array(queue.guarantee, dtype=np.float64)
+        capability = None if queue.capability is None else np.array(queue.capability, dtype=np.float64)
+        return QueueAttr(
+            name=queue.name,
+            weight=queue.weight,
+            deserved=zero.copy(),
+            allocated=zero.copy(),
+            request=zero.copy(),
+            elastic=zero.copy(),
+            inqueue=zero.copy(),
+            capability=capability,
+            real_capability=real_capability(total, total_guarantee, capability, guarantee),
+            guarantee=guarantee,
+        )
+
+    @staticmethod
+    def _add_job(attr: QueueAttr, job: JobInfo) -> None:
+        for status, tasks in job.task_status_index.items():
+            if status in ALLOCATED_STATUSES:
+                for t in tasks.values():
+                    attr.allocated += t.resreq
+                    attr.request += t.resreq
+            elif status == TaskStatus.PENDING:
+                for t in tasks.values():
+                    attr.request += t.resreq
+        has_min = bool(job.pod_group.min_resources)
+        # Admitted jobs reserve the part of minResources they do not hold yet; a running job keeps
+        # its reservation only while it still has at least minMember tasks holding resources.
+        if has_min and (
+            job.phase == "Inqueue"
+            or (job.phase == "Running" and job.allocated_task_num() >= job.pod_group.min_member)
+        ):
+            attr.inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
+        attr.elastic += np.maximum(job.allocated - job.min_resources, 0.0)
+
+    def on_session_open(self, ssn: Session) -> None:
+        total = np.array(ssn.total_resource, dtype=np.float64)
+        total_guarantee = ssn.space.zeros()
+        for q in ssn.queues.values():
+            total_guarantee += q.guarantee
+        for job in ssn.jobs.values():
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            attr = self.attrs.get(queue.name)
+            if attr is None:
+                attr = self._attr_for(ssn, queue, total, total_guarantee)
+                self.attrs[queue.name] = attr
+            self._add_job(attr, job)
+
+        deserved = proportion_deserved(
+            total,
+            [
+                QueueDemand(
+                    name=a.name,
+                    weight=a.weight,
+                    request=a.request,
+                    allocated=a.allocated,
+                    capability=a.capability,
+                    guarantee=a.guarantee,
+                )
+                for a in self.attrs.values()
+            ],
+            total_guarantee=total_guarantee,
+        )
+        for name, vec in deserved.items():
+            attr = self.attrs[name]
+            attr.deserved = vec
+            attr.update_share()
+
+        ssn.add_queue_order_fn(self.name, self.queue_order)
+        ssn.add_reclaimable_fn(self.name, lambda reclaimer, reclaimees: self.reclaimable(ssn, reclaimees))
+        ssn.add_overused_fn(self.name, self.overused)
+        ssn.add_allocatable_fn(self.name, lambda queue, task: self.allocatable(ssn, queue, task))
+        ssn.add_preemptive_fn(self.name, lambda queue, task: self.allocatable(ssn, queue, task))
+        ssn.add_job_enqueueable_fn(self.name, lambda job: self.job_enqueueable(ssn, job))
+        ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
+        ssn.add_event_handler(
+            EventHandler(
+                allocate_func=lambda ev: self._on_event(ssn, ev, +1),
+                deallocate_func=lambda ev: self._on_event(ssn, ev, -1),
+            )
+        )
+
+    # -- registered functions ------------------------------------------------------------------------
+    def _share(self, queue: QueueInfo) -> float:
+        attr = self.attrs.get(queue.name)
+        return attr.share if attr is not None else 0.0
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        return proportion_queue_order(left.priority, self._share(left), right.priority, self._share(right))
+
+    def overused(self, queue: QueueInfo) -> bool:
+        attr = self.attrs.get(queue.name)
+        return attr is not None and overused(attr.deserved, attr.allocated)
+
+    def allocatable(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+        if not queue.open:
+            return False
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return False
+        return queue_allocatable(ssn.space, attr.deserved, attr.allocated, task.resreq)
+
+    def reclaimable(self, ssn: Session, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        # Each queue's allocation, less the victims already picked from it.
+        running: dict[str, Vector] = {}
+        victims: list[TaskInfo] = []
+        for task in reclaimees:
+            job = ssn.jobs.get(task.job)
+            if job is None:
+                continue
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                continue
+            alloc = running.get(job.queue)
+            if alloc is None:
+                alloc = running[job.queue] = attr.allocated.copy()
+            if not less_equal(alloc, attr.deserved):
+                alloc -= task.resreq
+                victims.append(task)
+        return victims, PERMIT
+
+    def job_enqueueable(self, ssn: Session, job: JobInfo) -> int:
+        queue = ssn.queues.get(job.queue)
+        if queue is None or not queue.open:
+            return REJECT
+        attr = self.attrs.get(queue.name)
+        if attr is None or not job.pod_group.min_resources:
+            return PERMIT
+        min_req = job.min_resources
+        wanted = min_req + attr.allocated + attr.inqueue - attr.elastic
+        short = insufficient_dims(ssn.space, wanted, attr.real_capability, min_req)
+        if not short:
+            return PERMIT
+        message = format_resource_names(QUOTA_INSUFFICIENT, "insufficient", short)
+        self.rejections[job.uid] = message
+        ssn.record_pod_group_event(job, "Normal", "Unschedulable", message)
+        return REJECT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        if not job.pod_group.min_resources:
+            return
+        attr = self.attrs.get(job.queue)
+        if attr is not None:
+            attr.inqueue += job.min_resources
+
+    def _on_event(self, ssn: Session, event: Event, sign: int) -> None:
+        job = ssn.jobs.get(event.task.job)
+        if job is None:
+            return
+        attr = self.attrs.get(job.queue)
+        if attr is None:
+            return
+        if sign > 0:
+            attr.allocated += event.task.resreq
+        else:
+            attr.allocated -= event.task.resreq
+        attr.update_share()
+
+    # -- session close -------------------------------------------------------------------------------
+    def report(self, ssn: Session) -> dict[str, dict[str, Any]]:
+        """Queue name → deserved / allocated / request / real_capability (resource dicts) and share."""
+        space = ssn.space
+        out: dict[str, dict[str, Any]] = {}
+        for name, a in self.attrs.items():
+            out[name] = {
+                "deserved": space.to_dict(a.deserved),
+                "allocated": space.to_dict(a.allocated),
+                "request": space.to_dict(a.request),
+                "real_capability": space.to_dict(a.real_capability),
+                "share": a.share,
+            }
+        return out
+
+    def on_session_close(self, ssn: Session) -> None:
+        setattr(ssn, "queue_shares", self.report(ssn))  # noqa: B010

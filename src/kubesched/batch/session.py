@@ -1,0 +1,651 @@
+"""One batch scheduling session (Volcano ``framework.Session``): the snapshot the actions work on and
+the functions the plugins registered, dispatched with Volcano's tier precedence.
+
+Node state is columnar like the framework side: ``table`` is a private copy of the scheduler's
+:class:`NodeTable` whose ``requested`` rows the session updates as tasks are allocated, so the
+framework Filter and Score plugins that the ``predicates`` and ``nodeorder`` plugins reuse see the
+session's own placements. ``releasing`` and ``pipelined`` hold, per slot, what evicted tasks will
+free and what pipelined tasks wait for (Volcano's ``NodeInfo.Releasing`` / ``Pipelined``).
+
+Every change to a row bumps ``row_version[slot]``; plugins that cache per-spec results re-evaluate
+only the rows whose version moved since (the predicate/score caches of issue item 6).
+
+Tasks the session places (allocated or pipelined) are counted in the scheduler cache's
+:class:`~kubesched.cache.pod_index.PodIndex` at once, and evicted tasks leave it, as Volcano's
+predicates plugin adds and removes them in its node infos: InterPodAffinity and PodTopologySpread
+see the session's own placements. ``pods_version`` / ``terms_version`` count those changes (all of
+them / those of pods with inter-pod affinity terms), so plugins know when a cached verdict is stale.
+:meth:`Session.restore_pod_index` puts the index back when the session ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kubesched.batch.job_info import (
+    ABSTAIN,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    ValidateResult,
+)
+from kubesched.batch.shares import ResourceSpace, Vector
+from kubesched.cache.affinity_terms import NO_TERMS
+from kubesched.framework.types import FilterResult, IntArray, NodeFailure
+from kubesched.scheduler.node_count import num_feasible_nodes_to_find
+
+if TYPE_CHECKING:
+    from kubesched.api.objects import Pod
+    from kubesched.batch.conf import BatchConf, PluginOption, Tier
+    from kubesched.batch.statement import Statement
+    from kubesched.cache.node_info import NodeInfo
+    from kubesched.cache.node_table import NodeTable
+    from kubesched.cache.pod_index import PodIndex
+
+BoolArray = NDArray[np.bool_]
+FloatArray = NDArray[np.float64]
+
+CompareFn = Callable[[Any, Any], int]
+EvictableFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+PredicateFn = Callable[[TaskInfo, "NodeTable"], FilterResult]
+#: A predicate's verdict alone (which slots pass), for the allocate hot path.
+PredicateMaskFn = Callable[[TaskInfo, "NodeTable"], BoolArray]
+NodeOrderFn = Callable[[TaskInfo, "NodeTable", IntArray], Any]
+
+_session_ids = itertools.count(1)
+
+
+@dataclass(slots=True)
+class Event:
+    """A task allocated, pipelined, evicted or unallocated inside a statement."""
+
+    task: TaskInfo
+
+
+@dataclass(slots=True)
+class EventHandler:
+    allocate_func: Callable[[Event], None] | None = None
+    deallocate_func: Callable[[Event], None] | None = None
+
+
+@dataclass(slots=True)
+class PodGroupConditionUpdate:
+    """A PodGroup condition a plugin sets at session close (Volcano ``PodGroupCondition``)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    transition_id: str
+
+
+@dataclass(slots=True)
+class Evictee:
+    task: TaskInfo
+    reason: str
+
+
+class Session:
+    """What plugins and actions see during one scheduling period."""
+
+    def __init__(
+        self,
+        *,
+        conf: BatchConf,
+        table: NodeTable,
+        node_infos: dict[str, NodeInfo],
+        node_mask: BoolArray,
+        jobs: dict[str, JobInfo],
+        queues: dict[str, QueueInfo],
+        space: ResourceSpace,
+        now: float = 0.0,
+        rng: np.random.Generator | None = None,
+        pod_index: PodIndex | None = None,
+    ) -> None:
+        self.uid = f"session-{next(_session_ids)}"
+        self.conf = conf
+        self.tiers: list[Tier] = list(conf.tiers)
+        self.space = space
+        self.table = table
+        self.node_infos = node_infos
+        #: Ready nodes as a mask over slots and as slots in NodeTree order.
+        self.node_mask = node_mask
+        self.node_slots: IntArray = table.order[node_mask[table.order]] if len(table.order) else table.order
+        self.jobs = jobs
+        self.queues = queues
+        self.now = now
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        cap = table.capacity
+        r = len(space)
+        #: Allocatable of every slot in the session's space (``node_idle`` etc. build on it).
+        self.node_allocatable: FloatArray = table.allocatable[:, :r].astype(np.float64)
+        #: Idle resources per slot, kept current as tasks are placed (the allocate hot path reads it).
+        self.idle: FloatArray = self.node_allocatable - table.requested[:, :r].astype(np.float64)
+        #: Tasks currently counted in ``releasing`` / ``pipelined`` (0: future idle equals idle).
+        self.releasing_tasks = 0
+        self.pipelined_tasks = 0
+        self.releasing: FloatArray = np.zeros((cap, r), dtype=np.float64)
+        self.pipelined: FloatArray = np.zeros((cap, r), dtype=np.float64)
+        self.total_resource: Vector = self.node_allocatable[self.node_slots].sum(axis=0)
+        #: Where the next node search starts (Volcano ``lastProcessedNodeIndex``).
+        self.last_processed_node_index = 0
+        #: How many feasible nodes a search looks for (kube-scheduler's adaptive percentage).
+        self.num_feasible_nodes_to_find = num_feasible_nodes_to_find(0, len(self.node_slots))
+        #: The scheduler cache's pod index (``None``: the session has none, e.g. in unit tests).
+        self.pod_index = pod_index
+        #: Bumped whenever the session adds a task to the pod index or removes one.
+        self.pods_version = 0
+        #: Bumped when that task has inter-pod affinity terms of its own.
+        self.terms_version = 0
+        #: Pod uid → the pod and its slot in the index before the session first changed it
+        #: (``None``: it was not there).
+        self._index_original: dict[str, tuple[Pod, int | None]] = {}
+        #: Per slot, the value of ``version`` when the row last changed.
+        self.row_version: IntArray = np.zeros(cap, dtype=np.int64)
+        self.version = 0
+        self.evicted: list[TaskInfo] = []
+        #: Committed allocations, bound when the session closes.
+        self.to_bind: list[TaskInfo] = []
+        #: Committed evictions, deleted when the session closes.
+        self.to_evict: list[Evictee] = []
+        #: Jobs the session dropped as invalid (jobValid said no): uid → the verdict.
+        self.invalid_jobs: dict[str, ValidateResult] = {}
+        #: The jobs themselves (still reported and written back at close).
+        self.invalid_jobs_info: dict[str, JobInfo] = {}
+        #: PodGroup conditions set by plugins at close: job uid → condition type → update.
+        self.pod_group_conditions: dict[str, dict[str, PodGroupConditionUpdate]] = {}
+        #: Events about PodGroups raised by plugins: (job, type, reason, message).
+        self.pod_group_events: list[tuple[JobInfo, str, str, str]] = []
+        self.warnings: list[str] = []
+        self.plugins: dict[str, Any] = {}
+        self.event_handlers: list[EventHandler] = []
+        self._resolved: dict[tuple[int, str | None, int], list[tuple[int, Any]]] = {}
+        self._options: dict[str, PluginOption] = {p.name: p for t in self.tiers for p in t.plugins}
+        self.job_order_fns: dict[str, CompareFn] = {}
+        self.queue_order_fns: dict[str, CompareFn] = {}
+        self.task_order_fns: dict[str, CompareFn] = {}
+        self.predicate_fns: dict[str, PredicateFn] = {}
+        self.predicate_mask_fns: dict[str, PredicateMaskFn] = {}
+        self.node_order_fns: dict[str, NodeOrderFn] = {}
+        self.preemptable_fns: dict[str, EvictableFn] = {}
+        self.reclaimable_fns: dict[str, EvictableFn] = {}
+        self.overused_fns: dict[str, Callable[[QueueInfo], bool]] = {}
+        self.allocatable_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = {}
+        self.preemptive_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = {}
+        self.job_ready_fns: dict[str, Callable[[JobInfo], bool]] = {}
+        self.job_pipelined_fns: dict[str, Callable[[JobInfo], int]] = {}
+        self.job_valid_fns: dict[str, Callable[[JobInfo], ValidateResult | None]] = {}
+        self.job_enqueueable_fns: dict[str, Callable[[JobInfo], int]] = {}
+        self.job_enqueued_fns: dict[str, Callable[[JobInfo], None]] = {}
+        self.job_starving_fns: dict[str, Callable[[JobInfo], bool]] = {}
+        self.victim_tasks_fns: dict[str, Callable[[list[TaskInfo]], list[TaskInfo]]] = {}
+
+    # -- node state ------------------------------------------------------------------------------
+    def used_array(self) -> FloatArray:
+        """Requested resources of every slot (all pods the cache knows plus this session's
+        allocations), in the session's space."""
+        used: FloatArray = self.table.requested[:, : len(self.space)].astype(np.float64)
+        return used
+
+    def idle_array(self) -> FloatArray:
+        idle: FloatArray = self.node_allocatable - self.used_array()
+        return idle
+
+    def future_idle_array(self) -> FloatArray:
+        """Idle plus what evicted tasks release minus what pipelined tasks wait for."""
+        return self.idle_array() + self.releasing - self.pipelined
+
+    def node_used(self, slot: int) -> Vector:
+        return self.table.requested[slot, : len(self.space)].astype(np.float64)
+
+    def node_idle(self, slot: int) -> Vector:
+        idle: Vector = self.node_allocatable[slot] - self.node_used(slot)
+        return idle
+
+    def node_future_idle(self, slot: int) -> Vector:
+        future: Vector = self.node_idle(slot) + self.releasing[slot] - self.pipelined[slot]
+        return future
+
+    def slot_of(self, node_name: str) -> int:
+        return self.table.slot_of[node_name]
+
+    @property
+    def future_differs(self) -> bool:
+        """Whether some node's future idle differs from its idle (evictions or pipelined tasks)."""
+        return bool(self.releasing_tasks or self.pipelined_tasks)
+
+    def touch(self, slot: int) -> None:
+        """Mark a node row changed (for the per-spec caches)."""
+        self.version += 1
+        self.row_version[slot] = self.version
+
+    def node_tasks(self, slot: int) -> list[TaskInfo]:
+        """Tasks of this session's jobs placed on a node (any status with a node)."""
+        name = self.table.names[slot]
+        return [t for j in self.jobs.values() for t in j.tasks.values() if t.node_name == name]
+
+    # -- registration ----------------------------------------------------------------------------
+    def add_job_order_fn(self, name: str, fn: CompareFn) -> None:
+        self.job_order_fns[name] = fn
+        self._resolved.clear()
+
+    def add_queue_order_fn(self, name: str, fn: CompareFn) -> None:
+        self.queue_order_fns[name] = fn
+        self._resolved.clear()
+
+    def add_task_order_fn(self, name: str, fn: CompareFn) -> None:
+        self.task_order_fns[name] = fn
+        self._resolved.clear()
+
+    def add_predicate_fn(self, name: str, fn: PredicateFn, mask_fn: PredicateMaskFn | None = None) -> None:
+        """``mask_fn``, when given, answers ``fn(...).passed`` without the reasons (it must agree)."""
+        self.predicate_fns[name] = fn
+        self.predicate_mask_fns[name] = mask_fn if mask_fn is not None else _passed_of(fn)
+        self._resolved.clear()
+
+    def add_node_order_fn(self, name: str, fn: NodeOrderFn) -> None:
+        self.node_order_fns[name] = fn
+        self._resolved.clear()
+
+    def add_preemptable_fn(self, name: str, fn: EvictableFn) -> None:
+        self.preemptable_fns[name] = fn
+        self._resolved.clear()
+
+    def add_reclaimable_fn(self, name: str, fn: EvictableFn) -> None:
+        self.reclaimable_fns[name] = fn
+        self._resolved.clear()
+
+    def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
+        self.overused_fns[name] = fn
+        self._resolved.clear()
+
+    def add_allocatable_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self.allocatable_fns[name] = fn
+        self._resolved.clear()
+
+    def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self.preemptive_fns[name] = fn
+        self._resolved.clear()
+
+    def add_job_ready_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        self.job_ready_fns[name] = fn
+        self._resolved.clear()
+
+    def add_job_pipelined_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+        self.job_pipelined_fns[name] = fn
+        self._resolved.clear()
+
+    def add_job_valid_fn(self, name: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+        self.job_valid_fns[name] = fn
+        self._resolved.clear()
+
+    def add_job_enqueueable_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+        self.job_enqueueable_fns[name] = fn
+        self._resolved.clear()
+
+    def add_job_enqueued_fn(self, name: str, fn: Callable[[JobInfo], None]) -> None:
+        self.job_enqueued_fns[name] = fn
+        self._resolved.clear()
+
+    def add_job_starving_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        self.job_starving_fns[name] = fn
+        self._resolved.clear()
+
+    def add_victim_tasks_fn(self, name: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
+        self.victim_tasks_fns[name] = fn
+        self._resolved.clear()
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    # -- dispatch helpers ------------------------------------------------------------------------
+    def _each(self, fns: dict[str, Any], switch: str | None) -> list[tuple[int, Any]]:
+        """(tier index, fn) for every enabled plugin with a registered fn, in tier order (resolved
+        once per registry state: dispatch runs for every task)."""
+        key = (id(fns), switch, len(fns))
+        hit = self._resolved.get(key)
+        if hit is not None:
+            return hit
+        out: list[tuple[int, Any]] = []
+        for ti, tier in enumerate(self.tiers):
+            for opt in tier.plugins:
+                fn = fns.get(opt.name)
+                if fn is None:
+                    continue
+                if switch is not None and not opt.enabled(switch):
+                    continue
+                out.append((ti, fn))
+        self._resolved[key] = out
+        return out
+
+    def plugin_enabled(self, name: str, switch: str) -> bool:
+        opt = self._options.get(name)
+        return opt is not None and opt.enabled(switch)
+
+    # -- orders ----------------------------------------------------------------------------------
+    def job_compare(self, left: JobInfo, right: JobInfo) -> int:
+        for _, fn in self._each(self.job_order_fns, "job_order"):
+            res = fn(left, right)
+            if res != 0:
+                return -1 if res < 0 else 1
+        if left.creation_timestamp == right.creation_timestamp:
+            return (left.uid > right.uid) - (left.uid < right.uid)
+        return -1 if left.creation_timestamp < right.creation_timestamp else 1
+
+    def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
+        """True when ``left`` goes before ``right``."""
+        return self.job_compare(left, right) < 0
+
+    def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
+        for _, fn in self._each(self.queue_order_fns, "queue_order"):
+            res = fn(left, right)
+            if res != 0:
+                return -1 if res < 0 else 1
+        lt = str((left.queue.raw.get("metadata") or {}).get("creationTimestamp") or "")
+        rt = str((right.queue.raw.get("metadata") or {}).get("creationTimestamp") or "")
+        if lt == rt:
+            return (left.uid > right.uid) - (left.uid < right.uid)
+        return -1 if lt < rt else 1
+
+    def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
+        return self.queue_compare(left, right) < 0
+
+    def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        for _, fn in self._each(self.task_order_fns, "task_order"):
+            res = fn(left, right)
+            if res != 0:
+                return -1 if res < 0 else 1
+        if left.creation_timestamp == right.creation_timestamp:
+            return (left.uid > right.uid) - (left.uid < right.uid)
+        return -1 if left.creation_timestamp < right.creation_timestamp else 1
+
+    def task_order_fn(self, left: TaskInfo, right: TaskInfo) -> bool:
+        return self.task_compare(left, right) < 0
+
+    @functools.cached_property
+    def job_key(self) -> Callable[[JobInfo], Any]:
+        return functools.cmp_to_key(self.job_compare)
+
+    @functools.cached_property
+    def queue_key(self) -> Callable[[QueueInfo], Any]:
+        return functools.cmp_to_key(self.queue_compare)
+
+    @functools.cached_property
+    def task_key(self) -> Callable[[TaskInfo], Any]:
+        return functools.cmp_to_key(self.task_compare)
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def predicate(self, task: TaskInfo) -> FilterResult:
+        """Every enabled predicate over all slots; a slot passes only if all plugins pass it.
+
+        Per slot, the reasons are those of the first plugin that rejected it (Volcano's
+        ``PredicateFn`` returns at the first failing plugin)."""
+        passed: BoolArray = self.node_mask.copy()
+        failures: list[NodeFailure] = []
+        for _, fn in self._each(self.predicate_fns, "predicate"):
+            res: FilterResult = fn(task, self.table)
+            newly = passed & ~res.passed
+            if newly.any():
+                for f in res.failures:
+                    hit = f.nodes & newly
+                    if hit.any():
+                        failures.append(NodeFailure(f.reason, hit, f.unresolvable))
+                passed &= res.passed
+        return FilterResult(passed, failures)
+
+    def predicate_mask(self, task: TaskInfo) -> BoolArray:
+        """The slots :meth:`predicate` passes, without collecting reasons."""
+        passed: BoolArray = self.node_mask
+        for _, fn in self._each(self.predicate_mask_fns, "predicate"):
+            passed = passed & fn(task, self.table)
+        return passed
+
+    def node_order(self, task: TaskInfo, slots: IntArray) -> FloatArray:
+        """Sum of every enabled node-order function's scores for ``slots`` (no tier precedence)."""
+        total = np.zeros(len(slots), dtype=np.float64)
+        for _, fn in self._each(self.node_order_fns, "node_order"):
+            total += np.asarray(fn(task, self.table, slots), dtype=np.float64)
+        return total
+
+    # -- victims ---------------------------------------------------------------------------------
+    def _victims(
+        self, fns: dict[str, EvictableFn], switch: str, task: TaskInfo, cands: list[TaskInfo]
+    ) -> list[TaskInfo]:
+        """Volcano's victim dispatch: plugins of a tier intersect their answers; an empty answer ends
+        the tier without a decision; the first tier with a decision wins."""
+        victims: list[TaskInfo] | None = None
+        for tier in self.tiers:
+            for opt in tier.plugins:
+                fn = fns.get(opt.name)
+                if fn is None or not opt.enabled(switch):
+                    continue
+                candidates, abstain = fn(task, cands)
+                if abstain == ABSTAIN:
+                    continue
+                if not candidates:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(candidates)
+                else:
+                    keep = {c.uid for c in candidates}
+                    victims = [v for v in victims if v.uid in keep]
+            if victims is not None:
+                return victims
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(self.preemptable_fns, "preemptable", preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(self.reclaimable_fns, "reclaimable", reclaimer, reclaimees)
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        out: dict[str, TaskInfo] = {}
+        for _, fn in self._each(self.victim_tasks_fns, "victim"):
+            for t in fn(tasks):
+                out[t.uid] = t
+        return list(out.values())
+
+    # -- queues ----------------------------------------------------------------------------------
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for _, fn in self._each(self.overused_fns, "overused"))
+
+    def allocatable_for(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Volcano ``Allocatable``: every enabled plugin must allow ``task`` into ``queue``."""
+        return all(fn(queue, task) for _, fn in self._each(self.allocatable_fns, "allocatable"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self.allocatable_for(queue, task)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for _, fn in self._each(self.preemptive_fns, "preemptive"))
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for _, fn in self._each(self.job_ready_fns, "job_ready"))
+
+    def _vote(self, fns: dict[str, Callable[[JobInfo], int]], switch: str, job: JobInfo) -> bool:
+        found = False
+        current_tier = -1
+        for ti, fn in self._each(fns, switch):
+            if ti != current_tier:
+                if found:
+                    return True
+                current_tier = ti
+            res = fn(job)
+            if res < 0:
+                return False
+            if res > 0:
+                found = True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote(self.job_pipelined_fns, "job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote(self.job_enqueueable_fns, "job_enqueued", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for _, fn in self._each(self.job_enqueued_fns, "job_enqueued"):
+            fn(job)
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for _, fn in self._each(self.job_valid_fns, None):
+            vr: ValidateResult | None = fn(job)
+            if vr is not None and not vr.passed:
+                return vr
+        return None
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """The first tier with a jobStarving function decides; every such plugin must agree."""
+        found = False
+        current = -1
+        for ti, fn in self._each(self.job_starving_fns, "job_starving"):
+            if ti != current and found:
+                return True
+            current = ti
+            found = True
+            if not fn(job):
+                return False
+        return found
+
+    # -- statements and events -------------------------------------------------------------------
+    def statement(self) -> Statement:
+        from kubesched.batch.statement import Statement
+
+        return Statement(self)
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        ev = Event(task)
+        for h in self.event_handlers:
+            if h.allocate_func is not None:
+                h.allocate_func(ev)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        ev = Event(task)
+        for h in self.event_handlers:
+            if h.deallocate_func is not None:
+                h.deallocate_func(ev)
+
+    def record_pod_group_event(self, job: JobInfo, event_type: str, reason: str, message: str) -> None:
+        self.pod_group_events.append((job, event_type, reason, message))
+
+    def update_pod_group_condition(self, job: JobInfo, cond: PodGroupConditionUpdate) -> None:
+        self.pod_group_conditions.setdefault(job.uid, {})[cond.type] = cond
+
+    # -- task placement primitives (used by Statement) -------------------------------------------
+    def place(self, task: TaskInfo, slot: int) -> None:
+        """Count ``task`` on a node row (allocate)."""
+        table = self.table
+        pod = task.pod
+        _add_row(table, slot, pod, +1)
+        self.idle[slot] -= task.resreq
+        task.slot = slot
+        task.node_name = table.names[slot]
+        self.touch(slot)
+
+    def unplace(self, task: TaskInfo) -> None:
+        slot = task.slot
+        if slot >= 0:
+            _add_row(self.table, slot, task.pod, -1)
+            self.idle[slot] += task.resreq
+            self.touch(slot)
+        task.slot = -1
+        task.node_name = ""
+
+    # -- the pod index (inter-pod affinity, topology spread) -------------------------------------
+    def _index_changed(self, pod: Pod) -> None:
+        self.pods_version += 1
+        if self.pod_index is not None and self.pod_index.terms_of(pod) is not NO_TERMS:
+            self.terms_version += 1
+
+    def index_add(self, task: TaskInfo, slot: int) -> None:
+        """Count ``task`` on the node in ``slot`` for the topology plugins (allocate, pipeline,
+        an eviction undone)."""
+        index = self.pod_index
+        if index is None or slot < 0:
+            return
+        pod = task.pod
+        if pod.uid not in self._index_original:
+            self._index_original[pod.uid] = (pod, index.slot_of(pod.uid))
+        index.add(pod, slot)
+        self._index_changed(pod)
+
+    def index_remove(self, task: TaskInfo) -> None:
+        """Stop counting ``task`` (evicted, or an allocation undone)."""
+        index = self.pod_index
+        if index is None:
+            return
+        pod = task.pod
+        was = index.slot_of(pod.uid)
+        if was is None:
+            return
+        if pod.uid not in self._index_original:
+            self._index_original[pod.uid] = (pod, was)
+        index.remove(pod)
+        self._index_changed(pod)
+
+    def restore_pod_index(self) -> None:
+        """Put the pod index back as the session found it (the scheduler then assumes the pods it
+        binds, and evicted pods leave when their deletion is seen)."""
+        index = self.pod_index
+        if index is None:
+            return
+        for pod, slot in self._index_original.values():
+            if slot is None:
+                index.remove(pod)
+            else:
+                index.add(pod, slot)
+        self._index_original = {}
+
+
+def _passed_of(fn: PredicateFn) -> PredicateMaskFn:
+    def passed(task: TaskInfo, table: NodeTable) -> BoolArray:
+        return fn(task, table).passed
+
+    return passed
+
+
+def _add_row(table: NodeTable, slot: int, pod: Pod, sign: int) -> None:
+    req = table.requested
+    for name, value in pod.requests.items():
+        col = table.resource_col.get(name)
+        if col is None:
+            col = table.column(name)
+            req = table.requested
+        req[slot, col] += sign * value
+    req[slot, 3] += sign  # pods
+    table.nonzero_requested[slot, 0] += sign * pod.nonzero_cpu
+    table.nonzero_requested[slot, 1] += sign * pod.nonzero_memory
+    if pod.host_ports:
+        for hp in pod.host_ports:
+            mask = table.host_ports.get(hp)
+            if mask is None:
+                mask = np.zeros(table.capacity, dtype=np.bool_)
+                table.host_ports[hp] = mask
+            else:
+                mask = mask.copy()  # copy on write: the scheduler's own table shares the masks
+                table.host_ports[hp] = mask
+            mask[slot] = sign > 0
+            pp = (hp.protocol, hp.port)
+            any_mask = table.host_ports_any.get(pp)
+            any_mask = np.zeros(table.capacity, dtype=np.bool_) if any_mask is None else any_mask.copy()
+            any_mask[slot] = sign > 0
+            table.host_ports_any[pp] = any_mask
+
+
+__all__ = [
+    "Event",
+    "EventHandler",
+    "Evictee",
+    "PodGroupConditionUpdate",
+    "Session",
+]

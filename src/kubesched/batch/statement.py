@@ -1,0 +1,166 @@
+"""A statement (Volcano ``framework.Statement``): a job's allocations, pipelines and evictions
+recorded in the session, then committed together or discarded together.
+
+Every operation changes the session at once (task status, node rows, the plugins' event handlers),
+so later decisions in the same session see it. ``discard()`` undoes the operations in reverse order
+and leaves the session exactly as before; ``commit()`` turns allocations into binds and evictions
+into pod deletions, which the scheduler carries out when the session closes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from kubesched.batch.job_info import TaskInfo, TaskStatus
+from kubesched.batch.session import Evictee
+
+if TYPE_CHECKING:
+    from kubesched.batch.session import Session
+
+
+class Op(Enum):
+    EVICT = "evict"
+    PIPELINE = "pipeline"
+    ALLOCATE = "allocate"
+
+
+@dataclass(slots=True)
+class Operation:
+    op: Op
+    task: TaskInfo
+    reason: str = ""
+    #: Status the task had before (restored by discard).
+    previous: TaskStatus = TaskStatus.PENDING
+
+
+class Statement:
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    def has_evictions(self) -> bool:
+        return any(o.op is Op.EVICT for o in self.operations)
+
+    # -- operations ------------------------------------------------------------------------------
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """The task will be deleted to free its node: RELEASING now, its resources count as
+        releasing on its node."""
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        previous = task.status
+        if job is not None:
+            job.update_task_status(task, TaskStatus.RELEASING)
+        else:
+            task.status = TaskStatus.RELEASING
+        slot = ssn.table.slot_of.get(task.node_name, -1)
+        if slot >= 0:
+            ssn.releasing[slot] += task.resreq
+            ssn.releasing_tasks += 1
+            ssn.touch(slot)
+        ssn.index_remove(task)
+        ssn.fire_deallocate(task)
+        self.operations.append(Operation(Op.EVICT, task, reason, previous))
+
+    def _unevict(self, o: Operation) -> None:
+        ssn = self.ssn
+        task = o.task
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, o.previous)
+        else:
+            task.status = o.previous
+        slot = ssn.table.slot_of.get(task.node_name, -1)
+        if slot >= 0:
+            ssn.releasing[slot] -= task.resreq
+            ssn.releasing_tasks -= 1
+            ssn.touch(slot)
+        ssn.index_add(task, slot)
+        ssn.fire_allocate(task)
+
+    def pipeline(self, task: TaskInfo, node: int | str) -> None:
+        """Place a task on a node whose resources are still being released (PIPELINED)."""
+        ssn = self.ssn
+        slot = node if isinstance(node, int) else ssn.slot_of(node)
+        job = ssn.jobs[task.job]
+        previous = task.status
+        job.update_task_status(task, TaskStatus.PIPELINED)
+        task.slot = slot
+        task.node_name = ssn.table.names[slot]
+        task.last_node = task.node_name
+        task.last_status = TaskStatus.PIPELINED
+        ssn.pipelined[slot] += task.resreq
+        ssn.pipelined_tasks += 1
+        ssn.touch(slot)
+        ssn.index_add(task, slot)
+        ssn.fire_allocate(task)
+        self.operations.append(Operation(Op.PIPELINE, task, "", previous))
+
+    def _unpipeline(self, o: Operation) -> None:
+        ssn = self.ssn
+        task = o.task
+        slot = task.slot
+        if slot >= 0:
+            ssn.pipelined[slot] -= task.resreq
+            ssn.pipelined_tasks -= 1
+            ssn.touch(slot)
+        ssn.jobs[task.job].update_task_status(task, o.previous)
+        ssn.index_remove(task)
+        task.slot = -1
+        task.node_name = ""
+        ssn.fire_deallocate(task)
+
+    def allocate(self, task: TaskInfo, node: int | str) -> None:
+        """Place a task on a node with room now (ALLOCATED); the node row counts it at once."""
+        ssn = self.ssn
+        slot = node if isinstance(node, int) else ssn.slot_of(node)
+        job = ssn.jobs[task.job]
+        previous = task.status
+        job.update_task_status(task, TaskStatus.ALLOCATED)
+        ssn.place(task, slot)
+        ssn.index_add(task, slot)
+        task.last_node = task.node_name
+        task.last_status = TaskStatus.ALLOCATED
+        ssn.fire_allocate(task)
+        self.operations.append(Operation(Op.ALLOCATE, task, "", previous))
+
+    def _unallocate(self, o: Operation) -> None:
+        ssn = self.ssn
+        task = o.task
+        ssn.index_remove(task)
+        ssn.unplace(task)
+        ssn.jobs[task.job].update_task_status(task, o.previous)
+        ssn.fire_deallocate(task)
+
+    # -- outcome ---------------------------------------------------------------------------------
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        for o in reversed(self.operations):
+            if o.op is Op.EVICT:
+                self._unevict(o)
+            elif o.op is Op.PIPELINE:
+                self._unpipeline(o)
+            else:
+                self._unallocate(o)
+        self.operations = []
+
+    def commit(self) -> None:
+        """Evictions become pod deletions and allocations binds (carried out at session close);
+        allocated tasks move to BINDING. Pipelined tasks stay pipelined for this session only."""
+        ssn = self.ssn
+        for o in self.operations:
+            if o.op is Op.EVICT:
+                ssn.to_evict.append(Evictee(o.task, o.reason))
+                ssn.evicted.append(o.task)
+            elif o.op is Op.ALLOCATE:
+                job = ssn.jobs.get(o.task.job)
+                if job is not None:
+                    job.update_task_status(o.task, TaskStatus.BINDING)
+                ssn.to_bind.append(o.task)
+        self.operations = []
+
+    def merge(self, *others: Statement) -> None:
+        for s in others:
+            self.operations.extend(s.operations)
+            s.operations = []

@@ -1,0 +1,365 @@
+"""The reclaim action, end to end through the batch scheduler: cases of Volcano's
+``actions/reclaim/reclaim_test.go`` (same pods, nodes, queues and expected victims), plus gang and
+queue-reclaimability guarantees.
+
+As in Volcano's test, the tier enables only the switches the test names (every other switch off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched.batch.conf import SWITCHES, batch_conf_from_dict
+from kubesched.batch.scheduler import BatchScheduler
+from kubesched.plugins.testing import node_dict, pod_dict
+from kubesched.store.memory import MemoryStore
+
+VOLCANO = "scheduling.volcano.sh/v1beta1"
+
+# -- builders (each batch test file keeps its own: tests import no sibling modules) --------------- #
+
+
+def node(name: str, cpu: str, mem: str, pods: str = "10") -> dict[str, Any]:
+    return node_dict(name, {"cpu": cpu, "memory": mem, "pods": pods})
+
+
+def pod(
+    name: str,
+    node_name: str,
+    group: str,
+    cpu: str | None = "1",
+    mem: str | None = "1G",
+    *,
+    ns: str = "c1",
+    preemptable: str | None = None,
+    priority_class: str | None = None,
+    never: bool = False,
+) -> dict[str, Any]:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
+    d = pod_dict(name, namespace=ns, containers=[requests or None], node_name=node_name)
+    d["spec"]["schedulerName"] = "volcano"
+    annotations = {"scheduling.k8s.io/group-name": group}
+    if preemptable is not None:
+        annotations["volcano.sh/preemptable"] = preemptable
+    d["metadata"]["annotations"] = annotations
+    if priority_class:
+        d["spec"]["priorityClassName"] = priority_class
+    if never:
+        d["spec"]["preemptionPolicy"] = "Never"
+    if node_name:
+        d["status"] = {"phase": "Running"}
+    return d
+
+
+def pod_group(
+    name: str, queue: str, min_member: int, phase: str, priority_class: str = "", ns: str = "c1"
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": VOLCANO,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def queue(
+    name: str,
+    weight: int = 1,
+    *,
+    priority: int = 0,
+    state: str = "Open",
+    reclaimable: bool = True,
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": VOLCANO,
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": weight, "priority": priority, "reclaimable": reclaimable, **spec},
+        "status": {"state": state},
+    }
+
+
+def priority_class(name: str, value: int, never: bool = False) -> dict[str, Any]:
+    pc: dict[str, Any] = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+    }
+    pc["value"] = value
+    if never:
+        pc["preemptionPolicy"] = "Never"
+    return pc
+
+
+def plugin(name: str, *switches: str) -> dict[str, Any]:
+    """A plugin entry with only ``switches`` on (Volcano's unit tests leave the others unset: off)."""
+    out: dict[str, Any] = {"name": name}
+    for key, attr, _ in SWITCHES:
+        out[key] = attr in switches
+    return out
+
+
+def run(objects: list[dict[str, Any]], actions: str, plugins: list[dict[str, Any]]) -> BatchScheduler:
+    store = MemoryStore()
+    for kind in ("PriorityClass", "Node", "Queue", "PodGroup", "Pod"):
+        for obj in objects:
+            if obj["kind"] == kind:
+                store.create(obj)
+    conf = batch_conf_from_dict({"actions": actions, "tiers": [{"plugins": plugins}]})
+    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched.handle_events()
+    sched.run_session()
+    return sched
+
+
+# -- Volcano's table ---------------------------------------------------------------------------- #
+
+TIER = [
+    plugin("conformance", "reclaimable"),
+    plugin("gang", "reclaimable", "job_starving"),
+    plugin("proportion", "reclaimable", "queue_order", "preemptive"),
+    plugin("priority", "reclaimable", "job_order", "task_order"),
+]
+PRIORITIES = [
+    priority_class("low-priority", 100),
+    priority_class("mid-priority", 500),
+    priority_class("high-priority", 1000),
+]
+
+CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
+    (
+        "two queues, one overusing: only its preemptable pod is reclaimed",
+        [
+            pod_group("pg1", "q1", 1, "Inqueue", "low-priority"),
+            pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
+            pod("preemptee1", "n1", "pg1", preemptable="false"),
+            pod("preemptee2", "n1", "pg1", preemptable="true"),
+            pod("preemptee3", "n1", "pg1", preemptable="false"),
+            pod("preemptor1", "", "pg2"),
+            node("n1", "3", "3Gi"),
+            queue("q1"),
+            queue("q2"),
+        ],
+        ["c1/preemptee2"],
+    ),
+    (
+        "reclaimees sorted: the lowest-priority job of the overusing queues goes first",
+        [
+            pod_group("pg1", "q1", 1, "Inqueue", "mid-priority"),
+            pod_group("pg2", "q2", 1, "Inqueue", "low-priority"),
+            pod_group("pg3", "q3", 1, "Inqueue", "high-priority"),
+            pod("preemptee1-1", "n1", "pg1", preemptable="true"),
+            pod("preemptee1-2", "n1", "pg1", preemptable="true"),
+            pod("preemptee2-1", "n1", "pg2", preemptable="true"),
+            pod("preemptee2-2", "n1", "pg2", preemptable="false"),
+            pod("preemptor1", "", "pg3"),
+            node("n1", "4", "4Gi"),
+            queue("q1"),
+            queue("q2"),
+            queue("q3"),
+        ],
+        ["c1/preemptee2-1"],
+    ),
+    (
+        "reclaimees of different queues: the queue last in queue order (lowest priority) goes first",
+        [
+            pod_group("pg1", "q1", 1, "Inqueue", "mid-priority"),
+            pod_group("pg2", "q2", 1, "Inqueue", "mid-priority"),
+            pod_group("pg3", "q3", 1, "Inqueue", "mid-priority"),
+            pod("preemptee1-1", "n1", "pg1", preemptable="true"),
+            pod("preemptee1-2", "n1", "pg1", preemptable="false"),
+            pod("preemptee2-1", "n1", "pg2", preemptable="true"),
+            pod("preemptee2-2", "n1", "pg2", preemptable="false"),
+            pod("preemptor1", "", "pg3"),
+            node("n1", "4", "4Gi"),
+            queue("q1", 1, priority=5),
+            queue("q2", 1, priority=10),
+            queue("q3", 1, priority=1),
+        ],
+        ["c1/preemptee1-1"],
+    ),
+    (
+        "a preemptor with preemptionPolicy Never reclaims nothing",
+        [
+            priority_class("never-high", 1000, never=True),
+            pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
+            pod_group("pg2", "q2", 0, "Inqueue", "never-high"),
+            pod("preemptee1", "n1", "pg1", preemptable="true"),
+            pod("preemptor1", "", "pg2", never=True),
+            node("n1", "1", "1Gi", pods="1"),
+            queue("q1", 5),
+            queue("q2", 10),
+        ],
+        [],
+    ),
+    (
+        "a closed queue reclaims nothing",
+        [
+            pod_group("pg1", "q1", 1, "Running", "low-priority"),
+            pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
+            pod("preemptee1", "n1", "pg1", preemptable="false"),
+            pod("preemptee2", "n1", "pg1", preemptable="true"),
+            pod("preemptee3", "n1", "pg1", preemptable="false"),
+            pod("preemptor1", "", "pg2"),
+            node("n1", "3", "3Gi"),
+            queue("q1"),
+            queue("q2", state="Closed"),
+        ],
+        [],
+    ),
+    (
+        "idle resources of the node count: one eviction frees the missing memory",
+        [
+            pod_group("pg1", "q1", 0, "Running", "mid-priority"),
+            pod_group("pg2", "q2", 0, "Running", "mid-priority"),
+            pod_group("pg3", "q3", 1, "Inqueue", "mid-priority"),
+            pod("preemptee1-1", "n1", "pg1", preemptable="true"),
+            pod("preemptee2-1", "n1", "pg2", preemptable="true"),
+            pod("preemptor1", "", "pg3", cpu="2", mem="1G"),
+            node("n1", "10", "2Gi"),
+            queue("q1", 1, priority=1),
+            queue("q2", 1, priority=2),
+            queue("q3", 3),
+        ],
+        ["c1/preemptee1-1"],
+    ),
+    (
+        "a second task reclaims when the first has preemptionPolicy Never",
+        [
+            priority_class("never-high", 1000, never=True),
+            pod_group("pg-victim", "q1", 1, "Running", "low-priority"),
+            pod_group("pg-preemptor", "q2", 2, "Inqueue", "never-high"),
+            pod("victim-pod-no", "n1", "pg-victim", preemptable="false"),
+            pod("victim-pod", "n1", "pg-victim", preemptable="true"),
+            pod("preemptor-task1-non-preemptable", "", "pg-preemptor", never=True),
+            pod("preemptor-task2-preemptable", "", "pg-preemptor"),
+            node("n1", "2", "2G"),
+            queue("q1"),
+            queue("q2"),
+        ],
+        ["c1/victim-pod"],
+    ),
+    (
+        "no eviction when the node already has room for the task",
+        [
+            pod_group("pg-victim", "q1", 0, "Running", "low-priority"),
+            pod_group("pg-preemptor", "q2", 1, "Inqueue", "low-priority"),
+            pod("victim-n1", "n1", "pg-victim", cpu="2", mem="2G", preemptable="true"),
+            pod("preemptor1", "", "pg-preemptor", cpu="3", mem="3G"),
+            node("n1", "10", "10G"),
+            queue("q1", 1),
+            queue("q2", 9),
+        ],
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("objects", "evicted"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_volcano_reclaim_cases(objects: list[dict[str, Any]], evicted: list[str]) -> None:
+    sched = run(PRIORITIES + objects, "reclaim", TIER)
+    assert sorted(sched.evicted) == sorted(evicted)
+
+
+# -- guarantees --------------------------------------------------------------------------------- #
+
+DEFAULT_TIER = [
+    {"name": "priority"},
+    {"name": "gang"},
+    {"name": "conformance"},
+    {"name": "drf"},
+    {"name": "proportion"},
+]
+
+
+def test_reclaimed_task_is_pipelined_and_bound_next_session() -> None:
+    """The evicted pod is deleted and the reclaiming task waits pipelined on its node."""
+    objects = [
+        node("n1", "2", "2Gi"),
+        queue("q1"),
+        queue("q2"),
+        pod_group("pg1", "q1", 1, "Running"),
+        pod_group("pg2", "q2", 1, "Inqueue"),
+        pod("a1", "n1", "pg1"),
+        pod("a2", "n1", "pg1"),
+        pod("b1", "", "pg2"),
+    ]
+    sched = run(objects, "reclaim", DEFAULT_TIER)
+    assert len(sched.evicted) == 1
+    assert sched.evicted[0] in ("c1/a1", "c1/a2")
+    assert sched.store.get("Pod", "c1", sched.evicted[0].split("/")[1]) is None
+
+
+def test_gang_is_never_broken_below_min_member() -> None:
+    """q1 overuses the cluster, but its gang has exactly minMember running: nothing is reclaimed."""
+    objects = [
+        node("n1", "3", "3Gi"),
+        queue("q1"),
+        queue("q2"),
+        pod_group("pg1", "q1", 3, "Running"),
+        pod_group("pg2", "q2", 1, "Inqueue"),
+        pod("a1", "n1", "pg1"),
+        pod("a2", "n1", "pg1"),
+        pod("a3", "n1", "pg1"),
+        pod("b1", "", "pg2"),
+    ]
+    assert run(objects, "reclaim", DEFAULT_TIER).evicted == []
+
+
+def test_non_reclaimable_queue_keeps_its_pods() -> None:
+    objects = [
+        node("n1", "3", "3Gi"),
+        queue("q1", reclaimable=False),
+        queue("q2"),
+        pod_group("pg1", "q1", 1, "Running"),
+        pod_group("pg2", "q2", 1, "Inqueue"),
+        pod("a1", "n1", "pg1"),
+        pod("a2", "n1", "pg1"),
+        pod("a3", "n1", "pg1"),
+        pod("b1", "", "pg2"),
+    ]
+    assert run(objects, "reclaim", DEFAULT_TIER).evicted == []
+
+
+def test_never_takes_a_queue_below_its_deserved_share() -> None:
+    """q1 deserves 2 of 4 cpus and runs 4; q2 wants 3. Two pods are reclaimed, then q2 is at its
+    deserved share (not preemptive) and q1 at its own (no more victims)."""
+    objects = [
+        node("n1", "4", "4Gi"),
+        queue("q1"),
+        queue("q2"),
+        pod_group("pg1", "q1", 1, "Running"),
+        pod_group("pg2", "q2", 1, "Inqueue"),
+        *(pod(f"a{i}", "n1", "pg1") for i in range(4)),
+        *(pod(f"b{i}", "", "pg2") for i in range(3)),
+    ]
+    # gang's starving check stops at minMember; priority's goes on while any task waits.
+    tier = [{"name": "priority"}, {"name": "gang", "enableJobStarving": False}, {"name": "proportion"}]
+    sched = run(objects, "reclaim", tier)
+    assert len(sched.evicted) == 2
+    assert all(key.startswith("c1/a") for key in sched.evicted)
+
+
+def test_job_not_pipelined_restores_every_eviction() -> None:
+    """A gang of two can only get one node's worth: the statement is discarded, nothing evicted."""
+    objects = [
+        node("n1", "2", "2Gi"),
+        queue("q1"),
+        queue("q2"),
+        pod_group("pg1", "q1", 1, "Running"),
+        pod_group("pg2", "q2", 2, "Inqueue"),
+        pod("a1", "n1", "pg1"),
+        pod("a2", "n1", "pg1"),
+        pod("b1", "", "pg2", cpu="2", mem="1G"),
+        pod("b2", "", "pg2", cpu="2", mem="1G"),
+    ]
+    sched = run(objects, "reclaim", DEFAULT_TIER)
+    assert sched.evicted == []
+    assert {p["metadata"]["name"] for p in sched.store.list("Pod")} == {"a1", "a2", "b1", "b2"}
