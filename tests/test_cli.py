@@ -36,7 +36,10 @@ spec:
   containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]
 """
 
-UNTOLERATED_1 = "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+UNTOLERATED_1 = (
+    "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+)
 
 NO_TAINT_TOLERATION = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -120,6 +123,8 @@ def test_quickstart_json_shape_and_statuses(capsys):
     assert nb["message"] == (
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient nvidia.com/gpu."
+        # No node can ever hold the GPU (nor tolerate/uncordon): preemption cannot help anywhere.
+        " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
     giant = pods["analytics/giant-simulation"]
@@ -128,6 +133,8 @@ def test_quickstart_json_shape_and_statuses(capsys):
     assert giant["message"] == (
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient cpu, 4 Insufficient memory."
+        # 48 CPUs is more than any node has: no eviction can make room.
+        " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
     legacy = pods["analytics/legacy-job"]

@@ -17,14 +17,21 @@ from rich.table import Table
 
 from kubesched import __version__
 from kubesched.api.manifests import LoadResult, ManifestObject, load_manifests
+from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
 from kubesched.plugins import default_registry
 from kubesched.scheduler.outcome import PodOutcome
+from kubesched.sim.compare import RunSpec, plan_runs
+from kubesched.sim.export import export_runs
+from kubesched.sim.metrics import MetricsRecorder
+from kubesched.sim.progress import ReplayProgress
+from kubesched.sim.report import RunReport, summary_table, write_report
 from kubesched.sim.simulation import Simulation, SimulationResult
 from kubesched.sim.traces import FORMATS as TRACE_FORMAT_LOADERS
 from kubesched.sim.traces import load_trace
-from kubesched.sim.workload import Workload, to_manifests
+from kubesched.sim.workload import Workload, parse_duration, to_manifests
 
 EXIT_OK = 0
 EXIT_UNSCHEDULABLE = 1
@@ -44,6 +51,8 @@ def _pod_json(o: PodOutcome, explain: bool) -> dict[str, Any]:
         ex = o.explain or {}
         for key in ("filter", "score", "normalizedScore", "finalScore", "totalScore"):
             out[key] = ex.get(key, {})
+        # The latest preemption the pod made: {"nominatedNode": ..., "victims": ["ns/name", ...]}.
+        out["preemption"] = ex.get("preemption")
     return out
 
 
@@ -57,6 +66,7 @@ def result_document(result: SimulationResult, explain: bool) -> dict[str, Any]:
             "pending": result.pending,
             "noSchedulerProfile": result.no_profile,
         },
+        **batch_document(result, explain),
     }
 
 
@@ -77,6 +87,9 @@ def _print_table(result: SimulationResult, console: Console) -> None:
         f"{f' ({result.no_profile} for schedulers without a profile)' if result.no_profile else ''} "
         f"({result.cycles} scheduling cycles, {result.virtual_seconds:.0f}s virtual time)"
     )
+    if result.evicted:
+        console.print(f"{len(result.evicted)} evicted: {escape(', '.join(result.evicted))}", soft_wrap=True)
+    print_batch_tables(result, console)
 
 
 TRACE_SUFFIXES = (".csv", ".jsonl")
@@ -106,24 +119,136 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     registry = default_registry()
-    config = load_config(args.config, registry) if args.config else None
+    runs = plan_runs(args.config or [], args.sweep, registry)
+    sample_every = _sample_every(args.sample_every)
+    schedule_period = _schedule_period(args.schedule_period)
     loaded = load_inputs(args)
-    sim = Simulation(config, registry, seed=args.seed, explain=args.explain)
-    sim.load(loaded)
-    result = sim.run()
     err = Console(stderr=True)
+    # A trace replay on a terminal shows its progress; metrics are recorded when anything uses them.
+    show_progress = bool(args.trace) and not args.quiet and err.is_terminal
+    want_metrics = bool(args.report or args.export or len(runs) > 1 or show_progress)
+    done: list[tuple[RunSpec, SimulationResult, MetricsRecorder | None]] = []
+    for run in runs:
+        recorder = (
+            MetricsRecorder(sample_every=sample_every, pool_label=args.pool_label) if want_metrics else None
+        )
+        sim = Simulation(
+            run.config,
+            registry,
+            seed=args.seed,
+            explain=args.explain,
+            metrics=recorder,
+            batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
+            schedule_period=schedule_period,
+        )
+        sim.load(loaded)
+        if show_progress and recorder is not None:
+            with ReplayProgress(run.label, err) as progress:
+                recorder.progress = progress.update
+                result = sim.run()
+        else:
+            result = sim.run()
+        done.append((run, result, recorder))
     if not args.quiet:
-        for w in result.warnings:
+        for w in dict.fromkeys(w for _, result, _ in done for w in result.warnings):
             err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
-    if args.output == "json":
-        print(json.dumps(result_document(result, args.explain), indent=2))
-    elif args.output == "yaml":
-        print(yaml.safe_dump(result_document(result, args.explain), sort_keys=False), end="")
+    reports = [
+        RunReport(run.label, recorder, run.source, run.text)
+        for run, _, recorder in done
+        if recorder is not None
+    ]
+    if len(done) == 1:
+        result = done[0][1]
+        if args.output == "json":
+            print(json.dumps(result_document(result, args.explain), indent=2))
+        elif args.output == "yaml":
+            print(yaml.safe_dump(result_document(result, args.explain), sort_keys=False), end="")
+        else:
+            _print_table(result, Console())
+        if args.report or args.export:
+            summary_console = Console() if args.output == "table" else err
+            if args.output == "table" or not args.quiet:
+                summary_console.print(summary_table(reports))
     else:
-        _print_table(result, Console())
-    if args.fail_on_unschedulable and (result.unschedulable or result.pending):
+        _print_runs(done, args, reports)
+    _write_outputs(args, reports, err, sample_every)
+    if args.fail_on_unschedulable and any(r.unschedulable or r.pending for _, r, _ in done):
         return EXIT_UNSCHEDULABLE
     return EXIT_OK
+
+
+def _sample_every(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except InputError as exc:
+        raise InputError(exc.message, field="--sample-every") from None
+    if seconds <= 0:
+        raise InputError(f"must be a positive duration, got {value!r}", field="--sample-every")
+    return seconds
+
+
+def _schedule_period(value: str | None) -> float | None:
+    """``--schedule-period`` (Volcano's flag of that name): a positive Go duration."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except InputError as exc:
+        raise InputError(exc.message, field="--schedule-period") from None
+    if seconds <= 0:
+        raise InputError(f"must be a positive duration, got {value!r}", field="--schedule-period")
+    return seconds
+
+
+def _print_runs(
+    done: list[tuple[RunSpec, SimulationResult, MetricsRecorder | None]],
+    args: argparse.Namespace,
+    reports: list[RunReport],
+) -> None:
+    """Several configs: one JSON line / YAML document per run, or one side-by-side table."""
+    docs = []
+    for (run, result, recorder), report in zip(done, reports, strict=True):
+        doc = {"run": run.label, "config": run.source, **result_document(result, args.explain)}
+        if recorder is not None:
+            doc["metrics"] = report.metrics.summary()
+        docs.append(doc)
+    if args.output == "json":
+        for doc in docs:
+            print(json.dumps(doc))
+    elif args.output == "yaml":
+        print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+    else:
+        console = Console()
+        for run, result, _ in done:
+            console.print(
+                f"{escape(run.label)}: {result.scheduled} scheduled, {result.unschedulable} unschedulable, "
+                f"{result.pending} pending ({result.cycles} scheduling cycles)"
+            )
+        console.print(summary_table(reports, title="policy comparison"))
+
+
+def _write_outputs(
+    args: argparse.Namespace, reports: list[RunReport], err: Console, sample_every: float | None
+) -> None:
+    if not (args.report or args.export):
+        return
+    inputs = [*args.paths, *([args.trace] if args.trace else []), *(args.nodes or [])]
+    meta = [
+        ("inputs", " ".join(inputs)),
+        ("seed", str(args.seed)),
+        ("sampling", f"every {sample_every:g} virtual seconds" if sample_every else "every change"),
+    ]
+    written: list[Path] = []
+    if args.report:
+        written += write_report(args.report, reports, meta)
+        written += export_runs(args.report, reports, meta=dict(meta))
+    if args.export:
+        written += export_runs(args.export, reports, meta=dict(meta))
+    if not args.quiet:
+        where = sorted({str(p.parent) for p in written})
+        err.print(f"wrote {len(written)} files to {', '.join(where)}", soft_wrap=True)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -133,7 +258,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     registry = default_registry()
     config = load_config(args.config, registry) if args.config else None
     loaded = load_manifests(args.paths)
-    sim = Simulation(config, registry, seed=args.seed, explain=True)
+    batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
+    sim = Simulation(config, registry, seed=args.seed, explain=True, batch_conf=batch_conf)
     sim.load(loaded)
     result = sim.run()
     key = args.pod if "/" in args.pod else f"default/{args.pod}"
@@ -143,7 +269,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise InputError(
             f"no pending pod {key} in the input (pods: {known}{', …' if len(result.outcomes) > 10 else ''})"
         )
-    render_explain(outcome, Console(), top=args.top)
+    console = Console()
+    if outcome.explain is None and explain_batch_pod(result, outcome.namespace, outcome.name, console):
+        console.print(f"{escape(outcome.key)}: {outcome.status} {escape(outcome.message)}", soft_wrap=True)
+        return EXIT_OK
+    render_explain(outcome, console, top=args.top)
     return EXIT_OK
 
 
@@ -151,7 +281,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from kubesched.bench import WORKLOADS
 
     fn = WORKLOADS[args.workload]
-    res = fn(nodes=args.nodes, existing_pods=args.existing_pods, pods=args.pods, seed=args.seed)
+    sizes = {"nodes": args.nodes, "existing_pods": args.existing_pods, "pods": args.pods}
+    res = fn(**{k: v for k, v in sizes.items() if v is not None}, seed=args.seed)
     if res.scheduled != res.measured_pods:
         print(f"warning: only {res.scheduled}/{res.measured_pods} pods were scheduled", file=sys.stderr)
     print(
@@ -159,6 +290,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"pods={res.measured_pods} scheduled={res.scheduled} seconds={res.seconds:.3f}"
     )
     print(f"{res.pods_per_second:.0f} pods/s")
+    if res.details:
+        print(res.details)
     return EXIT_OK
 
 
@@ -188,18 +321,43 @@ def build_parser() -> argparse.ArgumentParser:
         "--on-bad-row", choices=("skip", "fail"), default="skip", help="skip bad trace rows (default) or stop"
     )
     sim.add_argument("--limit", type=int, metavar="N", help="read only the first N pods (jobs) of the trace")
-    sim.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    sim.add_argument(
+        "--config",
+        action="append",
+        help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; repeat to compare configs",
+    )
+    sim.add_argument("--sweep", metavar="FILE", help="compare the configs and variants a sweep file lists")
+    sim.add_argument("--report", metavar="DIR", help="write report.html, plots and metrics files into DIR")
+    sim.add_argument("--export", metavar="DIR", help="write the metrics as CSV and Parquet files into DIR")
+    sim.add_argument(
+        "--sample-every",
+        metavar="DURATION",
+        help="sample metrics every DURATION of virtual time (60s, 5m) instead of at every change",
+    )
+    sim.add_argument(
+        "--pool-label", metavar="KEY", help="node label that names node pools (default: see docs/reports.md)"
+    )
     sim.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     sim.add_argument(
         "--explain", action="store_true", help="record per-node, per-plugin filter and score results"
     )
     sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
     sim.add_argument(
+        "--batch-conf",
+        metavar="FILE",
+        help="Volcano scheduler conf for the batch profile (pods of schedulerName volcano)",
+    )
+    sim.add_argument(
+        "--schedule-period",
+        metavar="DURATION",
+        help="virtual time between batch (Volcano) sessions, e.g. 1s or 500ms (default 1s)",
+    )
+    sim.add_argument(
         "--fail-on-unschedulable",
         action="store_true",
         help="exit 1 if any pod is left unschedulable or pending",
     )
-    sim.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
+    sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     sim.set_defaults(func=cmd_simulate)
 
     explain = sub.add_parser(
@@ -213,14 +371,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
     explain.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    explain.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
     explain.add_argument("--top", type=int, default=5, help="how many top-scored nodes to show (default 5)")
     explain.set_defaults(func=cmd_explain)
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on a synthetic workload")
-    bench.add_argument("workload", nargs="?", default="basic", choices=("basic",))
-    bench.add_argument("--nodes", type=int, default=5000)
-    bench.add_argument("--existing-pods", type=int, default=1000)
-    bench.add_argument("--pods", type=int, default=10000)
+    bench.add_argument(
+        "workload", nargs="?", default="basic", choices=("basic", "pod-anti-affinity", "preemption", "gang")
+    )
+    bench.add_argument("--nodes", type=int, default=None, help="nodes (default: the workload's own)")
+    bench.add_argument(
+        "--existing-pods",
+        type=int,
+        default=None,
+        help="pods placed before measuring (default: the workload's)",
+    )
+    bench.add_argument("--pods", type=int, default=None, help="pods to place (default: the workload's own)")
     bench.add_argument("--seed", type=int, default=0)
     bench.set_defaults(func=cmd_bench)
     return parser

@@ -17,6 +17,8 @@ from typing import Any
 
 from kubesched.api.manifests import LoadResult
 from kubesched.api.objects import Pod
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
+from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
@@ -24,6 +26,7 @@ from kubesched.plugins import default_registry
 from kubesched.scheduler.outcome import PENDING, PodOutcome
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.clock import SimulatedClock
+from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.workload import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, parse_duration
 from kubesched.store.base import EventType
 from kubesched.store.memory import MemoryStore
@@ -31,7 +34,17 @@ from kubesched.store.memory import MemoryStore
 log = logging.getLogger(__name__)
 
 #: Creation order: what others refer to first (admission resolves priority classes, pods need nodes).
-LOAD_ORDER = ("Namespace", "PriorityClass", "Node", "Pod")
+LOAD_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "Node",
+    "Service",
+    "ReplicationController",
+    "ReplicaSet",
+    "StatefulSet",
+    "PodDisruptionBudget",
+    "Pod",
+)
 
 #: Safety net: virtual seconds after which a run that keeps retrying (errors) is stopped.
 DEFAULT_HORIZON = 3600.0
@@ -44,6 +57,9 @@ class SimulationResult:
     virtual_seconds: float
     evicted: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Batch (Volcano) profile: per-queue and per-PodGroup outcomes; empty without batch objects.
+    queues: list[QueueReport] = field(default_factory=list)
+    pod_groups: list[JobReport] = field(default_factory=list)
 
     @property
     def scheduled(self) -> int:
@@ -71,6 +87,9 @@ class Simulation:
         *,
         seed: int | None = 0,
         explain: bool = False,
+        metrics: MetricsRecorder | None = None,
+        batch_conf: BatchConf | None = None,
+        schedule_period: float | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         self.config = config or default_config(self.registry)
@@ -87,6 +106,23 @@ class Simulation:
         self._timeline_seq = itertools.count()
         self._pod_watch = self.store.watch(frozenset({"Pod"}))
         self.completed: list[PodOutcome] = []
+        # The batch (Volcano) scheduler: made now when a conf is given, else on the first batch
+        # object loaded (with Volcano's default conf). A session runs every schedulePeriod while
+        # batch pods wait.
+        self._seed = seed
+        self.batch_conf = batch_conf
+        #: Seconds of virtual time between batch sessions (Volcano's --schedule-period; default 1s).
+        self.schedule_period = schedule_period
+        self.batch: BatchScheduler | None = None
+        self._batch_next = 0.0
+        if batch_conf is not None:
+            self._start_batch()
+        #: "namespace/name" of every pod evicted (deleted with a DisruptionTarget condition).
+        self.evicted: list[str] = []
+        # Samples the run on the virtual clock (kubesched.sim.metrics); watches from before load.
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.attach(self)
 
     def load(self, loaded: LoadResult) -> None:
         """Create every loaded object in the store, as ``kubectl apply`` would."""
@@ -106,6 +142,33 @@ class Simulation:
                         self.store.create(mo.obj)
                 except InputError as exc:
                     raise exc.located(file=mo.source, document=mo.document, obj=mo.ref) from None
+        if self.batch is None and any(_is_batch_object(mo.kind, mo.obj) for mo in loaded.objects):
+            self._start_batch()
+
+    def _start_batch(self) -> BatchScheduler:
+        if self.batch is None:
+            conf = self.batch_conf or default_batch_conf()
+            self.batch = BatchScheduler(self.store, conf, now=self.clock.now, seed=self._seed)
+            if self.schedule_period is not None:
+                self.batch.schedule_period = self.schedule_period
+            self._batch_next = self.clock.now()
+            self.warnings.extend(self.batch.warnings)
+            self.batch.warnings = []
+        return self.batch
+
+    def _batch_session(self) -> bool:
+        """Run a batch session if one is due; True if it ran."""
+        batch = self.batch
+        if batch is None:
+            return False
+        batch.handle_events()
+        if not batch.wants_session or self.clock.now() < self._batch_next:
+            return False
+        batch.run_session()
+        self.warnings.extend(batch.warnings)
+        batch.warnings = []
+        self._batch_next = self.clock.now() + batch.schedule_period
+        return True
 
     def _schedule_at(self, when: float, action: str, obj: dict[str, Any]) -> None:
         heapq.heappush(self._timeline, (when, next(self._timeline_seq), action, obj))
@@ -114,6 +177,9 @@ class Simulation:
         """A pod that just got a node and has a duration finishes that long after (virtual time)."""
         for event in self._pod_watch.drain():
             obj = event.obj
+            if event.type == EventType.DELETED and _disrupted(obj):
+                meta = obj.get("metadata") or {}
+                self.evicted.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
             if event.type == EventType.DELETED or not (obj.get("spec") or {}).get("nodeName"):
                 continue
             if event.old is not None and (event.old.get("spec") or {}).get("nodeName"):
@@ -133,6 +199,8 @@ class Simulation:
             elif self.store.get("Pod", meta.get("namespace"), str(meta.get("name"))) is not None:
                 self.store.delete("Pod", meta.get("namespace"), str(meta.get("name")))
                 outcome = self.scheduler.outcomes.get(str(meta.get("uid")))
+                if outcome is None and self.batch is not None:
+                    outcome = self.batch.outcomes.get(str(meta.get("uid")))
                 if outcome is not None:
                     self.completed.append(outcome)
             applied = True
@@ -154,6 +222,8 @@ class Simulation:
             sched.handle_events()
             if queue.active_count:
                 continue
+            if self._batch_session():
+                continue
             self._watch_lifetimes()
             # Nothing to do now: jump to the next timer (an arrival or completion, a backoff expiry,
             # a Permit timeout). Retries alone stop after ``horizon`` seconds without a cluster change.
@@ -165,6 +235,9 @@ class Simulation:
                     queue.next_backoff_expiry(),
                     sched.next_permit_deadline(),
                     self._timeline[0][0] if self._timeline else None,
+                    max(self._batch_next, self.clock.now())
+                    if self.batch is not None and self.batch.wants_session
+                    else None,
                 )
                 if t is not None
             ]
@@ -177,12 +250,19 @@ class Simulation:
                     f"{queue.backoff_count} pod(s) still backing off"
                 )
                 break
+            if self.metrics is not None:
+                self.metrics.observe(self, until=nxt)
             self.clock.advance_to(nxt)
+        if self.metrics is not None:
+            self.metrics.finish(self)
         return SimulationResult(
             outcomes=self.outcomes(),
             cycles=self.cycles,
             virtual_seconds=self.clock.elapsed,
+            evicted=list(self.evicted),
             warnings=list(self.warnings),
+            queues=self.batch.queue_report_list() if self.batch is not None else [],
+            pod_groups=self.batch.job_reports() if self.batch is not None else [],
         )
 
     def outcomes(self) -> list[PodOutcome]:
@@ -192,6 +272,8 @@ class Simulation:
         for obj in self.store.list("Pod"):
             uid = str(obj["metadata"]["uid"])
             outcome = sched.outcomes.get(uid)
+            if outcome is None and self.batch is not None:
+                outcome = self.batch.outcomes.get(uid)
             if outcome is None:
                 spec = obj.get("spec") or {}
                 if spec.get("nodeName") and uid not in sched.outcomes:
@@ -199,7 +281,8 @@ class Simulation:
                 pod = Pod.from_dict(obj)
                 outcome = PodOutcome(pod.namespace, pod.name, uid, scheduler_name=pod.scheduler_name)
                 outcome.status = PENDING
-                if not sched.responsible_for(pod):
+                batch_pod = self.batch is not None and self.batch.responsible_for(pod)
+                if not sched.responsible_for(pod) and not batch_pod:
                     outcome.no_profile = True
                     outcome.message = f"no scheduler profile named {pod.scheduler_name!r}"
             if outcome.status == PENDING and not outcome.message:
@@ -212,6 +295,22 @@ class Simulation:
             out.append(outcome)
         out.sort(key=lambda o: (o.namespace, o.name))
         return out
+
+
+def _is_batch_object(kind: str, obj: Any) -> bool:
+    """A PodGroup, a Queue, or a pod for the batch scheduler: the batch profile is needed."""
+    if kind in ("PodGroup", "Queue"):
+        return True
+    return kind == "Pod" and ((obj.get("spec") or {}).get("schedulerName") == BATCH_SCHEDULER_NAME)
+
+
+def _disrupted(obj: Any) -> bool:
+    """Was the pod deleted as an eviction (preemption, reclaim)? Evictors mark it first with a
+    ``DisruptionTarget`` condition, as upstream does."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            return True
+    return False
 
 
 def _annotation_seconds(obj: Any, key: str) -> float | None:

@@ -1,0 +1,220 @@
+"""Policy comparison: which scheduler configurations to run on one workload, and how to name them.
+
+The runs come from repeated ``--config`` files and from a *sweep file*::
+
+    # sweep.yaml: paths are relative to this file
+    configs: [least.yaml, most.yaml]        # whole KubeSchedulerConfiguration files
+    base: least.yaml                         # what variants start from (default: the first
+                                             #   --config, else the built-in defaults)
+    variants:                                # small changes to the base, each one run
+      - name: most-allocated
+        scoringStrategy: MostAllocated       # NodeResourcesFit scoringStrategy (type, or the mapping)
+      - name: score-10pct
+        percentageOfNodesToScore: 10
+
+Every run gets a fresh simulation of the same workload with the same seed; see ``docs/reports.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from kubesched.errors import InputError
+from kubesched.framework.config import SchedulerConfig, config_from_dict, load_config
+from kubesched.framework.registry import Registry
+
+__all__ = ["RunSpec", "apply_variant", "load_sweep", "plan_runs"]
+
+API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
+KIND: Final = "KubeSchedulerConfiguration"
+DEFAULT_LABEL: Final = "default"
+_SWEEP_FIELDS: Final = ("configs", "base", "variants")
+_VARIANT_FIELDS: Final = ("name", "scoringStrategy", "percentageOfNodesToScore")
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """One configuration to simulate."""
+
+    label: str
+    #: ``None``: the built-in default profile.
+    config: SchedulerConfig | None
+    #: Where it came from: a file path, or a sweep variant; ``None`` for the defaults.
+    source: str | None
+    #: The configuration as YAML, for the report.
+    text: str
+
+
+def _read_yaml(path: Path, field: str | None = None) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(path), field=field) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=str(path), field=field) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", file=str(path)) from None
+
+
+def _config_file(path: str | Path, registry: Registry) -> RunSpec:
+    p = Path(path)
+    config = load_config(p, registry)
+    return RunSpec(label=p.name, config=config, source=str(p), text=p.read_text(encoding="utf-8"))
+
+
+def apply_variant(base: Mapping[str, Any] | None, variant: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` (a KubeSchedulerConfiguration as data) with a sweep variant's changes applied.
+
+    ``percentageOfNodesToScore`` is set at the top level and in every profile that sets its own (a
+    profile's value would win otherwise). ``scoringStrategy`` replaces NodeResourcesFit's
+    ``args.scoringStrategy`` in every profile (a string is the strategy ``type``).
+    """
+    data: dict[str, Any] = copy.deepcopy(dict(base)) if base else {"apiVersion": API_VERSION, "kind": KIND}
+    pct = variant.get("percentageOfNodesToScore")
+    if pct is not None:
+        data["percentageOfNodesToScore"] = pct
+        for profile in data.get("profiles") or []:
+            if isinstance(profile, dict) and "percentageOfNodesToScore" in profile:
+                profile["percentageOfNodesToScore"] = pct
+    strategy = variant.get("scoringStrategy")
+    if strategy is not None:
+        wanted = {"type": strategy} if isinstance(strategy, str) else copy.deepcopy(strategy)
+        profiles = data.get("profiles")
+        if not profiles:
+            profiles = [{"schedulerName": "default-scheduler"}]
+            data["profiles"] = profiles
+        for profile in profiles:
+            if not isinstance(profile, dict):
+                continue  # the config loader reports it
+            plugin_config = profile.setdefault("pluginConfig", [])
+            if not isinstance(plugin_config, list):
+                continue
+            entry = next(
+                (e for e in plugin_config if isinstance(e, dict) and e.get("name") == "NodeResourcesFit"),
+                None,
+            )
+            if entry is None:
+                entry = {"name": "NodeResourcesFit", "args": {}}
+                plugin_config.append(entry)
+            args = entry.get("args")
+            if not isinstance(args, dict):
+                args = {}
+                entry["args"] = args
+            args["scoringStrategy"] = wanted
+    return data
+
+
+def load_sweep(path: str | Path, registry: Registry, base_config: str | None = None) -> list[RunSpec]:
+    """The runs a sweep file lists: its ``configs``, then one run per ``variants`` entry."""
+    p = Path(path)
+    source = str(p)
+    data = _read_yaml(p)
+    if not isinstance(data, Mapping):
+        raise InputError("expected a mapping with configs, base and/or variants", file=source)
+    unknown = [k for k in data if k not in _SWEEP_FIELDS]
+    if unknown:
+        raise InputError(
+            f"unknown field {unknown[0]!r}; a sweep file has {', '.join(_SWEEP_FIELDS)}",
+            file=source,
+            field=str(unknown[0]),
+        )
+    runs: list[RunSpec] = []
+    configs = data.get("configs") or []
+    if not isinstance(configs, list):
+        raise InputError("expected a list of KubeSchedulerConfiguration files", file=source, field="configs")
+    for i, entry in enumerate(configs):
+        if not isinstance(entry, str) or not entry:
+            raise InputError("expected a file path", file=source, field=f"configs[{i}]")
+        target = p.parent / entry
+        if not target.is_file():
+            raise InputError(f"file not found: {target}", file=source, field=f"configs[{i}]")
+        runs.append(_config_file(target, registry))
+
+    base_path: Path | None = None
+    base_raw = data.get("base")
+    if base_raw is not None:
+        if not isinstance(base_raw, str) or not base_raw:
+            raise InputError("expected a file path", file=source, field="base")
+        base_path = p.parent / base_raw
+        if not base_path.is_file():
+            raise InputError(f"file not found: {base_path}", file=source, field="base")
+    elif base_config is not None:
+        base_path = Path(base_config)
+    base_data = _read_yaml(base_path) if base_path is not None else None
+    if base_data is not None and not isinstance(base_data, Mapping):
+        raise InputError(f"expected a {KIND} mapping", file=str(base_path))
+
+    variants = data.get("variants") or []
+    if not isinstance(variants, list):
+        raise InputError("expected a list of variants", file=source, field="variants")
+    for i, variant in enumerate(variants):
+        where = f"variants[{i}]"
+        if not isinstance(variant, Mapping):
+            raise InputError("expected a mapping with name and changes", file=source, field=where)
+        bad = [k for k in variant if k not in _VARIANT_FIELDS]
+        if bad:
+            raise InputError(
+                f"unknown field {bad[0]!r}; a variant has {', '.join(_VARIANT_FIELDS)}",
+                file=source,
+                field=f"{where}.{bad[0]}",
+            )
+        name = variant.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError("every variant needs a name", file=source, field=f"{where}.name")
+        if "scoringStrategy" not in variant and "percentageOfNodesToScore" not in variant:
+            raise InputError(
+                "a variant changes scoringStrategy and/or percentageOfNodesToScore", file=source, field=where
+            )
+        strategy = variant.get("scoringStrategy")
+        if strategy is not None and not isinstance(strategy, str | Mapping):
+            raise InputError(
+                "expected a strategy type (LeastAllocated, MostAllocated, RequestedToCapacityRatio) "
+                "or a scoringStrategy mapping",
+                file=source,
+                field=f"{where}.scoringStrategy",
+            )
+        data_variant = apply_variant(base_data, variant)
+        on = f" on {base_path}" if base_path is not None else ""
+        origin = f"{source}: {where} ({name}{on})"
+        try:
+            config = config_from_dict(data_variant, registry, source=origin)
+        except InputError as exc:
+            raise exc.located(file=origin) from None
+        text = yaml.safe_dump(data_variant, sort_keys=False)
+        runs.append(RunSpec(label=name, config=config, source=origin, text=text))
+    if not runs:
+        raise InputError("the sweep lists no configs and no variants", file=source)
+    return runs
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """Labels made unique by suffixing ``#2``, ``#3`` to repeats."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for label in labels:
+        n = seen.get(label, 0) + 1
+        seen[label] = n
+        out.append(label if n == 1 else f"{label}#{n}")
+    return out
+
+
+def plan_runs(config_paths: Sequence[str], sweep: str | None, registry: Registry) -> list[RunSpec]:
+    """The runs of one ``simulate``: each ``--config``, then the sweep's; the defaults when none."""
+    runs = [_config_file(path, registry) for path in config_paths]
+    if sweep is not None:
+        runs.extend(load_sweep(sweep, registry, base_config=config_paths[0] if config_paths else None))
+    if not runs:
+        runs = [RunSpec(label=DEFAULT_LABEL, config=None, source=None, text="")]
+    labels = unique_labels([r.label for r in runs])
+    return [
+        r if r.label == label else RunSpec(label, r.config, r.source, r.text)
+        for r, label in zip(runs, labels, strict=True)
+    ]
