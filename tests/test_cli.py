@@ -413,3 +413,12 @@ def test_events_and_conditions(tmp_path):
     assert tolerant["spec"]["nodeName"] == "tainted"
     [cond] = [c for c in tolerant["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert cond["status"] == "True"
+
+
+def test_bench_offers_every_workload() -> None:
+    from kubesched.bench import WORKLOADS
+    from kubesched.cli import build_parser
+
+    parser = build_parser()
+    for name in WORKLOADS:
+        assert parser.parse_args(["bench", name]).workload == name

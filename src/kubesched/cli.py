@@ -19,6 +19,7 @@ from kubesched import __version__
 from kubesched.api.manifests import LoadResult, ManifestObject, load_manifests
 from kubesched.batch.conf import load_batch_conf
 from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
+from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
 from kubesched.plugins import default_registry
@@ -278,8 +279,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from kubesched.bench import WORKLOADS
-
     fn = WORKLOADS[args.workload]
     sizes = {"nodes": args.nodes, "existing_pods": args.existing_pods, "pods": args.pods}
     res = fn(**{k: v for k, v in sizes.items() if v is not None}, seed=args.seed)
@@ -376,9 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.set_defaults(func=cmd_explain)
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on a synthetic workload")
-    bench.add_argument(
-        "workload", nargs="?", default="basic", choices=("basic", "pod-anti-affinity", "preemption", "gang")
-    )
+    bench.add_argument("workload", nargs="?", default="basic", choices=tuple(WORKLOADS))
     bench.add_argument("--nodes", type=int, default=None, help="nodes (default: the workload's own)")
     bench.add_argument(
         "--existing-pods",
