@@ -8,7 +8,7 @@ been tried. Reported: pods scheduled per second of wall time.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,22 +69,49 @@ def pod_default(name: str) -> dict[str, Any]:
 
 def run_basic(nodes: int = 5000, existing_pods: int = 1000, pods: int = 10000, seed: int = 0) -> BenchResult:
     """SchedulingBasic: uniform nodes, uniform pods, default profile."""
+    return _run_workload(
+        "basic",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        existing=lambda i: pod_default(f"init-{i}"),
+        measured=lambda i: pod_default(f"pod-{i}"),
+    )
+
+
+def _run_workload(
+    workload: str,
+    nodes: int,
+    existing_pods: int,
+    pods: int,
+    seed: int,
+    *,
+    existing: Callable[[int], dict[str, Any]],
+    measured: Callable[[int], dict[str, Any]],
+    setup: Sequence[dict[str, Any]] = (),
+) -> BenchResult:
+    """The default profile on ``setup`` objects and ``nodes`` default nodes: ``existing(i)`` pods
+    placed first (not timed), then the time to try every ``measured(i)`` pod, and how many of those
+    were scheduled."""
     sim = Simulation(seed=seed)
+    for obj in setup:
+        sim.store.create(obj)
     for i in range(nodes):
         sim.store.create(node_default(i))
     for i in range(existing_pods):
-        sim.store.create(pod_default(f"init-{i}"))
+        sim.store.create(existing(i))
     sim.run()
     before = sim.scheduler.outcomes.copy()
     for i in range(pods):
-        sim.store.create(pod_default(f"pod-{i}"))
+        sim.store.create(measured(i))
     start = time.perf_counter()
     sim.run()
     elapsed = time.perf_counter() - start
     scheduled = sum(
         1 for uid, o in sim.scheduler.outcomes.items() if uid not in before and o.status == "Scheduled"
     )
-    return BenchResult("basic", nodes, existing_pods, pods, scheduled, elapsed)
+    return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed)
 
 
 def pod_with_anti_affinity(name: str, namespace: str) -> dict[str, Any]:
@@ -107,24 +134,19 @@ def run_pod_anti_affinity(
 ) -> BenchResult:
     """SchedulingPodAntiAffinity (5000Nodes_2000Pods): existing pods in ``sched-0``, measured pods in
     ``sched-1``, every one with required anti-affinity to all the others on the node's hostname."""
-    sim = Simulation(seed=seed)
-    for ns in ("sched-0", "sched-1"):
-        sim.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    for i in range(nodes):
-        sim.store.create(node_default(i))
-    for i in range(existing_pods):
-        sim.store.create(pod_with_anti_affinity(f"init-{i}", "sched-0"))
-    sim.run()
-    before = sim.scheduler.outcomes.copy()
-    for i in range(pods):
-        sim.store.create(pod_with_anti_affinity(f"pod-{i}", "sched-1"))
-    start = time.perf_counter()
-    sim.run()
-    elapsed = time.perf_counter() - start
-    scheduled = sum(
-        1 for uid, o in sim.scheduler.outcomes.items() if uid not in before and o.status == "Scheduled"
+    return _run_workload(
+        "pod-anti-affinity",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            for ns in ("sched-0", "sched-1")
+        ],
+        existing=lambda i: pod_with_anti_affinity(f"init-{i}", "sched-0"),
+        measured=lambda i: pod_with_anti_affinity(f"pod-{i}", "sched-1"),
     )
-    return BenchResult("pod-anti-affinity", nodes, existing_pods, pods, scheduled, elapsed)
 
 
 def pod_with_topology_spreading(name: str, when: str) -> dict[str, Any]:
@@ -146,23 +168,15 @@ def run_topology_spread(
     """TopologySpreading (or PreferredTopologySpreading with ``preferred``): nodes in three zones,
     plain existing pods, measured pods with zone and hostname spread constraints (maxSkew 1)."""
     when = "ScheduleAnyway" if preferred else "DoNotSchedule"
-    sim = Simulation(seed=seed)
-    for i in range(nodes):
-        sim.store.create(node_default(i))
-    for i in range(existing_pods):
-        sim.store.create(pod_default(f"init-{i}"))
-    sim.run()
-    before = sim.scheduler.outcomes.copy()
-    for i in range(pods):
-        sim.store.create(pod_with_topology_spreading(f"pod-{i}", when))
-    start = time.perf_counter()
-    sim.run()
-    elapsed = time.perf_counter() - start
-    scheduled = sum(
-        1 for uid, o in sim.scheduler.outcomes.items() if uid not in before and o.status == "Scheduled"
+    return _run_workload(
+        "topology-spread-preferred" if preferred else "topology-spread",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        existing=lambda i: pod_default(f"init-{i}"),
+        measured=lambda i: pod_with_topology_spreading(f"pod-{i}", when),
     )
-    name = "topology-spread-preferred" if preferred else "topology-spread"
-    return BenchResult(name, nodes, existing_pods, pods, scheduled, elapsed)
 
 
 def _priority_class(name: str, value: int) -> dict[str, Any]:
@@ -187,24 +201,16 @@ def run_preemption(
     """PreemptionBasic: 4-CPU nodes filled with low-priority pods (900m each, 4 per node), then
     high-priority pods of 3 CPU, each of which must evict three of them (DefaultPreemption) and is
     bound to its nominated node once they are gone. Counted: high-priority pods scheduled."""
-    sim = Simulation(seed=seed)
-    sim.store.create(_priority_class("low", 1))
-    sim.store.create(_priority_class("high", 10))
-    for i in range(nodes):
-        sim.store.create(node_default(i))
-    for i in range(existing_pods):
-        sim.store.create(_prioritized_pod(f"low-{i}", "low", "900m"))
-    sim.run()
-    before = sim.scheduler.outcomes.copy()
-    for i in range(pods):
-        sim.store.create(_prioritized_pod(f"high-{i}", "high", "3"))
-    start = time.perf_counter()
-    sim.run()
-    elapsed = time.perf_counter() - start
-    scheduled = sum(
-        1 for uid, o in sim.scheduler.outcomes.items() if uid not in before and o.status == "Scheduled"
+    return _run_workload(
+        "preemption",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[_priority_class("low", 1), _priority_class("high", 10)],
+        existing=lambda i: _prioritized_pod(f"low-{i}", "low", "900m"),
+        measured=lambda i: _prioritized_pod(f"high-{i}", "high", "3"),
     )
-    return BenchResult("preemption", nodes, existing_pods, pods, scheduled, elapsed)
 
 
 def gang_workload(groups: int, seed: int, *, min_size: int = 8, max_size: int = 64) -> list[dict[str, Any]]:

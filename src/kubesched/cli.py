@@ -121,8 +121,9 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
 def cmd_simulate(args: argparse.Namespace) -> int:
     registry = default_registry()
     runs = plan_runs(args.config or [], args.sweep, registry)
-    sample_every = _sample_every(args.sample_every)
-    schedule_period = _schedule_period(args.schedule_period)
+    sample_every = _positive_duration(args.sample_every, "--sample-every")
+    # --schedule-period: Volcano's flag of that name.
+    schedule_period = _positive_duration(args.schedule_period, "--schedule-period")
     loaded = load_inputs(args)
     err = Console(stderr=True)
     # A trace replay on a terminal shows its progress; metrics are recorded when anything uses them.
@@ -178,28 +179,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _sample_every(value: str | None) -> float | None:
+def _positive_duration(value: str | None, flag: str) -> float | None:
+    """The seconds in ``value``, a positive Go duration given as ``flag``; None when it is not given."""
     if value is None:
         return None
     try:
         seconds = parse_duration(value)
     except InputError as exc:
-        raise InputError(exc.message, field="--sample-every") from None
+        raise InputError(exc.message, field=flag) from None
     if seconds <= 0:
-        raise InputError(f"must be a positive duration, got {value!r}", field="--sample-every")
-    return seconds
-
-
-def _schedule_period(value: str | None) -> float | None:
-    """``--schedule-period`` (Volcano's flag of that name): a positive Go duration."""
-    if value is None:
-        return None
-    try:
-        seconds = parse_duration(value)
-    except InputError as exc:
-        raise InputError(exc.message, field="--schedule-period") from None
-    if seconds <= 0:
-        raise InputError(f"must be a positive duration, got {value!r}", field="--schedule-period")
+        raise InputError(f"must be a positive duration, got {value!r}", field=flag)
     return seconds
 
 

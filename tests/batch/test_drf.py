@@ -10,139 +10,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kubesched.batch.conf import SWITCHES, batch_conf_from_dict
-from kubesched.batch.framework import open_session
 from kubesched.batch.job_info import TaskStatus
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
-from kubesched.plugins.testing import node_dict, pod_dict
-from kubesched.store.memory import MemoryStore
-
-VOLCANO = "scheduling.volcano.sh/v1beta1"
-
-# -- builders (each batch test file keeps its own: tests import no sibling modules) --------------- #
-
-
-def node(name: str, cpu: str, mem: str, pods: str = "10") -> dict[str, Any]:
-    return node_dict(name, {"cpu": cpu, "memory": mem, "pods": pods})
-
-
-def pod(
-    name: str,
-    node_name: str,
-    group: str,
-    cpu: str | None = "1",
-    mem: str | None = "1G",
-    *,
-    ns: str = "c1",
-    preemptable: str | None = None,
-    priority_class: str | None = None,
-    never: bool = False,
-    priority: int | None = None,
-) -> dict[str, Any]:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
-    d = pod_dict(name, namespace=ns, containers=[requests or None], node_name=node_name, priority=priority)
-    d["spec"]["schedulerName"] = "volcano"
-    annotations = {"scheduling.k8s.io/group-name": group}
-    if preemptable is not None:
-        annotations["volcano.sh/preemptable"] = preemptable
-    d["metadata"]["annotations"] = annotations
-    if priority_class:
-        d["spec"]["priorityClassName"] = priority_class
-    if never:
-        d["spec"]["preemptionPolicy"] = "Never"
-    if node_name:
-        d["status"] = {"phase": "Running"}
-    return d
-
-
-def pod_group(
-    name: str,
-    queue: str,
-    min_member: int,
-    phase: str,
-    priority_class: str = "",
-    ns: str = "c1",
-    min_task_member: dict[str, int] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
-    if min_task_member:
-        spec["minTaskMember"] = min_task_member
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {
-        "apiVersion": VOLCANO,
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-        "status": {"phase": phase},
-    }
-
-
-def queue(
-    name: str,
-    weight: int = 1,
-    *,
-    priority: int = 0,
-    state: str = "Open",
-    reclaimable: bool = True,
-    **spec: Any,
-) -> dict[str, Any]:
-    return {
-        "apiVersion": VOLCANO,
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"weight": weight, "priority": priority, "reclaimable": reclaimable, **spec},
-        "status": {"state": state},
-    }
-
-
-def priority_class(name: str, value: int, never: bool = False) -> dict[str, Any]:
-    pc: dict[str, Any] = {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-    }
-    pc["value"] = value
-    if never:
-        pc["preemptionPolicy"] = "Never"
-    return pc
-
-
-def plugin(name: str, *switches: str) -> dict[str, Any]:
-    """A plugin entry with only ``switches`` on (Volcano's unit tests leave the others unset: off)."""
-    out: dict[str, Any] = {"name": name}
-    for key, attr, _ in SWITCHES:
-        out[key] = attr in switches
-    return out
-
-
-def run(objects: list[dict[str, Any]], actions: str, plugins: list[dict[str, Any]]) -> BatchScheduler:
-    store = MemoryStore()
-    for kind in ("PriorityClass", "Node", "Queue", "PodGroup", "Pod"):
-        for obj in objects:
-            if obj["kind"] == kind:
-                store.create(obj)
-    conf = batch_conf_from_dict({"actions": actions, "tiers": [{"plugins": plugins}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
-    sched.handle_events()
-    sched.run_session()
-    return sched
+from kubesched.batch.testing import node, open_on, pod, pod_group, queue, run, run_conf
 
 
 def open_with(objects: list[dict[str, Any]], plugins: list[dict[str, Any]]) -> tuple[Session, DrfPlugin]:
     """A session on ``objects`` with ``plugins`` open and no action run yet."""
-    store = MemoryStore()
-    for kind in ("PriorityClass", "Node", "Queue", "PodGroup", "Pod"):
-        for obj in objects:
-            if obj["kind"] == kind:
-                store.create(obj)
-    conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": plugins}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
-    sched.handle_events()
-    snap, _ = sched.build_snapshot()
-    ssn = open_session(snap, conf)
+    ssn = open_on(objects, plugins)
     return ssn, ssn.plugins["drf"]
 
 
@@ -352,15 +229,3 @@ def test_drf_refuses_preemption_that_would_invert_shares() -> None:
     # Two tasks would have been fine: a and b end at 0.5 each.
     objects[3] = pod_group("b", "q1", 2, "Inqueue")
     assert len(run_conf(objects, conf).evicted) == 2
-
-
-def run_conf(objects: list[dict[str, Any]], conf_dict: dict[str, Any]) -> BatchScheduler:
-    store = MemoryStore()
-    for kind in ("PriorityClass", "Node", "Queue", "PodGroup", "Pod"):
-        for obj in objects:
-            if obj["kind"] == kind:
-                store.create(obj)
-    sched = BatchScheduler(store, batch_conf_from_dict(conf_dict), now=lambda: 0.0)
-    sched.handle_events()
-    sched.run_session()
-    return sched

@@ -8,151 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.quantity import parse_quantity
-from kubesched.batch.conf import SWITCHES, batch_conf_from_dict
-from kubesched.batch.framework import close_session, open_session
+from kubesched.batch.framework import close_session
 from kubesched.batch.job_info import PERMIT, REJECT
 from kubesched.batch.plugins.proportion import ProportionPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
-from kubesched.plugins.testing import node_dict, pod_dict
-from kubesched.store.memory import MemoryStore
-
-VOLCANO = "scheduling.volcano.sh/v1beta1"
-
-# -- builders (each batch test file keeps its own: tests import no sibling modules) --------------- #
-
-
-def node(name: str, cpu: str, mem: str, pods: str = "10") -> dict[str, Any]:
-    return node_dict(name, {"cpu": cpu, "memory": mem, "pods": pods})
-
-
-def pod(
-    name: str,
-    node_name: str,
-    group: str,
-    cpu: str | None = "1",
-    mem: str | None = "1G",
-    *,
-    ns: str = "c1",
-    preemptable: str | None = None,
-    priority_class: str | None = None,
-    never: bool = False,
-    priority: int | None = None,
-) -> dict[str, Any]:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
-    d = pod_dict(name, namespace=ns, containers=[requests or None], node_name=node_name, priority=priority)
-    d["spec"]["schedulerName"] = "volcano"
-    annotations = {"scheduling.k8s.io/group-name": group}
-    if preemptable is not None:
-        annotations["volcano.sh/preemptable"] = preemptable
-    d["metadata"]["annotations"] = annotations
-    if priority_class:
-        d["spec"]["priorityClassName"] = priority_class
-    if never:
-        d["spec"]["preemptionPolicy"] = "Never"
-    if node_name:
-        d["status"] = {"phase": "Running"}
-    return d
-
-
-def pod_group(
-    name: str,
-    queue: str,
-    min_member: int,
-    phase: str,
-    priority_class: str = "",
-    ns: str = "c1",
-    min_task_member: dict[str, int] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
-    if min_task_member:
-        spec["minTaskMember"] = min_task_member
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {
-        "apiVersion": VOLCANO,
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-        "status": {"phase": phase},
-    }
-
-
-def queue(
-    name: str,
-    weight: int = 1,
-    *,
-    priority: int = 0,
-    state: str = "Open",
-    reclaimable: bool = True,
-    **spec: Any,
-) -> dict[str, Any]:
-    return {
-        "apiVersion": VOLCANO,
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"weight": weight, "priority": priority, "reclaimable": reclaimable, **spec},
-        "status": {"state": state},
-    }
-
-
-def priority_class(name: str, value: int, never: bool = False) -> dict[str, Any]:
-    pc: dict[str, Any] = {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-    }
-    pc["value"] = value
-    if never:
-        pc["preemptionPolicy"] = "Never"
-    return pc
-
-
-def plugin(name: str, *switches: str) -> dict[str, Any]:
-    """A plugin entry with only ``switches`` on (Volcano's unit tests leave the others unset: off)."""
-    out: dict[str, Any] = {"name": name}
-    for key, attr, _ in SWITCHES:
-        out[key] = attr in switches
-    return out
-
-
-def run(objects: list[dict[str, Any]], actions: str, plugins: list[dict[str, Any]]) -> BatchScheduler:
-    store = MemoryStore()
-    for kind in ("PriorityClass", "Node", "Queue", "PodGroup", "Pod"):
-        for obj in objects:
-            if obj["kind"] == kind:
-                store.create(obj)
-    conf = batch_conf_from_dict({"actions": actions, "tiers": [{"plugins": plugins}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
-    sched.handle_events()
-    sched.run_session()
-    return sched
-
-
-def store_of(objects: list[dict[str, Any]]) -> MemoryStore:
-    store = MemoryStore()
-    for kind in ("PriorityClass", "Node", "Queue", "PodGroup", "Pod"):
-        for obj in objects:
-            if obj["kind"] == kind:
-                store.create(obj)
-    return store
+from kubesched.batch.testing import node, one_tier, open_on, plugin, pod, pod_group, queue, run, scheduler_on
 
 
 def open_with(
     objects: list[dict[str, Any]], plugins: list[dict[str, Any]] | None = None
 ) -> tuple[Session, ProportionPlugin]:
     """A session on ``objects`` with proportion (and ``plugins``) open, no action run yet."""
-    conf = batch_conf_from_dict(
-        {"actions": "allocate", "tiers": [{"plugins": plugins or [{"name": "proportion"}]}]}
-    )
-    sched = BatchScheduler(store_of(objects), conf, now=lambda: 0.0)
-    sched.handle_events()
-    snap, _ = sched.build_snapshot()
-    ssn = open_session(snap, conf)
+    ssn = open_on(objects, plugins or [{"name": "proportion"}])
     return ssn, ssn.plugins["proportion"]
 
 
@@ -176,53 +49,52 @@ def test_deserved_follows_weights() -> None:
     assert {q: cpu_of(prop.attrs[q].deserved, ssn) for q in "abc"} == {"a": 2000, "b": 4000, "c": 6000}
 
 
-def test_capability_caps_deserved_and_the_rest_goes_to_others() -> None:
-    """Equal weights, but a may hold 2 cpu: b deserves the other 10."""
+@pytest.mark.parametrize(
+    ("queue_a", "weight_b", "a_pods", "deserved", "b_real_capability"),
+    [
+        pytest.param(
+            queue("a", 1, capability={"cpu": "2"}),
+            1,
+            12,
+            {"a": 2000, "b": 10000},
+            12000,
+            id="equal weights, but a may hold 2 cpu: b deserves the other 10",
+        ),
+        pytest.param(
+            queue("a", 5),
+            1,
+            1,
+            {"a": 1000, "b": 11000},
+            12000,
+            id="a asks for 1 cpu only: it deserves 1 and b the remaining 11",
+        ),
+        pytest.param(
+            queue("a", 1, guarantee={"resource": {"cpu": "6"}}),
+            3,
+            12,
+            {"a": 6000, "b": 6000},
+            6000,
+            id="a (weight 1 of 4) is guaranteed 6 of 12 cpu: b may only reach the unguaranteed 6",
+        ),
+    ],
+)
+def test_capability_request_and_guarantee_shape_deserved(
+    queue_a: dict[str, Any], weight_b: int, a_pods: int, deserved: dict[str, int], b_real_capability: int
+) -> None:
+    """12 cpu; queue a as given and b asking for 12 cpu. A queue's capability and request cap what
+    it deserves (the rest goes to the other queue); a guarantee raises it and is kept from others."""
     objects = [
         node("n1", "12", "48Gi"),
-        queue("a", 1, capability={"cpu": "2"}),
-        queue("b", 1),
+        queue_a,
+        queue("b", weight_b),
         pod_group("a", "a", 1, "Inqueue"),
         pod_group("b", "b", 1, "Inqueue"),
-        *pending("a", 12),
+        *pending("a", a_pods),
         *pending("b", 12),
     ]
     ssn, prop = open_with(objects)
-    assert cpu_of(prop.attrs["a"].deserved, ssn) == 2000
-    assert cpu_of(prop.attrs["b"].deserved, ssn) == 10000
-
-
-def test_request_caps_deserved() -> None:
-    """a asks for 1 cpu only: it deserves 1 and b the remaining 11."""
-    objects = [
-        node("n1", "12", "48Gi"),
-        queue("a", 5),
-        queue("b", 1),
-        pod_group("a", "a", 1, "Inqueue"),
-        pod_group("b", "b", 1, "Inqueue"),
-        *pending("a", 1),
-        *pending("b", 12),
-    ]
-    ssn, prop = open_with(objects)
-    assert cpu_of(prop.attrs["a"].deserved, ssn) == 1000
-    assert cpu_of(prop.attrs["b"].deserved, ssn) == 11000
-
-
-def test_guarantee_raises_deserved_and_is_kept_from_others() -> None:
-    """a (weight 1 of 4) is guaranteed 6 of 12 cpu; b may only reach the unguaranteed 6."""
-    objects = [
-        node("n1", "12", "48Gi"),
-        queue("a", 1, guarantee={"resource": {"cpu": "6"}}),
-        queue("b", 3),
-        pod_group("a", "a", 1, "Inqueue"),
-        pod_group("b", "b", 1, "Inqueue"),
-        *pending("a", 12),
-        *pending("b", 12),
-    ]
-    ssn, prop = open_with(objects)
-    assert cpu_of(prop.attrs["a"].deserved, ssn) == 6000
-    assert cpu_of(prop.attrs["b"].deserved, ssn) == 6000
-    assert cpu_of(prop.attrs["b"].real_capability, ssn) == 6000
+    assert {q: cpu_of(prop.attrs[q].deserved, ssn) for q in "ab"} == deserved
+    assert cpu_of(prop.attrs["b"].real_capability, ssn) == b_real_capability
 
 
 # -- queue functions ---------------------------------------------------------------------------- #
@@ -442,15 +314,11 @@ def test_volcano_no_double_counting_of_admitted_jobs_holding_resources() -> None
         _with_min(pod_group("pgA", "q1", 3, "Inqueue"), "3", "3Gi"),
         *pending("pgA", 3),
     ]
-    store = store_of(objects)
-    conf = batch_conf_from_dict(
-        {
-            "actions": "enqueue, allocate",
-            "tiers": [{"plugins": [plugin("proportion", "allocatable", "overused", "job_enqueued")]}],
-        }
+    sched = scheduler_on(
+        objects,
+        one_tier("enqueue, allocate", [plugin("proportion", "allocatable", "overused", "job_enqueued")]),
     )
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
-    sched.handle_events()
+    store = sched.store
     sched.run_session()
     assert len(_bound(sched)) == 3
     store.create(_with_min(pod_group("pgB", "q1", 1, "Pending"), "1", "1Gi"))
@@ -490,8 +358,8 @@ def workloads(draw: st.DrawFn) -> list[dict[str, Any]]:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_no_queue_exceeds_its_capability(objects: list[dict[str, Any]]) -> None:
-    store = store_of(objects)
-    conf = batch_conf_from_dict(
+    sched = scheduler_on(
+        objects,
         {
             "actions": "enqueue, allocate, preempt, reclaim, backfill",
             "tiers": [
@@ -505,10 +373,9 @@ def test_no_queue_exceeds_its_capability(objects: list[dict[str, Any]]) -> None:
                     ]
                 },
             ],
-        }
+        },
     )
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
-    sched.handle_events()
+    store = sched.store
     for _ in range(2):
         sched.run_session()
         sched.handle_events()

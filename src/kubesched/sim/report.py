@@ -236,25 +236,30 @@ class _Plotter:
         fig.suptitle(f"Allocation per node pool (label {label})")
         return fig
 
-    def pending(self) -> Figure:
-        fig = _figure(2)
+    def _step_panels(self, panels: Sequence[tuple[str, str]], title: str) -> Figure:
+        """One panel per (series name, y label), each run's series as a step line from zero up."""
+        fig = _figure(len(panels))
         axes = _axes(fig)
-        for key, ax in zip(("pending", "running"), axes, strict=True):
+        for ax, (name, ylabel) in zip(axes, panels, strict=True):
             for run, color in zip(self.runs, self.colors, strict=True):
                 ax.step(
                     self._times(run),
-                    run.metrics.series.array(key),
+                    run.metrics.series.array(name),
                     where="post",
                     color=color,
                     label=run.label,
                 )
-            ax.set_ylabel(f"{key} pods")
+            ax.set_ylabel(ylabel)
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
             self._legend(ax)
         axes[-1].set_xlabel(f"virtual time ({self.unit})")
-        fig.suptitle("Pending and running pods")
+        fig.suptitle(title)
         return fig
+
+    def pending(self) -> Figure:
+        panels = [(key, f"{key} pods") for key in ("pending", "running")]
+        return self._step_panels(panels, "Pending and running pods")
 
     def _cdf(self, values: Callable[[RunReport], np.ndarray[Any, np.dtype[np.float64]]], what: str) -> Figure:
         fig = _figure(1, height=3.6)
@@ -297,25 +302,10 @@ class _Plotter:
             names.extend(n for n in run.metrics.series.names("gpu_frag.") if n not in names)
         if not names:
             return None
-        fig = _figure(len(names))
-        axes = _axes(fig)
-        for ax, name in zip(axes, names, strict=True):
-            res = name[len("gpu_frag.") :]
-            for run, color in zip(self.runs, self.colors, strict=True):
-                ax.step(
-                    self._times(run),
-                    run.metrics.series.array(name),
-                    where="post",
-                    color=color,
-                    label=run.label,
-                )
-            ax.set_ylabel(f"unusable free\n{res}")
-            ax.set_ylim(bottom=0)
-            ax.grid(alpha=0.3)
-            self._legend(ax)
-        axes[-1].set_xlabel(f"virtual time ({self.unit})")
-        fig.suptitle("GPU fragmentation: free GPU on nodes too small for the smallest pending GPU request")
-        return fig
+        panels = [(name, f"unusable free\n{name.removeprefix('gpu_frag.')}") for name in names]
+        return self._step_panels(
+            panels, "GPU fragmentation: free GPU on nodes too small for the smallest pending GPU request"
+        )
 
     def reasons(self) -> Figure | None:
         total: Counter[str] = Counter()
