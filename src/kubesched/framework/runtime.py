@@ -370,7 +370,15 @@ class Framework:
         table = self.handle.snapshot.table
         rows = np.zeros(table.capacity, dtype=np.bool_)
         rows[slot] = True
-        nominated = self.nominated_pods_for(pod, table, rows).get(slot, []) if with_nominated else []
+        nominated: list[Pod] = []
+        if with_nominated and len(self._nominator):
+            # One node: look its nominations up directly rather than walking every nominated node
+            # (the generic dry run asks this once per victim put back).
+            nominated = [
+                p
+                for p in self._nominator.pods_for_node(table.names[slot])
+                if p.priority >= pod.priority and p.uid != pod.uid
+            ]
         if nominated:
             with_info = copy_node_info(info)
             with_state = state.clone()
@@ -428,17 +436,29 @@ class Framework:
         return diag
 
     def run_post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[str | None, Status]:
+        """Upstream RunPostFilterPlugins: the first success wins; an unresolvable status ends the run
+        with its plugin's nominating decision; after Unschedulable ones, the last decision that was
+        not "leave it" (None) stands — DefaultPreemption's "" (clear the nomination) when no node
+        can be made to fit."""
         if not self.post_filter:
             return None, Status(Code.UNSCHEDULABLE)
-        last = Status(Code.UNSCHEDULABLE)
+        result: str | None = None
+        reasons: list[str] = []
+        rejector = ""
         for pl in self.post_filter:
             nominated, st = pl.post_filter(state, pod, diagnosis)
             if st.code == Code.SUCCESS:
                 return nominated, st
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                st.plugin = st.plugin or pl.name
+                return nominated, st
             if st.code != Code.UNSCHEDULABLE:
                 return None, st
-            last = st
-        return None, last
+            if nominated is not None:
+                result = nominated
+            reasons.extend(st.reasons)
+            rejector = rejector or pl.name
+        return result, Status(Code.UNSCHEDULABLE, reasons, rejector)
 
     def run_pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
         for pl in self.pre_score:

@@ -438,7 +438,8 @@ class Scheduler:
         """Run PostFilter (preemption); returns the nominating decision: a node name to nominate the
         pod to, "" to clear its nomination, None to leave it as it is."""
         if not fwk.post_filter:
-            return ""  # upstream clearNominatedNode
+            # Upstream returns no nominating info here: an earlier nomination stays as it is.
+            return None
         try:
             nominated, st = fwk.run_post_filter(state, pod, diagnosis)
         except (FrameworkError, KeyError, ValueError) as exc:

@@ -12,8 +12,9 @@ Follows upstream ``Evaluator.Preempt``:
    all of them) including one that violates no PodDisruptionBudget. See :mod:`.dry_run`.
 4. ``pickOneNodeForPreemption`` chooses one (:func:`.candidates.pick_one_node`).
 5. The victims get a ``DisruptionTarget`` condition, a ``Preempted`` event and are deleted (a victim
-   waiting at Permit is rejected instead); pods of lower priority nominated to that node lose their
-   nomination. The pod is nominated to the node and retried once the victims are gone.
+   waiting at Permit is rejected instead; one already being deleted is left alone); pods of lower
+   priority nominated to that node lose their nomination. The pod is nominated to the node and
+   retried once the victims are gone.
 
 When no node can be made to fit, the status is ``preemption: `` followed by the dry run's own
 ``0/N nodes are available: …`` summary, which the scheduler appends to the FitError message.
@@ -21,7 +22,6 @@ When no node can be made to fit, the status is ``preemption: `` followed by the 
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -235,11 +235,13 @@ class DefaultPreemption:
         lower-priority pods on the node (they may no longer fit there)."""
         store = self.handle.store
         for victim in victims:
+            if (victim.raw.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # graceful deletion already under way: no second call, no event (upstream)
             waiting = self.handle.waiting_pods.get(victim.uid)
             if waiting is not None:
                 waiting.reject(self.name, "preempted")
             else:
-                store.update_pod_condition(
+                updated = store.update_pod_condition(
                     victim.namespace,
                     victim.name,
                     {
@@ -249,8 +251,12 @@ class DefaultPreemption:
                         "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod",
                     },
                 )
-                with contextlib.suppress(NotFound):  # already gone: nothing to evict
+                try:
+                    if updated is None:
+                        raise NotFound(victim.name)
                     store.delete("Pod", victim.namespace, victim.name)
+                except NotFound:
+                    continue  # already gone: nothing to evict, and upstream records no event
             store.record_event(
                 victim.raw,
                 "Normal",

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubesched.framework.config import config_from_dict
 from kubesched.framework.plugin_args import DefaultPreemptionArgs
+from kubesched.plugins import default_registry
 from kubesched.plugins.defaultpreemption import DefaultPreemption, num_candidates
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.simulation import Simulation
@@ -388,3 +390,88 @@ def test_fast_and_generic_dry_runs_agree(
     )
     if fast.nominated is not None:
         assert plugin_of(fast.sim).last_dry_run == "fast"  # the comparison did exercise the fast path
+
+
+# --------------------------------------------------------------------------- nominations and eviction
+
+
+def _nominated_on_store(sim: Simulation, name: str) -> str | None:
+    obj = sim.store.get("Pod", "default", name) or {}
+    value: str | None = (obj.get("status") or {}).get("nominatedNodeName")
+    return value
+
+
+def _one_cycle_nominated(
+    objects: Sequence[dict[str, Any]], preemptor: dict[str, Any], sim: Simulation | None = None
+) -> tuple[Simulation, str]:
+    """One scheduling cycle for ``preemptor``, which arrives nominated to n1 by an earlier cycle."""
+    sim = sim or Simulation(seed=0)
+    for obj in sorted(objects, key=lambda o: o["kind"] != "Node"):
+        sim.store.create(obj)
+    sim.scheduler.handle_events()
+    created = sim.store.create({**preemptor, "status": {"nominatedNodeName": "n1"}})
+    sim.scheduler.handle_events()
+    uid: str = created["metadata"]["uid"]
+    assert sim.scheduler.queue.nominator.node_of(uid) == "n1"
+    assert sim.scheduler.schedule_one()
+    return sim, uid
+
+
+def test_no_candidate_clears_an_earlier_nomination() -> None:
+    # Upstream Preempt returns NominatedNode("") with Unschedulable when no node can be made to fit,
+    # and RunPostFilterPlugins passes that result on: the pod's nomination is cleared.
+    sim, uid = _one_cycle_nominated([node("n1"), pod("hi", "4", 20, "n1")], pod("p", "4", 10))
+    assert sim.scheduler.queue.nominator.node_of(uid) == ""
+    assert _nominated_on_store(sim, "p") is None
+    assert sim.scheduler.outcomes[uid].message.endswith(
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+
+
+def test_not_eligible_keeps_the_nomination() -> None:
+    # Not eligible (preemptionPolicy: Never): no nominating info, the nomination stays.
+    sim, uid = _one_cycle_nominated([node("n1"), pod("lo", "4", 1, "n1")], pod("p", "4", 10, policy="Never"))
+    assert sim.scheduler.queue.nominator.node_of(uid) == "n1"
+    assert _nominated_on_store(sim, "p") == "n1"
+
+
+def test_victim_already_terminating_gets_no_second_deletion_or_event() -> None:
+    # Upstream prepareCandidate skips victims whose graceful deletion has started.
+    victim = pod("lo", "4", 1, "n1", started=1)
+    victim["metadata"]["deletionTimestamp"] = START.format(30)
+    a = preempt_once([node("n1"), victim], pod("p", "4", 10))
+    assert a.nominated == "n1"
+    assert a.victims == ["default/lo"]
+    left = a.sim.store.get("Pod", "default", "lo")
+    assert left is not None  # not deleted a second time
+    conditions = (left.get("status") or {}).get("conditions") or []
+    assert not any(c.get("type") == "DisruptionTarget" for c in conditions)
+    events = [e for e in a.sim.store.list("Event") if e.get("reason") == "Preempted"]
+    assert events == []
+
+
+def test_preempted_event_and_condition_wording() -> None:
+    a = preempt_once([node("n1"), pod("lo", "4", 1, "n1", started=1)], pod("p", "4", 10))
+    events = [e for e in a.sim.store.list("Event") if e.get("reason") == "Preempted"]
+    assert [(e["type"], e["action"], e["note"]) for e in events] == [
+        ("Normal", "Preempting", f"Preempted by pod {a.outcome.uid} on node n1")
+    ]
+    # After a successful preemption the preemptor's message carries no preemption part.
+    assert a.outcome.message == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_no_post_filter_plugins_keep_the_nomination() -> None:
+    registry = default_registry()
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}],
+        },
+        registry,
+    )
+    sim, uid = _one_cycle_nominated(
+        [node("n1"), pod("hi", "4", 20, "n1")], pod("p", "4", 10), Simulation(config, registry, seed=0)
+    )
+    assert sim.scheduler.queue.nominator.node_of(uid) == "n1"
+    assert _nominated_on_store(sim, "p") == "n1"

@@ -513,7 +513,9 @@ class PodTopologySpread:
         try:
             pre = self._pre_filter_state(state, pod, snapshot)
         except InputError as exc:
-            return None, Status.error(f"obtaining pod's hard topology spread constraints: {exc}")
+            return None, Status.error(
+                f"get constraints from pod: obtaining pod's hard topology spread constraints: {exc}"
+            )
         if pre is None:
             return None, Status(Code.SKIP)
         state.write(PRE_FILTER_KEY, pre)

@@ -1178,3 +1178,7 @@ def test_invalid_constraints_fail_pre_filter_with_an_error() -> None:
     obj["spec"]["topologySpreadConstraints"] = [spread(0, "zone", DNS)]
     _, status = plugin(snapshot).pre_filter(CycleState(), Pod.from_dict(obj), snapshot)
     assert status is not None and status.code == Code.ERROR and "maxSkew" in status.message
+    # Upstream wraps the error twice: calPreFilterState, then getConstraints.
+    assert status.message.startswith(
+        "get constraints from pod: obtaining pod's hard topology spread constraints:"
+    )
