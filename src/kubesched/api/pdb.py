@@ -112,17 +112,16 @@ class PodDisruptionBudget:
         expected = 0
         healthy = 0
         for obj in pods:
-            meta = obj.get("metadata") or {}
-            if (meta.get("namespace") or "default") != self.namespace:
-                continue
-            if not self.matches(self.namespace, meta.get("labels") or {}):
-                continue
-            phase = (obj.get("status") or {}).get("phase")
-            if phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
+            standing = budget_standing(obj)
+            if standing is None or not self.matches(standing[0], standing[1]):
                 continue
             expected += 1
-            if (obj.get("spec") or {}).get("nodeName"):
-                healthy += 1
+            healthy += int(standing[2])
+        return self.allowed_from_counts(expected, healthy)
+
+    def allowed_from_counts(self, expected: int, healthy: int) -> int:
+        """Disruptions allowed with ``expected`` counted pods of which ``healthy`` are bound (the
+        disruption controller's ``currentHealthy - desiredHealthy``, never below 0)."""
         if self.max_unavailable is not None:
             desired = max(expected - scaled_value(self.max_unavailable, expected), 0)
         else:
@@ -130,3 +129,15 @@ class PodDisruptionBudget:
             desired = scaled_value(self.min_available, expected)
         allowed = healthy - desired
         return allowed if expected > 0 and allowed > 0 else 0
+
+
+def budget_standing(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, str], bool] | None:
+    """How a pod (API object) counts towards the budgets that cover it: ``(namespace, labels, healthy)``
+    where healthy means bound to a node; None for a pod that counts nowhere (finished or being
+    deleted)."""
+    meta = obj.get("metadata") or {}
+    phase = (obj.get("status") or {}).get("phase")
+    if phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
+        return None
+    healthy = bool((obj.get("spec") or {}).get("nodeName"))
+    return meta.get("namespace") or "default", meta.get("labels") or {}, healthy

@@ -36,6 +36,7 @@ from kubesched.framework.diagnosis import NO_NODE_AVAILABLE_MSG, Diagnosis
 from kubesched.framework.plugin_args import DefaultPreemptionArgs
 from kubesched.framework.status import Status
 from kubesched.framework.types import ClusterEvent
+from kubesched.plugins.defaultpreemption.budgets import DisruptionBudgets
 from kubesched.plugins.defaultpreemption.candidates import Candidates, pick_one_node
 from kubesched.plugins.defaultpreemption.dry_run import (
     DryRunInput,
@@ -127,6 +128,8 @@ class DefaultPreemption:
         self.force_generic = False
         #: Which dry run the latest preemption used ("fast", "generic"; "" before any).
         self.last_dry_run = ""
+        #: Opened at the first preemption: until then nothing needs the budgets.
+        self._budgets: DisruptionBudgets | None = None
 
     def set_framework(self, framework: Any) -> None:
         self.fwk = framework
@@ -216,18 +219,14 @@ class DefaultPreemption:
 
     # -- PodDisruptionBudgets --------------------------------------------------------------------
     def disruption_budgets(self) -> tuple[list[PodDisruptionBudget], list[int]]:
+        """The budgets and the disruptions each allows now (kept from one preemption to the next)."""
         store = self.handle.store
-        objs = store.list("PodDisruptionBudget")
-        if not objs:
-            return [], []
-        pdbs: list[PodDisruptionBudget] = []
-        for obj in objs:
-            try:
-                pdbs.append(PodDisruptionBudget.from_dict(obj))
-            except Exception:  # a budget that does not parse protects nothing (upstream: no match)
-                continue
-        pods = store.list("Pod") if any(p.status_disruptions_allowed is None for p in pdbs) else []
-        return pdbs, [p.disruptions_allowed(pods) for p in pdbs]
+        budgets = self._budgets
+        if budgets is None or budgets.store is not store:
+            if budgets is not None:
+                budgets.close()
+            budgets = self._budgets = DisruptionBudgets(store)
+        return budgets.current()
 
     # -- acting on the choice --------------------------------------------------------------------
     def prepare_candidate(self, fwk: Framework, pod: Pod, node: str, victims: list[Pod]) -> None:

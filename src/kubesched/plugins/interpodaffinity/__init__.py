@@ -51,6 +51,7 @@ from kubesched.framework.types import (
     PreFilterResult,
 )
 from kubesched.plugins.interpodaffinity.topology import DomainCounts, add_at_slot, fold_into_domains, per_node
+from kubesched.store.base import Watch
 
 __all__ = [
     "ERR_REASON_AFFINITY",
@@ -67,6 +68,9 @@ PRE_FILTER_KEY: Final = "PreFilterInterPodAffinity"
 PRE_SCORE_KEY: Final = "PreScoreInterPodAffinity"
 
 _NO_LABELS: Final[Mapping[str, str]] = {}
+_NAMESPACE_KINDS: Final = frozenset({"Namespace"})
+#: Merged terms kept at most; the cache starts over beyond it.
+_MERGED_LIMIT: Final = 4096
 
 
 @dataclass(slots=True)
@@ -97,6 +101,39 @@ class _PreFilterState:
         )
 
 
+class MergedTerms:
+    """Terms with their namespaceSelector unrolled into the namespaces it selects, remembered until a
+    watch reports a change to some Namespace (a pass over every Namespace per term and cycle otherwise)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._watch: Watch = store.watch(_NAMESPACE_KINDS)
+        self._terms: dict[AffinityTerm, AffinityTerm] = {}
+
+    def get(self, term: AffinityTerm) -> AffinityTerm:
+        if len(self._watch):
+            for _ in self._watch.drain():
+                pass
+            self._terms.clear()
+        merged = self._terms.get(term)
+        if merged is None:
+            selector = term.namespace_selector
+            names = set(term.namespaces)
+            for obj in self.store.list("Namespace"):
+                meta = obj.get("metadata") or {}
+                labels = meta.get("labels") or {}
+                if selector.matches(labels if isinstance(labels, Mapping) else _NO_LABELS):
+                    names.add(str(meta.get("name")))
+            merged = AffinityTerm(frozenset(names), term.selector, term.topology_key, LabelSelector.nothing())
+            if len(self._terms) >= _MERGED_LIMIT:
+                self._terms.clear()
+            self._terms[term] = merged
+        return merged
+
+    def close(self) -> None:
+        self._watch.close()
+
+
 def _merged_clause(term: AffinityTerm) -> Clause:
     """The pod-index clause of an incoming pod's term whose namespaceSelector is already merged:
     an empty (match-all) namespace selector means any namespace."""
@@ -122,6 +159,8 @@ class InterPodAffinity:
         self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = args.ignore_preferred_terms_of_existing_pods
         self.handle = handle
+        #: Opened at the first term with a namespaceSelector.
+        self._merged: MergedTerms | None = None
 
     def events_to_register(self) -> list[ClusterEvent]:
         # Any assigned pod change can make room (anti-affinity) or a partner (affinity); a node
@@ -151,14 +190,14 @@ class InterPodAffinity:
         if selector.is_empty or selector.match_nothing:
             return term
         store = getattr(self.handle, "store", None)
-        names = set(term.namespaces)
-        if store is not None:
-            for obj in store.list("Namespace"):
-                meta = obj.get("metadata") or {}
-                labels = meta.get("labels") or {}
-                if selector.matches(labels if isinstance(labels, Mapping) else _NO_LABELS):
-                    names.add(str(meta.get("name")))
-        return AffinityTerm(frozenset(names), term.selector, term.topology_key, LabelSelector.nothing())
+        if store is None:
+            return AffinityTerm(term.namespaces, term.selector, term.topology_key, LabelSelector.nothing())
+        merged = self._merged
+        if merged is None or merged.store is not store:
+            if merged is not None:
+                merged.close()
+            merged = self._merged = MergedTerms(store)
+        return merged.get(term)
 
     def _index(self) -> PodIndex:
         snapshot: Snapshot = self.handle.snapshot

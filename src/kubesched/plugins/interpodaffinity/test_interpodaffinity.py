@@ -1166,3 +1166,55 @@ def test_events_to_register_cover_pods_and_node_changes() -> None:
         ("Node", "Add"),
         ("Node", "Update"),
     }
+
+
+# ---------------------------------------------------------------------------- namespaces between cycles
+
+
+def _store_of(plugin: InterPodAffinity) -> MemoryStore:
+    store: MemoryStore = plugin.handle.store
+    return store
+
+
+def test_namespace_changes_between_cycles_reach_a_namespace_selector() -> None:
+    team1 = {"matchExpressions": [expr("team", "In", "team1")]}
+    incoming = pod(
+        POD_LABEL2, aff=affinity(anti=[term("region", expr("service", "Exists"), namespace_selector=team1)])
+    )
+    plugin, snapshot, _ = setup([NODE1], [existing(ns="subteam1.team2"), existing(ns="later")])
+    store = _store_of(plugin)
+    assert run_filter(plugin, incoming, snapshot)[1] == {"node1": None}
+    relabelled = dict(store.get("Namespace", None, "subteam1.team2") or {})
+    store.update({**relabelled, "metadata": {"name": "subteam1.team2", "labels": {"team": "team1"}}})
+    assert run_filter(plugin, incoming, snapshot)[1] == {"node1": ANTI}
+    store.update({**relabelled, "metadata": {"name": "subteam1.team2", "labels": {"team": "team2"}}})
+    assert run_filter(plugin, incoming, snapshot)[1] == {"node1": None}
+    store.create({"kind": "Namespace", "metadata": {"name": "later", "labels": {"team": "team1"}}})
+    assert run_filter(plugin, incoming, snapshot)[1] == {"node1": ANTI}
+    store.delete("Namespace", None, "later")
+    assert run_filter(plugin, incoming, snapshot)[1] == {"node1": None}
+
+
+def test_namespace_changes_between_cycles_reach_preferred_terms() -> None:
+    team1 = {"matchExpressions": [expr("team", "In", "team1")]}
+    nodes = nodes_with(AZ1, AZ2)
+    pods = [pod(S1, node="node1", ns="subteam1.team2")]
+    incoming = pod(
+        aff=affinity(
+            pref_aff=[weighted(5, term("az", expr("security", "In", "S1"), namespace_selector=team1))]
+        )
+    )
+    plugin, snapshot, _ = setup(nodes, pods)
+    table = snapshot.table
+    slots = np.array([table.slot_of[n.name] for n in nodes], dtype=np.int64)
+
+    def raw_scores() -> list[int] | None:
+        state = CycleState()
+        if plugin.pre_score(state, incoming, table, slots) is not None:
+            return None  # skipped: no term matched anything
+        return [int(v) for v in plugin.score_nodes(state, incoming, table, slots)]
+
+    assert raw_scores() is None
+    store = _store_of(plugin)
+    store.update({"kind": "Namespace", "metadata": {"name": "subteam1.team2", "labels": {"team": "team1"}}})
+    assert raw_scores() == [5, 0]

@@ -30,7 +30,7 @@ the node table (``bincount`` per domain, one gather per node).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -79,6 +79,7 @@ from kubesched.framework.types import (
 )
 from kubesched.plugins.nodeaffinity import ParsedNodeAffinity, parse_pod_node_affinity
 from kubesched.plugins.tainttoleration import HARD_EFFECTS
+from kubesched.store.base import Watch
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
@@ -88,6 +89,7 @@ __all__ = [
     "PreFilterState",
     "PreScoreState",
     "SpreadConstraint",
+    "WorkloadSelectors",
     "default_selector",
 ]
 
@@ -223,9 +225,17 @@ def default_selector(pod: Pod, store: Any, parsed: _ObjectCache | None = None) -
     (``ownerReferences`` with ``controller: true``) when it exists. An empty result means "no workload".
     """
     cache = parsed if parsed is not None else _ObjectCache()
+    services = (cache.get(obj, Service) for obj in store.list("Service"))
+    return _workload_selector(pod, store, cache, services)
+
+
+def _workload_selector(
+    pod: Pod, store: Any, cache: _ObjectCache, services: Iterable[Service | None]
+) -> LabelSelector:
+    """:func:`default_selector` given the Services (parsed, in store order; those of other namespaces
+    are skipped)."""
     label_set: dict[str, str] = {}
-    for obj in store.list("Service"):
-        svc = cache.get(obj, Service)
+    for svc in services:
         if svc is None or svc.namespace != pod.namespace or svc.selector is None:
             continue
         if svc.selects(pod.labels):
@@ -245,6 +255,54 @@ def default_selector(pod: Pod, store: Any, parsed: _ObjectCache | None = None) -
         if workload is not None and not workload.selector.match_nothing:
             requirements = (*requirements, *workload.selector.requirements)
     return LabelSelector(requirements)
+
+
+class WorkloadSelectors:
+    """:func:`default_selector` for many pods of one store, without a pass over every Service per pod.
+
+    Services are parsed and grouped by namespace once, and each result is remembered by what it depends
+    on (the pod's namespace, labels and controller); both are dropped when a watch reports a change to
+    a Service, ReplicationController, ReplicaSet or StatefulSet."""
+
+    KINDS: Final = frozenset({"Service", "ReplicationController", "ReplicaSet", "StatefulSet"})
+
+    def __init__(self, store: Any, parsed: _ObjectCache) -> None:
+        self.store = store
+        self._watch: Watch = store.watch(self.KINDS)
+        self._objects = parsed
+        self._services: dict[str, list[Service]] | None = None
+        self._selectors: dict[
+            tuple[str, frozenset[tuple[str, str]], OwnerReference | None], LabelSelector
+        ] = {}
+
+    def selector(self, pod: Pod) -> LabelSelector:
+        if len(self._watch):
+            for _ in self._watch.drain():
+                pass
+            self._services = None
+            self._selectors.clear()
+        key = (pod.namespace, frozenset(pod.labels.items()), _controller(pod, self._objects))
+        hit = self._selectors.get(key)
+        if hit is None:
+            services = self._services_by_namespace().get(pod.namespace, ())
+            hit = _workload_selector(pod, self.store, self._objects, services)
+            if len(self._selectors) >= _CACHE_LIMIT:
+                self._selectors.clear()
+            self._selectors[key] = hit
+        return hit
+
+    def close(self) -> None:
+        self._watch.close()
+
+    def _services_by_namespace(self) -> dict[str, list[Service]]:
+        if self._services is None:
+            grouped: dict[str, list[Service]] = {}
+            for obj in self.store.list("Service"):
+                svc = self._objects.get(obj, Service)
+                if svc is not None and svc.selector is not None:
+                    grouped.setdefault(svc.namespace, []).append(svc)
+            self._services = grouped
+        return self._services
 
 
 def _controller(pod: Pod, cache: _ObjectCache) -> OwnerReference | None:
@@ -308,6 +366,8 @@ class PodTopologySpread:
                 for i, c in enumerate(args.default_constraints)
             )
         self._objects = _ObjectCache()
+        #: Opened at the first pod that needs a workload selector.
+        self._workloads: WorkloadSelectors | None = None
         # id(raw constraints list) -> (that list, parsed constraints or the parse error)
         self._parsed: dict[int, tuple[Any, _Parsed]] = {}
         self._parsed_by_text: dict[str, _Parsed] = {}
@@ -359,7 +419,15 @@ class PodTopologySpread:
             if cached is not None:
                 return cached
         store = getattr(self.handle, "store", None)
-        selector = LabelSelector() if store is None else default_selector(pod, store, self._objects)
+        if store is None:
+            selector = LabelSelector()
+        else:
+            workloads = self._workloads
+            if workloads is None or workloads.store is not store:
+                if workloads is not None:
+                    workloads.close()
+                workloads = self._workloads = WorkloadSelectors(store, self._objects)
+            selector = workloads.selector(pod)
         if state is not None:
             state.write(_DEFAULT_SELECTOR_KEY, selector)
         return selector

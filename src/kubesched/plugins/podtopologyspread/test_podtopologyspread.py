@@ -9,6 +9,7 @@ minimum (``CriticalPaths[0]``); the tables below check the same two things.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import HOSTNAME_LABEL, ZONE_LABEL, Node, Pod
+from kubesched.api.selectors import LabelSelector
 from kubesched.api.topology_spread import parse_topology_spread_constraints
 from kubesched.cache.cache import Snapshot
 from kubesched.errors import InputError
@@ -29,6 +31,7 @@ from kubesched.plugins.podtopologyspread import (
     PRE_FILTER_KEY,
     PodTopologySpread,
     PreFilterState,
+    default_selector,
 )
 from kubesched.plugins.testing import build_snapshot, make_node, node_statuses, pod_dict
 from kubesched.store.memory import MemoryStore
@@ -1118,6 +1121,76 @@ def test_system_defaulting_nodes_without_zone_still_spread_by_hostname() -> None
     pl = plugin(snapshot, args=PodTopologySpreadArgs(), store=_store(service("s", {"foo": ""})))
     got = score(pl, pod("p", {"foo": ""}), snapshot, [n.name for n in nodes])
     assert got == {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
+
+
+# -- workload selectors kept between cycles --------------------------------------------------------------
+
+
+def _soft_selector(pl: PodTopologySpread, p: Pod) -> LabelSelector | None:
+    """The selector the system default constraints would use for ``p`` in a new cycle (None: none)."""
+    soft = pl.constraints(CycleState(), p, SA)
+    return soft[0].selector if soft else None
+
+
+def test_service_changes_between_cycles_are_seen() -> None:
+    store = _store()
+    pl = plugin(build_snapshot([]), args=PodTopologySpreadArgs(), store=store)
+    p = pod("p", {"app": "web", "tier": "front"})
+    assert _soft_selector(pl, p) is None
+    store.create(service("s", {"app": "web"}))
+    created = _soft_selector(pl, p)
+    assert created is not None and not created.matches({"tier": "front"})
+    store.update(service("s", {"tier": "front"}))
+    updated = _soft_selector(pl, p)
+    assert updated is not None and updated.matches({"tier": "front"}) and not updated.matches({"app": "web"})
+    store.update(service("s", {"app": "db"}))  # selects the pod no more
+    assert _soft_selector(pl, p) is None
+    store.delete("Service", "default", "s")
+    assert _soft_selector(pl, p) is None
+
+
+def test_owner_created_between_cycles_is_seen() -> None:
+    store = _store()
+    pl = plugin(build_snapshot([]), args=PodTopologySpreadArgs(), store=store)
+    p = pod("p", {"app": "web"}, owner=("apps/v1", "ReplicaSet", "rs"))
+    assert _soft_selector(pl, p) is None
+    store.create(replica_set("rs", {"matchLabels": {"app": "web"}}))
+    assert _soft_selector(pl, p) is not None
+    store.update(replica_set("rs", {"matchLabels": {"app": "web", "v": "2"}}))
+    latest = _soft_selector(pl, p)
+    assert latest is not None and not latest.matches({"app": "web"})
+
+
+def test_kept_selectors_equal_a_fresh_read() -> None:
+    """Services of two namespaces created, updated and deleted at random: the kept answer is the one a
+    pass over every Service gives (the later of two Services naming the same key wins, in store order)."""
+    rng = random.Random(7)
+    store = _store()
+    pl = plugin(build_snapshot([]), args=PodTopologySpreadArgs(), store=store)
+    pods = [
+        pod(f"p{i}", labels, namespace=ns)
+        for i, (labels, ns) in enumerate(
+            [
+                ({"a": "1"}, "default"),
+                ({"a": "1", "b": "2"}, "default"),
+                ({"a": "1"}, "other"),
+                ({}, "default"),
+            ]
+        )
+    ]
+    for _ in range(120):
+        name, ns = f"s{rng.randrange(3)}", rng.choice(["default", "other"])
+        selector = rng.choice([{"a": "1"}, {"b": "2"}, {"a": "1", "b": "2"}, {"c": "3"}, None])
+        exists = store.get("Service", ns, name) is not None
+        if exists and rng.random() < 0.3:
+            store.delete("Service", ns, name)
+        else:
+            (store.update if exists else store.create)(service(name, selector, ns))
+        if rng.random() < 0.4:
+            for p in pods:
+                kept = pl.constraints(CycleState(), p, SA)
+                fresh = default_selector(p, store)
+                assert (kept[0].selector if kept else LabelSelector()) == fresh
 
 
 # -- parsing -------------------------------------------------------------------------------------------
