@@ -19,6 +19,7 @@ import numpy as np
 
 from kubesched.batch.conf import BatchConf, PluginOption
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import BoolArray, PodGroupConditionUpdate, Session
 from kubesched.batch.shares import ResourceSpace
 from kubesched.cache.node_info import NodeInfo
@@ -141,6 +142,8 @@ class BatchSnapshot:
     rng: np.random.Generator | None = None
     #: The scheduler cache's pod index; the session counts its own placements in it while open.
     pod_index: PodIndex | None = None
+    #: Per-queue sums over ``jobs`` kept by the scheduler (``None``: plugins sum the jobs).
+    queue_totals: QueueTotals | None = None
 
 
 def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
@@ -156,6 +159,7 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
         rng=snapshot.rng,
         pod_index=snapshot.pod_index,
     )
+    ssn.queue_totals = snapshot.queue_totals
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = get_plugin_builder(opt.name)
@@ -185,7 +189,8 @@ def close_session(ssn: Session) -> list[JobUpdate]:
     """Run every plugin's ``on_session_close``, then compute the job updates (Volcano job updater)."""
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
-    return [job_update(ssn, job) for job in ssn.jobs.values()]
+    only = ssn.update_jobs
+    return [job_update(ssn, job) for job in ssn.jobs.values() if only is None or job.uid in only]
 
 
 def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:

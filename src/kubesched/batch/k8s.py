@@ -7,6 +7,8 @@ first, exactly as the framework scheduler would.
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import numpy as np
@@ -18,28 +20,46 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import ScoreNormalizer
 from kubesched.framework.plugin_args import ARGS_MODELS, parse_args
+from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, IntArray
 from kubesched.plugins import default_registry
 
 
+@functools.cache
+def _registry() -> Registry:
+    """The in-tree plugins (built once: sessions build their plugin instances from it)."""
+    return default_registry()
+
+
+@functools.cache
+def _args(name: str, raw_json: str) -> Any:
+    model = ARGS_MODELS.get(name)
+    return parse_args(model, json.loads(raw_json)) if model is not None else None
+
+
 def session_snapshot(ssn: Session) -> Snapshot:
+    """The session's nodes as the framework plugins read them (one per session, shared)."""
+    snap = ssn.framework_snapshot
+    if isinstance(snap, Snapshot):
+        return snap
     snap = Snapshot()
     snap.table = ssn.table
     snap.node_infos = ssn.node_infos
     if ssn.pod_index is not None:
         # The cache's pods plus the tasks this session has placed (see Session.index_add).
         snap.pod_index = ssn.pod_index
+    ssn.framework_snapshot = snap
     return snap
 
 
 def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> Any | None:
     """An instance of the in-tree plugin ``name`` (``None`` when kubesched has no such plugin)."""
-    registry = default_registry()
+    registry = _registry()
     if name not in registry:
         return None
-    model = ARGS_MODELS.get(name)
-    args = parse_args(model, raw_args) if model is not None else None
+    # Parsed once per plugin and arguments (the plugins do not write to their args).
+    args = _args(name, json.dumps(raw_args, sort_keys=True))
     handle = Handle(store=None, snapshot=session_snapshot(ssn), now=lambda: ssn.now, rng=ssn.rng)  # type: ignore[arg-type]
     return registry[name].factory(args, handle)
 

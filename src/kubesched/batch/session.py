@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
+    from kubesched.batch.queue_totals import QueueTotals
     from kubesched.batch.statement import Statement
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
@@ -90,6 +91,35 @@ class PodGroupConditionUpdate:
 class Evictee:
     task: TaskInfo
     reason: str
+
+
+class ParkedJobs:
+    """Waiting jobs of one queue, in job order (by :meth:`Session.job_order_key`), pulled one at a
+    time. Each has pending tasks, none best-effort, and is admitted and valid; ``requests`` holds
+    one task per distinct request among their pending tasks, so a queue that refuses all of them
+    (with monotone allocatable functions) refuses every job left."""
+
+    def __init__(self, jobs: Iterator[tuple[Any, JobInfo]], requests: list[TaskInfo]) -> None:
+        self._jobs = jobs
+        self._head = next(jobs, None)
+        self.requests = requests
+
+    def peek_key(self) -> Any:
+        """The next job's key (``None`` when none is left)."""
+        return self._head[0] if self._head is not None else None
+
+    def pop(self) -> JobInfo:
+        assert self._head is not None
+        job = self._head[1]
+        self._head = next(self._jobs, None)
+        return job
+
+    def empty(self) -> bool:
+        return self._head is None
+
+    def drop(self) -> None:
+        """Leave the rest (they would all be refused)."""
+        self._head = None
 
 
 class Session:
@@ -153,6 +183,29 @@ class Session:
         self.evicted: list[TaskInfo] = []
         #: Committed allocations, bound when the session closes.
         self.to_bind: list[TaskInfo] = []
+        #: Every task a statement operated on (allocated, pipelined, evicted), in order; the scheduler
+        #: puts what was not carried out back as it was when the session ends.
+        self.touched: list[TaskInfo] = []
+        #: Uids of the jobs that may have something to admit or place: pending tasks, or a phase
+        #: before Running (``None``: every job). Set by the scheduler, which tracks them between
+        #: sessions; the enqueue, allocate and backfill actions look at these jobs only.
+        self.waiting: dict[str, None] | None = None
+        #: Queue → its parked jobs (see :class:`ParkedJobs`): waiting jobs the scheduler keeps out
+        #: of ``waiting`` and hands to allocate in job order, to be pulled only when reached.
+        self.parked: dict[str, ParkedJobs] = {}
+        #: Uids of the jobs allocate tried to place.
+        self.attempted: set[str] = set()
+        #: Uids of the jobs whose PodGroup status the session works out at close (``None``: every
+        #: job). The scheduler leaves out jobs for which it would come out unchanged.
+        self.update_jobs: set[str] | None = None
+        #: Per-queue sums over ``jobs`` as they are at open, when the scheduler keeps them between
+        #: sessions (``None``: plugins sum the jobs themselves).
+        self.queue_totals: QueueTotals | None = None
+        #: Each queue's deserved resources, left by the proportion plugin at close (``None``: no
+        #: proportion in this session).
+        self.queue_deserved: dict[str, Vector] | None = None
+        #: The framework ``Snapshot`` the reused kube-scheduler plugins read (see ``batch.k8s``).
+        self.framework_snapshot: object | None = None
         #: Committed evictions, deleted when the session closes.
         self.to_evict: list[Evictee] = []
         #: Jobs the session dropped as invalid (jobValid said no): uid → the verdict.
@@ -169,6 +222,7 @@ class Session:
         self._resolved: dict[tuple[int, str | None, int], list[tuple[int, Any]]] = {}
         self._options: dict[str, PluginOption] = {p.name: p for t in self.tiers for p in t.plugins}
         self.job_order_fns: dict[str, CompareFn] = {}
+        self.job_order_keys: dict[str, Callable[[JobInfo], Any]] = {}
         self.queue_order_fns: dict[str, CompareFn] = {}
         self.task_order_fns: dict[str, CompareFn] = {}
         self.predicate_fns: dict[str, PredicateFn] = {}
@@ -178,6 +232,8 @@ class Session:
         self.reclaimable_fns: dict[str, EvictableFn] = {}
         self.overused_fns: dict[str, Callable[[QueueInfo], bool]] = {}
         self.allocatable_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = {}
+        #: Plugins whose allocatable function only says no more often as the queue's allocation grows.
+        self.allocatable_monotone: set[str] = set()
         self.preemptive_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = {}
         self.job_ready_fns: dict[str, Callable[[JobInfo], bool]] = {}
         self.job_pipelined_fns: dict[str, Callable[[JobInfo], int]] = {}
@@ -226,14 +282,27 @@ class Session:
         self.version += 1
         self.row_version[slot] = self.version
 
+    def waiting_jobs(self) -> list[JobInfo]:
+        """The jobs with something to admit or place (all jobs unless the scheduler said which)."""
+        if self.waiting is None:
+            return list(self.jobs.values())
+        jobs = self.jobs
+        return [job for uid in self.waiting if (job := jobs.get(uid)) is not None]
+
     def node_tasks(self, slot: int) -> list[TaskInfo]:
         """Tasks of this session's jobs placed on a node (any status with a node)."""
         name = self.table.names[slot]
         return [t for j in self.jobs.values() for t in j.tasks.values() if t.node_name == name]
 
     # -- registration ----------------------------------------------------------------------------
-    def add_job_order_fn(self, name: str, fn: CompareFn) -> None:
+    def add_job_order_fn(self, name: str, fn: CompareFn, key: Callable[[JobInfo], Any] | None = None) -> None:
+        """``key``, when given, orders jobs as ``fn`` does: ``fn(a, b)`` has the sign of comparing
+        ``key(a)`` with ``key(b)`` (lets actions sort by key instead of comparing pairs)."""
         self.job_order_fns[name] = fn
+        if key is not None:
+            self.job_order_keys[name] = key
+        else:
+            self.job_order_keys.pop(name, None)
         self._resolved.clear()
 
     def add_queue_order_fn(self, name: str, fn: CompareFn) -> None:
@@ -266,8 +335,16 @@ class Session:
         self.overused_fns[name] = fn
         self._resolved.clear()
 
-    def add_allocatable_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+    def add_allocatable_fn(
+        self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool], *, monotone: bool = False
+    ) -> None:
+        """``monotone``: once ``fn`` refuses a task, it refuses it for as long as the queue's
+        allocation does not shrink (lets the allocate action skip jobs it would refuse anyway)."""
         self.allocatable_fns[name] = fn
+        if monotone:
+            self.allocatable_monotone.add(name)
+        else:
+            self.allocatable_monotone.discard(name)
         self._resolved.clear()
 
     def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
@@ -342,6 +419,24 @@ class Session:
     def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
         """True when ``left`` goes before ``right``."""
         return self.job_compare(left, right) < 0
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        """A key that sorts jobs as :meth:`job_compare` does (``None`` when an enabled job order
+        function has no key). Keys of distinct jobs never tie (the uid comes last)."""
+        keys: list[Callable[[JobInfo], Any]] = []
+        for tier in self.tiers:
+            for opt in tier.plugins:
+                if opt.name not in self.job_order_fns or not opt.enabled("job_order"):
+                    continue
+                key = self.job_order_keys.get(opt.name)
+                if key is None:
+                    return None
+                keys.append(key)
+
+        def job_key(job: JobInfo) -> tuple[Any, ...]:
+            return (*[k(job) for k in keys], job.creation_timestamp, job.uid)
+
+        return job_key
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
         for _, fn in self._each(self.queue_order_fns, "queue_order"):
@@ -464,6 +559,16 @@ class Session:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.allocatable_for(queue, task)
+
+    def allocatable_is_monotone(self) -> bool:
+        """Whether every enabled allocatable function is monotone (see :meth:`add_allocatable_fn`)."""
+        names = [
+            opt.name
+            for tier in self.tiers
+            for opt in tier.plugins
+            if opt.name in self.allocatable_fns and opt.enabled("allocatable")
+        ]
+        return bool(names) and all(n in self.allocatable_monotone for n in names)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for _, fn in self._each(self.preemptive_fns, "preemptive"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from math import floor
+from math import floor, isfinite
 
 import numpy as np
 import numpy.typing as npt
@@ -82,7 +82,7 @@ class ResourceSpace:
             raise ValueError(f"vector of shape {vec.shape} does not fit {len(self.names)} resources")
         out: dict[str, int] = {}
         for name, value in zip(self.names, vec.tolist(), strict=True):
-            if not np.isfinite(value):
+            if not isfinite(value):
                 continue
             quantity = floor(value)
             if quantity or keep_zero:

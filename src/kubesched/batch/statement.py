@@ -62,6 +62,7 @@ class Statement:
         ssn.index_remove(task)
         ssn.fire_deallocate(task)
         self.operations.append(Operation(Op.EVICT, task, reason, previous))
+        ssn.touched.append(task)
 
     def _unevict(self, o: Operation) -> None:
         ssn = self.ssn
@@ -96,6 +97,7 @@ class Statement:
         ssn.index_add(task, slot)
         ssn.fire_allocate(task)
         self.operations.append(Operation(Op.PIPELINE, task, "", previous))
+        ssn.touched.append(task)
 
     def _unpipeline(self, o: Operation) -> None:
         ssn = self.ssn
@@ -124,6 +126,7 @@ class Statement:
         task.last_status = TaskStatus.ALLOCATED
         ssn.fire_allocate(task)
         self.operations.append(Operation(Op.ALLOCATE, task, "", previous))
+        ssn.touched.append(task)
 
     def _unallocate(self, o: Operation) -> None:
         ssn = self.ssn

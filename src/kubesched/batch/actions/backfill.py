@@ -33,8 +33,8 @@ class BackfillAction:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending() or ssn.job_valid(job) is not None:
+        for job in ssn.waiting_jobs():
+            if not job.pending_best_effort or job.is_pending() or ssn.job_valid(job) is not None:
                 continue
             queue = ssn.queues.get(job.queue)
             if queue is None:

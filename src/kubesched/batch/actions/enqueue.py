@@ -14,17 +14,20 @@ class EnqueueAction:
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        seen: set[str] = set()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.waiting_jobs():
+            if not job.is_pending():
+                continue
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
-            if queue.name not in seen:
-                seen.add(queue.name)
+            jobs = jobs_by_queue.get(queue.name)
+            if jobs is None:
+                # Only queues with jobs to admit are visited: a queue without any would be popped
+                # and dropped without effect.
+                jobs = jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order_fn)
                 queues.push(queue)
-            if job.is_pending():
-                jobs_by_queue.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+            jobs.push(job)
         while not queues.empty():
             queue = queues.pop()
             jobs = jobs_by_queue.get(queue.name)

@@ -15,13 +15,13 @@ provided; the hierarchy switch is accepted and ignored (the conf loader warns ab
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import cast
 
 import numpy as np
 
 from kubesched.batch.conf import PluginOption
-from kubesched.batch.job_info import PERMIT, JobInfo, TaskInfo
+from kubesched.batch.job_info import PERMIT, JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Event, EventHandler, Session
 from kubesched.batch.shares import Vector, dominant_resource, dominant_share, drf_preemptable, job_share_order
 
@@ -33,7 +33,7 @@ class DrfPlugin:
         self.option = option
         self.total: Vector = np.zeros(0, dtype=np.float64)
         #: Job uid → resources its allocated and pipelined tasks hold in this session.
-        self.allocated: dict[str, Vector] = {}
+        self.allocated: _Allocations = _Allocations({})
         #: Job uid → dominant share of ``allocated``; a job whose allocation moved since is left out
         #: until its share is read again (events come for every task, orders read far less often).
         self.shares: dict[str, float] = {}
@@ -45,13 +45,14 @@ class DrfPlugin:
             alloc = self.allocated.get(job_uid)
             if alloc is None:
                 return 0.0
-            share = self.shares[job_uid] = dominant_share(alloc, self.total)
+            # Nothing held is a share of 0 whatever the total (most jobs waiting hold nothing).
+            share = self.shares[job_uid] = dominant_share(alloc, self.total) if alloc.any() else 0.0
         return share
 
     def _update(self, job_uid: str, delta: Vector, sign: int) -> None:
-        alloc = self.allocated.get(job_uid)
+        alloc = self.allocated.made(job_uid)
         if alloc is None:
-            return
+            return  # not read yet: made from the job's tasks when first read
         if sign > 0:
             alloc += delta
         else:
@@ -61,15 +62,14 @@ class DrfPlugin:
     # -- session -------------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
         self.total = np.array(ssn.total_resource, dtype=np.float64)
-        for job in ssn.jobs.values():
-            alloc = np.array(job.allocated, dtype=np.float64)
-            self.allocated[job.uid] = alloc
-            self.shares[job.uid] = dominant_share(alloc, self.total)
+        # Allocations and shares are worked out when first read (most jobs are never ordered).
+        self.allocated = _Allocations(dict(ssn.jobs))
+        self.shares = {}
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             return job_share_order(self.share_of(left.uid), self.share_of(right.uid))
 
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order, key=lambda j: self.share_of(j.uid))
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             mine = self.allocated.get(preemptor.job)
@@ -105,3 +105,38 @@ class DrfPlugin:
         if alloc is None:
             return "", 0.0
         return dominant_resource(ssn.space, alloc, self.total)
+
+
+class _Allocations(Mapping[str, Vector]):
+    """Job uid → what the job's allocated and pipelined tasks hold, made on first read.
+
+    The event handlers add and take away each task a statement allocates, pipelines or evicts, so
+    an entry made later from the job itself (tasks in allocated statuses, plus pipelined tasks) has
+    the value the handlers would have brought a copy taken at open to."""
+
+    def __init__(self, jobs: Mapping[str, JobInfo]) -> None:
+        self._jobs = jobs
+        self._made: dict[str, Vector] = {}
+
+    def made(self, uid: str) -> Vector | None:
+        """The entry if it was read already (``None`` otherwise)."""
+        return self._made.get(uid)
+
+    def __getitem__(self, uid: str) -> Vector:
+        alloc = self._made.get(uid)
+        if alloc is None:
+            job = self._jobs[uid]
+            alloc = job.allocated.copy()
+            for task in job.task_status_index.get(TaskStatus.PIPELINED, {}).values():
+                alloc += task.resreq
+            self._made[uid] = alloc
+        return alloc
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._jobs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._jobs)
+
+    def __len__(self) -> int:
+        return len(self._jobs)

@@ -79,7 +79,7 @@ class GangPlugin:
                 return -1
             return 0
 
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order, key=lambda j: j.is_ready())
         ssn.add_job_ready_fn(self.name, lambda j: j.check_task_ready() and j.is_ready())
         ssn.add_job_pipelined_fn(
             self.name, lambda j: PERMIT if j.check_task_pipelined() and j.is_pipelined() else REJECT
@@ -87,8 +87,9 @@ class GangPlugin:
         ssn.add_job_starving_fn(self.name, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
+        only = ssn.update_jobs
         for job in ssn.jobs.values():
-            if not job.tasks:
+            if not job.tasks or (only is not None and job.uid not in only):
                 continue
             if not job.is_ready():
                 if _skip_for_releasing(job):

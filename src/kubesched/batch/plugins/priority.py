@@ -22,7 +22,7 @@ class PriorityPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_fn(self.name, lambda a, b: _desc(a.priority, b.priority))
-        ssn.add_job_order_fn(self.name, lambda a, b: _desc(a.priority, b.priority))
+        ssn.add_job_order_fn(self.name, lambda a, b: _desc(a.priority, b.priority), key=lambda j: -j.priority)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             pjob = ssn.jobs.get(preemptor.job)

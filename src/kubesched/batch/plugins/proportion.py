@@ -24,6 +24,7 @@ for the scheduler's Queue status.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,14 +32,13 @@ import numpy as np
 
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import (
-    ALLOCATED_STATUSES,
     PERMIT,
     REJECT,
     JobInfo,
     QueueInfo,
     TaskInfo,
-    TaskStatus,
 )
+from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import Event, EventHandler, Session
 from kubesched.batch.shares import (
     QueueDemand,
@@ -124,40 +124,29 @@ class ProportionPlugin:
             guarantee=guarantee,
         )
 
-    @staticmethod
-    def _add_job(attr: QueueAttr, job: JobInfo) -> None:
-        for status, tasks in job.task_status_index.items():
-            if status in ALLOCATED_STATUSES:
-                for t in tasks.values():
-                    attr.allocated += t.resreq
-                    attr.request += t.resreq
-            elif status == TaskStatus.PENDING:
-                for t in tasks.values():
-                    attr.request += t.resreq
-        has_min = bool(job.pod_group.min_resources)
-        # Admitted jobs reserve the part of minResources they do not hold yet; a running job keeps
-        # its reservation only while it still has at least minMember tasks holding resources.
-        if has_min and (
-            job.phase == "Inqueue"
-            or (job.phase == "Running" and job.allocated_task_num() >= job.pod_group.min_member)
-        ):
-            attr.inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
-        attr.elastic += np.maximum(job.allocated - job.min_resources, 0.0)
-
     def on_session_open(self, ssn: Session) -> None:
         total = np.array(ssn.total_resource, dtype=np.float64)
         total_guarantee = ssn.space.zeros()
         for q in ssn.queues.values():
             total_guarantee += q.guarantee
-        for job in ssn.jobs.values():
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
+        # Per queue: what its jobs hold, ask for, hold beyond minResources and reserve. The
+        # scheduler keeps these sums between sessions; without them they are summed here.
+        totals = ssn.queue_totals
+        if totals is None:
+            totals = QueueTotals(ssn.space)
+            for uid, job in ssn.jobs.items():
+                totals.set(uid, job)
+        for name, queue in ssn.queues.items():
+            qs = totals.queues.get(name)
+            if qs is None:
                 continue
-            attr = self.attrs.get(queue.name)
+            attr = self.attrs.get(name)
             if attr is None:
-                attr = self._attr_for(ssn, queue, total, total_guarantee)
-                self.attrs[queue.name] = attr
-            self._add_job(attr, job)
+                attr = self.attrs[name] = self._attr_for(ssn, queue, total, total_guarantee)
+            attr.allocated += qs.allocated
+            attr.request += qs.request
+            attr.elastic += qs.elastic
+            attr.inqueue += qs.inqueue
 
         deserved = proportion_deserved(
             total,
@@ -182,7 +171,11 @@ class ProportionPlugin:
         ssn.add_queue_order_fn(self.name, self.queue_order)
         ssn.add_reclaimable_fn(self.name, lambda reclaimer, reclaimees: self.reclaimable(ssn, reclaimees))
         ssn.add_overused_fn(self.name, self.overused)
-        ssn.add_allocatable_fn(self.name, lambda queue, task: self.allocatable(ssn, queue, task))
+        # Monotone: a queue refuses a task when its allocation plus the task exceeds deserved, and
+        # deserved is fixed for the session.
+        ssn.add_allocatable_fn(
+            self.name, lambda queue, task: self.allocatable(ssn, queue, task), monotone=True
+        )
         ssn.add_preemptive_fn(self.name, lambda queue, task: self.allocatable(ssn, queue, task))
         ssn.add_job_enqueueable_fn(self.name, lambda job: self.job_enqueueable(ssn, job))
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
@@ -285,4 +278,28 @@ class ProportionPlugin:
         return out
 
     def on_session_close(self, ssn: Session) -> None:
-        setattr(ssn, "queue_shares", self.report(ssn))  # noqa: B010
+        # The dicts are built when first read (a session closes far more often than it is reported).
+        setattr(ssn, "queue_shares", _LazyReport(lambda: self.report(ssn)))  # noqa: B010
+        ssn.queue_deserved = {name: a.deserved for name, a in self.attrs.items()}
+
+
+class _LazyReport(Mapping[str, dict[str, Any]]):
+    """A mapping computed on first access."""
+
+    def __init__(self, build: Callable[[], dict[str, dict[str, Any]]]) -> None:
+        self._build = build
+        self._data: dict[str, dict[str, Any]] | None = None
+
+    def _get(self) -> dict[str, dict[str, Any]]:
+        if self._data is None:
+            self._data = self._build()
+        return self._data
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())

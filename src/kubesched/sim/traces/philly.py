@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME
 from kubesched.errors import InputError
 from kubesched.sim.traces.generic import (
     GPU_RESOURCE,
@@ -87,6 +88,7 @@ def load_philly(path: Path, on_bad_row: OnBadRow = "skip", limit: int | None = N
                     arrival=arrival,
                     duration=duration,
                     requests={GPU_RESOURCE: g},
+                    scheduler_name=BATCH_SCHEDULER_NAME,
                     group=name,
                     group_min_member=len(gpus),
                     queue=cluster,
