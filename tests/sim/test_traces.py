@@ -169,6 +169,8 @@ def test_philly():
     assert first.requests == {"nvidia.com/gpu": 8}
     assert (big0.requests, big1.requests) == ({"nvidia.com/gpu": 8}, {"nvidia.com/gpu": 4})
     assert big0.group == big1.group == "philly-000002"
+    # Philly jobs are batch jobs: the Volcano profile places them, gang by gang.
+    assert {p.scheduler_name for p in w.pods} == {"volcano"}
     assert w.groups["philly-000002"].min_member == 2
     assert w.groups["philly-000002"].queue == "6214e9"
     assert last.arrival == (2 * 86400 + 5 * 3600 + 50 * 60 + 16)

@@ -11,6 +11,7 @@ adding and taking away parts is exact.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,9 @@ class JobPart:
     elastic: Vector
     #: ``minResources`` the job reserves and does not hold yet (proportion's inqueue resources).
     inqueue: Vector
+    #: What the job reserves for the overcommit plugin: all of ``minResources`` while Inqueue, the
+    #: part not held yet while Running with ``minMember`` tasks holding resources.
+    reserved: Vector
     #: Tasks binding, bound or running.
     holding: int
     #: Pending tasks.
@@ -49,6 +53,7 @@ class QueueSum:
     pending_request: Vector
     elastic: Vector
     inqueue: Vector
+    reserved: Vector
     holding: int = 0
     pending: int = 0
     jobs: int = 0
@@ -83,19 +88,21 @@ def job_part(job: JobInfo, space: ResourceSpace) -> JobPart:
     if not job.pod_group.min_resources:
         # No minResources: the whole allocation is elastic, nothing is reserved.
         elastic = allocated
-        inqueue = space.zeros()
+        inqueue = reserved = space.zeros()
     else:
         elastic = np.maximum(allocated - job.min_resources, 0.0)
         if reserves_min_resources(job):
             inqueue = np.maximum(job.min_resources - allocated, 0.0)
+            reserved = job.min_resources.copy() if job.phase == "Inqueue" else inqueue
         else:
-            inqueue = space.zeros()
+            inqueue = reserved = space.zeros()
     return JobPart(
         job.queue,
         allocated,
         pending_request,
         elastic,
         inqueue,
+        reserved,
         sum(len(index.get(s, ())) for s in HOLDING_STATUSES),
         len(pending_tasks) if pending_tasks else 0,
     )
@@ -112,6 +119,21 @@ class QueueTotals:
     def __len__(self) -> int:
         return len(self.parts)
 
+    @classmethod
+    def of(cls, space: ResourceSpace, jobs: Mapping[str, JobInfo]) -> QueueTotals:
+        """The sums over ``jobs``."""
+        totals = cls(space)
+        for uid, job in jobs.items():
+            totals.set(uid, job)
+        return totals
+
+    def reserved(self) -> Vector:
+        """What all jobs reserve for the overcommit plugin."""
+        out = self.space.zeros()
+        for qs in self.queues.values():
+            out += qs.reserved
+        return out
+
     def set(self, uid: str, job: JobInfo | None) -> None:
         """Make ``job`` (``None``: no job) the one counted under ``uid``."""
         old = self.parts.pop(uid, None)
@@ -125,6 +147,7 @@ class QueueTotals:
                 qs.pending_request -= old.pending_request
                 qs.elastic -= old.elastic
                 qs.inqueue -= old.inqueue
+                qs.reserved -= old.reserved
                 qs.holding -= old.holding
                 qs.pending -= old.pending
         if job is None:
@@ -138,6 +161,7 @@ class QueueTotals:
                 part.pending_request.copy(),
                 part.elastic.copy(),
                 part.inqueue.copy(),
+                part.reserved.copy(),
                 part.holding,
                 part.pending,
                 1,
@@ -148,6 +172,7 @@ class QueueTotals:
         into.pending_request += part.pending_request
         into.elastic += part.elastic
         into.inqueue += part.inqueue
+        into.reserved += part.reserved
         into.holding += part.holding
         into.pending += part.pending
 

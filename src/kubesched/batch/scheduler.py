@@ -160,8 +160,12 @@ class BatchScheduler:
         seed: int | None = 0,
         scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,),
         schedule_period: float = DEFAULT_SCHEDULE_PERIOD,
+        incremental: bool = True,
     ) -> None:
-        """``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s)."""
+        """``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s).
+        ``incremental=False`` rebuilds every job each session and works out every job's status
+        (the reference the incremental bookkeeping must agree with; for tests and measurements)."""
+        self.incremental = incremental
         self.store = store
         self.conf = conf
         self.now = now
@@ -216,8 +220,7 @@ class BatchScheduler:
         #: Queue → its parked jobs; job uid → the queue it is parked under.
         self._parked: dict[str, _Parked] = {}
         self._parked_in: dict[str, str] = {}
-        #: Parking needs actions that only admit and place (a preempt or reclaim may move any job).
-        self._parking = set(conf.actions) <= {"enqueue", "allocate", "backfill"}
+        self._parking_actions = set(conf.actions) <= {"enqueue", "allocate", "backfill"}
         #: Per job, (phase, job fit errors, task fit errors) as of its last job update.
         self._outcome_keys: dict[str, tuple[str, str, dict[str, str]]] = {}
         #: Per-queue sums over the live jobs (proportion's inputs, the queue report).
@@ -679,6 +682,8 @@ class BatchScheduler:
         start = time.perf_counter()
         cpu_start = time.process_time()
         pending_before = len(self.pending)
+        if not self.incremental:
+            self._rebuild_all = True
         snap, missing_queue = self.build_snapshot()
         snap.rng = self.rng
         # Jobs a watch event changed since the last session (rebuilt, or their PodGroup's status
@@ -687,8 +692,11 @@ class BatchScheduler:
         self._changed = set()
         snap.queue_totals = self._recount(changed, snap.jobs)
         ssn = open_session(snap, self.conf)
-        ssn.waiting = self._session_waiting(ssn, changed)
-        active = changed | ssn.waiting.keys()
+        if self.incremental:
+            ssn.waiting = self._session_waiting(ssn, changed)
+            active = changed | ssn.waiting.keys()
+        else:
+            active = set(snap.jobs)
         open_phase = {uid: snap.jobs[uid].phase for uid in active}
         ssn.last_processed_node_index = self.last_processed_node_index
         self._drop_invalid_jobs(ssn, changed)
@@ -703,7 +711,8 @@ class BatchScheduler:
         active |= touched | ssn.attempted
         worked_on = set(active)
         evented = {job.uid for job, _, _, _ in ssn.pod_group_events}
-        active -= self._unchanged_outcomes(ssn, active - changed - moved - evented)
+        if self.incremental:
+            active -= self._unchanged_outcomes(ssn, active - changed - moved - evented)
         ssn.update_jobs = active
         self.last_processed_node_index = ssn.last_processed_node_index
         ssn.restore_pod_index()
@@ -786,6 +795,11 @@ class BatchScheduler:
             parked.add(job)
         else:
             self._unparked[uid] = None
+
+    @property
+    def _parking(self) -> bool:
+        """Parking needs actions that only admit and place (a preempt or reclaim may move any job)."""
+        return self.incremental and self._parking_actions
 
     def _parkable(self, job: JobInfo) -> bool:
         """A waiting job is parked when only its queue can keep it waiting: the last session ended
@@ -1205,7 +1219,7 @@ def _check_totals(kept: QueueTotals, fresh: QueueTotals) -> None:
         )
     for name, qs in fresh.queues.items():
         k = kept.queues[name]
-        for attr in ("allocated", "pending_request", "elastic", "inqueue"):
+        for attr in ("allocated", "pending_request", "elastic", "inqueue", "reserved"):
             if not np.array_equal(getattr(k, attr), getattr(qs, attr)):
                 raise AssertionError(f"queue {name}: kept {attr} {getattr(k, attr)} != {getattr(qs, attr)}")
         if (k.holding, k.pending, k.jobs) != (qs.holding, qs.pending, qs.jobs):

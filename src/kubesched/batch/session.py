@@ -193,6 +193,8 @@ class Session:
         #: Queue → its parked jobs (see :class:`ParkedJobs`): waiting jobs the scheduler keeps out
         #: of ``waiting`` and hands to allocate in job order, to be pulled only when reached.
         self.parked: dict[str, ParkedJobs] = {}
+        #: Fit error messages of tasks no node has the resources for, by (request threshold, version).
+        self.fit_error_cache: dict[tuple[bytes, int], str] = {}
         #: Uids of the jobs allocate tried to place.
         self.attempted: set[str] = set()
         #: Uids of the jobs whose PodGroup status the session works out at close (``None``: every

@@ -181,9 +181,12 @@ def proportion_deserved(
     n = len(queues)
     if n == 0:
         return {}
-    names = [q.name for q in queues]
-    if len(set(names)) != n:
+    if len({q.name for q in queues}) != n:
         raise ValueError("queue names repeat")
+    # By name: the sums below round, so the order of the queues would show in the last bits of
+    # what they deserve (and in share ties); the result does not depend on the caller's order.
+    queues = sorted(queues, key=lambda q: q.name)
+    names = [q.name for q in queues]
     total = np.asarray(total, dtype=np.float64)
     zero = np.zeros_like(total)
     weights = np.array([q.weight for q in queues], dtype=np.float64)

@@ -192,9 +192,15 @@ def predicate_nodes(ssn: Session, task: TaskInfo, *, check_resources: bool = Tru
     n = len(order)
     if n == 0:
         return NodeChoice(order, fit_error_message(0, {}))
-    passed = ssn.predicate_mask(task)
     if check_resources:
-        passed = passed & ~resource_short(ssn, task, future=True)
+        short = resource_short(ssn, task, future=True)
+        if short[order].all():
+            # No node has the resources: nothing is feasible whatever the predicates say, the
+            # message counts only the shortages, and the search starts where it did.
+            return NodeChoice(order[:0], shortage_error(ssn, task))
+        passed = ssn.predicate_mask(task) & ~short
+    else:
+        passed = ssn.predicate_mask(task)
     to_find = ssn.num_feasible_nodes_to_find
     start = ssn.last_processed_node_index % n
     rotated = np.concatenate((order[start:], order[:start])) if start else order
@@ -209,6 +215,26 @@ def predicate_nodes(ssn: Session, task: TaskInfo, *, check_resources: bool = Tru
     if len(feasible):
         return NodeChoice(feasible, "")
     return NodeChoice(feasible, fit_error(ssn, task, check_resources=check_resources))
+
+
+def shortage_error(ssn: Session, task: TaskInfo) -> str:
+    """:func:`fit_error` when every ready node lacks resources for the task: ``Insufficient
+    <resource>`` per node, the first resource (in column order) that does not fit. Tasks with the
+    same request get the same message until a node row changes (kept per session version)."""
+    threshold = fit_threshold(task)
+    key = (threshold.tobytes(), ssn.version)
+    cached = ssn.fit_error_cache.get(key)
+    if cached is not None:
+        return cached
+    order = ssn.node_slots
+    bad = _idle(ssn, True)[order] <= threshold
+    first = np.argmax(bad, axis=1)
+    names = ssn.table.resource_names
+    num = np.bincount(first, minlength=bad.shape[1])
+    counts = {f"Insufficient {names[c]}": int(num[c]) for c in np.flatnonzero(num).tolist()}
+    msg = fit_error_message(len(order), counts)
+    ssn.fit_error_cache[key] = msg
+    return msg
 
 
 def fit_error(ssn: Session, task: TaskInfo, *, check_resources: bool = True) -> str:

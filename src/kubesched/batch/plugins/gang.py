@@ -88,8 +88,9 @@ class GangPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         only = ssn.update_jobs
-        for job in ssn.jobs.values():
-            if not job.tasks or (only is not None and job.uid not in only):
+        jobs = ssn.jobs.values() if only is None else [j for u in only if (j := ssn.jobs.get(u)) is not None]
+        for job in jobs:
+            if not job.tasks:
                 continue
             if not job.is_ready():
                 if _skip_for_releasing(job):

@@ -168,7 +168,7 @@ class NodeOrderPlugin:
                 continue
             plugin = k8s.build(s.plugin, ssn, s.args)
             if plugin is not None:
-                normalizer = s.normalize and isinstance(plugin, ScoreNormalizer)
+                normalizer = s.normalize and _normalizes(type(plugin))
                 self._active.append((s, plugin, w, normalizer))
         self._snapshot = k8s.session_snapshot(ssn)
         self._ssn = ssn
@@ -300,3 +300,15 @@ class NodeOrderPlugin:
         self._cache = {}
         self._active = []
         self._ssn = None
+
+
+_NORMALIZES: dict[type, bool] = {}
+
+
+def _normalizes(cls: type) -> bool:
+    """Whether the plugin class normalizes its scores (checked once per class: a protocol check
+    looks at every method)."""
+    known = _NORMALIZES.get(cls)
+    if known is None:
+        known = _NORMALIZES[cls] = issubclass(cls, ScoreNormalizer)
+    return known

@@ -12,6 +12,7 @@ import numpy as np
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import PERMIT, REJECT, JobInfo
 from kubesched.batch.plugins.args import get_float
+from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import Session
 from kubesched.batch.shares import MIN_RESOURCE, Vector
 
@@ -39,16 +40,10 @@ class OvercommitPlugin:
         names = ssn.space.names
         used = ssn.used_array()[ssn.node_slots].sum(axis=0)
         idle: Vector = ssn.total_resource * factor - used
-        inqueue: Vector = ssn.space.zeros()
-        for job in ssn.jobs.values():
-            if not job.pod_group.min_resources:
-                continue
-            if job.phase == "Inqueue":
-                inqueue += job.min_resources
-            elif job.phase == "Running" and job.allocated_task_num() >= job.pod_group.min_member:
-                dims = np.array([n in job.pod_group.min_resources for n in names], dtype=np.bool_)
-                reserved = np.where(dims, np.maximum(job.min_resources - job.allocated, 0.0), 0.0)
-                inqueue += reserved
+        # What admitted jobs reserve: all of minResources while Inqueue, the part not held yet
+        # while Running with minMember tasks holding resources (kept per queue by the scheduler).
+        totals = ssn.queue_totals if ssn.queue_totals is not None else QueueTotals.of(ssn.space, ssn.jobs)
+        inqueue: Vector = totals.reserved()
 
         def enqueueable(job: JobInfo) -> int:
             if not job.pod_group.min_resources:
