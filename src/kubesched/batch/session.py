@@ -409,14 +409,24 @@ class Session:
         return opt is not None and opt.enabled(switch)
 
     # -- orders ----------------------------------------------------------------------------------
-    def job_compare(self, left: JobInfo, right: JobInfo) -> int:
-        for _, fn in self._each(self.job_order_fns, "job_order"):
+    def _tiered_compare(
+        self, fns: dict[str, Any], switch: str, left: Any, right: Any, created: Callable[[Any], str]
+    ) -> int:
+        """Volcano's order functions: the first enabled plugin (tier by tier) with an opinion
+        decides; otherwise the older object goes first, then the smaller uid."""
+        for _, fn in self._each(fns, switch):
             res = fn(left, right)
             if res != 0:
                 return -1 if res < 0 else 1
-        if left.creation_timestamp == right.creation_timestamp:
-            return (left.uid > right.uid) - (left.uid < right.uid)
-        return -1 if left.creation_timestamp < right.creation_timestamp else 1
+        left_ts, right_ts = created(left), created(right)
+        if left_ts == right_ts:
+            left_uid: str = left.uid
+            right_uid: str = right.uid
+            return (left_uid > right_uid) - (left_uid < right_uid)
+        return -1 if left_ts < right_ts else 1
+
+    def job_compare(self, left: JobInfo, right: JobInfo) -> int:
+        return self._tiered_compare(self.job_order_fns, "job_order", left, right, _created)
 
     def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
         """True when ``left`` goes before ``right``."""
@@ -441,27 +451,13 @@ class Session:
         return job_key
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
-        for _, fn in self._each(self.queue_order_fns, "queue_order"):
-            res = fn(left, right)
-            if res != 0:
-                return -1 if res < 0 else 1
-        lt = str((left.queue.raw.get("metadata") or {}).get("creationTimestamp") or "")
-        rt = str((right.queue.raw.get("metadata") or {}).get("creationTimestamp") or "")
-        if lt == rt:
-            return (left.uid > right.uid) - (left.uid < right.uid)
-        return -1 if lt < rt else 1
+        return self._tiered_compare(self.queue_order_fns, "queue_order", left, right, _queue_created)
 
     def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
         return self.queue_compare(left, right) < 0
 
     def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
-        for _, fn in self._each(self.task_order_fns, "task_order"):
-            res = fn(left, right)
-            if res != 0:
-                return -1 if res < 0 else 1
-        if left.creation_timestamp == right.creation_timestamp:
-            return (left.uid > right.uid) - (left.uid < right.uid)
-        return -1 if left.creation_timestamp < right.creation_timestamp else 1
+        return self._tiered_compare(self.task_order_fns, "task_order", left, right, _created)
 
     def task_order_fn(self, left: TaskInfo, right: TaskInfo) -> bool:
         return self.task_compare(left, right) < 0
@@ -756,3 +752,11 @@ __all__ = [
     "PodGroupConditionUpdate",
     "Session",
 ]
+
+
+def _created(obj: JobInfo | TaskInfo) -> str:
+    return obj.creation_timestamp
+
+
+def _queue_created(queue: QueueInfo) -> str:
+    return str((queue.queue.raw.get("metadata") or {}).get("creationTimestamp") or "")
