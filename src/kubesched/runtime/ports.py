@@ -1,0 +1,124 @@
+"""Side-effect ports: every write a scheduler makes to the cluster goes through one of these.
+
+Both pipelines (and plugins, through their handle) bind, evict, write pod and PodGroup status and
+record events only through these protocols, so the same scheduler objects run against the embedded
+store, the API server kubesched serves, or a real cluster: each of those places supplies its own
+implementation. :class:`StorePorts` implements all of them over a :class:`ClusterStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kubesched.store.base import ClusterStore, NotFound, Obj
+
+#: The condition an evictor puts on a pod before deleting it (upstream ``DisruptionTarget``).
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+class Binder(Protocol):
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """Write the Binding subresource; raises ``StoreError`` (Conflict, NotFound) when refused."""
+        ...
+
+
+class Evictor(Protocol):
+    def evict(self, namespace: str, name: str, reason: str, message: str) -> bool:
+        """Mark the pod a ``DisruptionTarget`` (reason, message) and delete it. False when the pod
+        was already gone (nothing evicted)."""
+        ...
+
+
+class PodStatusWriter(Protocol):
+    def set_pod_condition(
+        self,
+        namespace: str,
+        name: str,
+        condition: Mapping[str, Any],
+        nominated_node: str | None = None,
+    ) -> Obj | None:
+        """Set one pod condition; ``nominated_node``: a node to nominate, "" to clear the nomination,
+        None to leave it. Returns the stored pod, or None when it is gone."""
+        ...
+
+
+class PodGroupStatusWriter(Protocol):
+    def update_pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj | None:
+        """Replace a PodGroup's status; returns the stored object, or None when it is gone."""
+        ...
+
+    def create_pod_group(self, obj: Obj) -> Obj:
+        """Create a PodGroup (Volcano's controller does this for pods that name none); an existing one
+        of that name is returned as it is."""
+        ...
+
+
+class EventRecorder(Protocol):
+    def record(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        """Record an ``events.k8s.io/v1`` Event about ``regarding``."""
+        ...
+
+
+@dataclass(slots=True)
+class Ports:
+    """The full set of side-effect ports a scheduler is given."""
+
+    binder: Binder
+    evictor: Evictor
+    pod_status: PodStatusWriter
+    pod_group_status: PodGroupStatusWriter
+    events: EventRecorder
+
+
+class StorePorts:
+    """Every port, written straight to a :class:`ClusterStore` (the embedded cluster)."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        self.store.bind(namespace, name, uid, node_name)
+
+    def evict(self, namespace: str, name: str, reason: str, message: str) -> bool:
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message}
+        if self.store.update_pod_condition(namespace, name, condition) is None:
+            return False
+        try:
+            self.store.delete("Pod", namespace, name)
+        except NotFound:
+            return False
+        return True
+
+    def set_pod_condition(
+        self,
+        namespace: str,
+        name: str,
+        condition: Mapping[str, Any],
+        nominated_node: str | None = None,
+    ) -> Obj | None:
+        return self.store.update_pod_condition(namespace, name, condition, nominated_node=nominated_node)
+
+    def update_pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj | None:
+        obj = self.store.get("PodGroup", namespace, name)
+        if obj is None:
+            return None
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        return self.store.update({**obj, "metadata": meta, "status": dict(status)})
+
+    def create_pod_group(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        existing = self.store.get("PodGroup", meta.get("namespace"), str(meta.get("name")))
+        return existing if existing is not None else self.store.create(obj)
+
+    def record(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        self.store.record_event(regarding, event_type, reason, action, note, reporter)
+
+    def ports(self) -> Ports:
+        return Ports(self, self, self, self, self)

@@ -1,0 +1,231 @@
+"""Shared informers: one watch per kind, each object parsed once, listers and fanned-out handlers.
+
+As client-go's SharedInformerFactory: whoever needs a kind (a scheduler, a plugin through its
+handle, the simulation's bookkeeping) asks the factory for that kind's :class:`Informer`, registers
+handlers and reads through its lister; nobody else opens a watch on the store. Every event is
+parsed into its typed view once and handed to every subscriber in registration order.
+
+Events are applied when the driver calls :meth:`InformerFactory.pump` — between scheduling steps, on
+the driver's own thread — so a scheduling cycle or a batch session reads a lister that does not move
+under it, while the store itself may take writes from other threads at any time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from kubesched.store.base import ClusterStore, EventType, Obj, Watch, WatchEvent, object_key
+
+log = logging.getLogger(__name__)
+
+V = TypeVar("V")
+
+#: Parses a stored object into its typed view; gets the previous view of the same object (None for
+#: a new one) so that unchanged parts can be reused. Raises on an object it cannot parse.
+Parser = Callable[[Obj, Any], Any]
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Change(Generic[V]):
+    """One delivered event: the raw objects and their typed views.
+
+    ``view`` is the parsed new object (the last state for DELETED); ``old_view`` the previous view,
+    if the informer had one. A view is None when the object did not parse (a warning was logged).
+    """
+
+    type: EventType
+    kind: str
+    obj: Obj
+    old: Obj | None
+    view: V | None
+    old_view: V | None
+
+
+Handler = Callable[[Change[Any]], None]
+IndexFunc = Callable[[Any], Iterable[str]]
+
+
+def _identity(obj: Obj, _previous: Any) -> Obj:
+    return obj
+
+
+class Informer(Generic[V]):
+    """One kind's cache (the lister) and its subscribers."""
+
+    def __init__(self, kind: str, parse: Parser) -> None:
+        self.kind = kind
+        self._parse = parse
+        self._raw: dict[Key, Obj] = {}
+        self._views: dict[Key, V] = {}
+        self._by_namespace: dict[str, dict[Key, V]] = {}
+        self._handlers: list[Handler] = []
+        self._indexers: dict[str, IndexFunc] = {}
+        self._indexes: dict[str, dict[str, dict[Key, V]]] = {}
+
+    # -- subscribers -----------------------------------------------------------------------------
+    def add_handler(self, handler: Handler, *, replay: bool = True) -> None:
+        """Subscribe to this kind's changes. With ``replay``, the handler first gets an ADDED for
+        every object already known (as client-go replays the store to a late handler)."""
+        self._handlers.append(handler)
+        if replay:
+            for key, obj in list(self._raw.items()):
+                handler(Change(EventType.ADDED, self.kind, obj, None, self._views.get(key), None))
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        """Index the views by the values ``func`` gives (``by_index(name, value)`` then lists them)."""
+        self._indexers[name] = func
+        index: dict[str, dict[Key, V]] = {}
+        for key, view in self._views.items():
+            for value in func(view):
+                index.setdefault(value, {})[key] = view
+        self._indexes[name] = index
+
+    # -- lister ----------------------------------------------------------------------------------
+    def get(self, namespace: str | None, name: str) -> V | None:
+        return self._views.get(object_key(self.kind, namespace, name))
+
+    def get_raw(self, namespace: str | None, name: str) -> Obj | None:
+        return self._raw.get(object_key(self.kind, namespace, name))
+
+    def list(self) -> list[V]:
+        return list(self._views.values())
+
+    def list_raw(self) -> builtins.list[Obj]:
+        return list(self._raw.values())
+
+    def in_namespace(self, namespace: str) -> builtins.list[V]:
+        return list(self._by_namespace.get(namespace, {}).values())
+
+    def by_index(self, name: str, value: str) -> builtins.list[V]:
+        return list(self._indexes[name].get(value, {}).values())
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    # -- applying events -------------------------------------------------------------------------
+    def _view_of(self, obj: Obj, previous: V | None) -> V | None:
+        try:
+            view: V = self._parse(obj, previous)
+        except Exception as exc:  # a bad object must not stop the scheduler
+            meta = obj.get("metadata") or {}
+            log.warning("ignoring %s %s/%s: %s", self.kind, meta.get("namespace"), meta.get("name"), exc)
+            return None
+        return view
+
+    def _index(self, key: Key, view: V | None, add: bool) -> None:
+        ns = key[1]
+        if add and view is not None:
+            self._views[key] = view
+            self._by_namespace.setdefault(ns, {})[key] = view
+        else:
+            self._views.pop(key, None)
+            bucket = self._by_namespace.get(ns)
+            if bucket is not None:
+                bucket.pop(key, None)
+        for name, func in self._indexers.items():
+            index = self._indexes[name]
+            for bucket in index.values():
+                bucket.pop(key, None)
+            if add and view is not None:
+                for value in func(view):
+                    index.setdefault(value, {})[key] = view
+
+    def apply(self, event: WatchEvent) -> None:
+        meta = event.obj.get("metadata") or {}
+        key = object_key(self.kind, meta.get("namespace"), str(meta.get("name")))
+        old_view = self._views.get(key)
+        if event.type == EventType.DELETED:
+            self._raw.pop(key, None)
+            view = old_view if old_view is not None else self._view_of(event.obj, None)
+            self._index(key, None, add=False)
+        else:
+            self._raw[key] = event.obj
+            view = self._view_of(event.obj, old_view)
+            self._index(key, view, add=True)
+        change: Change[V] = Change(event.type, self.kind, event.obj, event.old, view, old_view)
+        for handler in self._handlers:
+            handler(change)
+
+
+class InformerFactory:
+    """The informers of one store. Kinds are registered with :meth:`informer` (before the first
+    :meth:`pump` keeps events of all kinds in one order); the factory lists each kind once and then
+    follows the store's watch."""
+
+    def __init__(self, store: ClusterStore, parsers: Mapping[str, Parser] | None = None) -> None:
+        self.store = store
+        self._parsers: dict[str, Parser] = dict(parsers or {})
+        self._informers: dict[str, Informer[Any]] = {}
+        self._watches: list[Watch] = []
+        self._pending_kinds: list[str] = []
+
+    def register_parser(self, kind: str, parse: Parser) -> None:
+        if kind in self._informers:
+            raise ValueError(f"the {kind} informer already exists")
+        self._parsers[kind] = parse
+
+    def informer(self, kind: str) -> Informer[Any]:
+        inf = self._informers.get(kind)
+        if inf is None:
+            inf = Informer(kind, self._parsers.get(kind, _identity))
+            self._informers[kind] = inf
+            self._pending_kinds.append(kind)
+            self._start_pending()
+        return inf
+
+    def _start_pending(self) -> None:
+        """List then watch the newly registered kinds. The watch opens before the list is read, in
+        the same step, so nothing falls between them (the embedded store is not written meanwhile)."""
+        if not self._pending_kinds:
+            return
+        kinds = frozenset(self._pending_kinds)
+        self._pending_kinds = []
+        self._watches.append(self.store.watch(kinds))
+        for kind in sorted(kinds):
+            inf = self._informers[kind]
+            for obj in self.store.list(kind):
+                inf.apply(WatchEvent(EventType.ADDED, kind, obj))
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        return frozenset(self._informers)
+
+    def pending(self) -> int:
+        """Events waiting to be applied."""
+        return sum(len(w) for w in self._watches)
+
+    def pump(self) -> int:
+        """Apply every waiting event to its informer and its handlers; returns how many."""
+        n = 0
+        for watch in self._watches:
+            for event in watch.drain():
+                inf = self._informers.get(event.kind)
+                if inf is not None:
+                    inf.apply(event)
+                    n += 1
+        return n
+
+    def close(self) -> None:
+        for w in self._watches:
+            w.close()
+        self._watches.clear()
+
+
+def reuse_or_parse(parse: Callable[[Obj], V], same: Callable[[V, Obj], V | None]) -> Parser:
+    """A parser that first asks ``same(previous, obj)`` for a reused view (e.g. a pod whose spec
+    object is unchanged) and parses only when that gives None."""
+
+    def parser(obj: Obj, previous: Any) -> V:
+        if previous is not None:
+            reused = same(previous, obj)
+            if reused is not None:
+                return reused
+        return parse(obj)
+
+    return parser
