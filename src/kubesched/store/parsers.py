@@ -1,0 +1,66 @@
+"""The typed view of each kind the informers follow, parsed once per stored object."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from kubesched.api.objects import Node, Pod, PriorityClass
+from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
+from kubesched.batch.objects import PodGroup, Queue
+from kubesched.store.base import ClusterStore, Obj
+from kubesched.store.informers import InformerFactory, Parser
+
+
+def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
+    """Reuse the parsed pod when its spec's containers and its labels and annotations are the very
+    objects parsed before (a bind or a status write): only nodeName and phase can differ then."""
+    old = previous.raw
+    spec = obj.get("spec") or {}
+    if (old.get("spec") or {}).get("containers") is not spec.get("containers"):
+        return None
+    old_meta, meta = old.get("metadata") or {}, obj.get("metadata") or {}
+    if old_meta.get("labels") != meta.get("labels") or old_meta.get("annotations") != meta.get("annotations"):
+        return None
+    pod = copy.copy(previous)
+    pod.node_name = str(spec.get("nodeName") or "")
+    pod.raw = obj
+    pod.phase = str((obj.get("status") or {}).get("phase") or "Pending")
+    return pod
+
+
+def parse_pod(obj: Obj, previous: Any) -> Pod:
+    if isinstance(previous, Pod):
+        reused = _same_pod(previous, obj)
+        if reused is not None:
+            return reused
+    return Pod.from_dict(obj)
+
+
+def _plain(parse: Any) -> Parser:
+    def parser(obj: Obj, _previous: Any) -> Any:
+        return parse(obj)
+
+    return parser
+
+
+#: Kind → parser. Kinds not listed (Namespace, Event, …) are kept as the stored mappings.
+DEFAULT_PARSERS: Mapping[str, Parser] = {
+    "Pod": parse_pod,
+    "Node": _plain(Node.from_dict),
+    "PriorityClass": _plain(PriorityClass.from_dict),
+    "PodDisruptionBudget": _plain(PodDisruptionBudget.from_dict),
+    "Service": _plain(Service.from_dict),
+    "ReplicationController": _plain(ReplicationController.from_dict),
+    "ReplicaSet": _plain(ReplicaSet.from_dict),
+    "StatefulSet": _plain(StatefulSet.from_dict),
+    "PodGroup": _plain(PodGroup.from_dict),
+    "Queue": _plain(Queue.from_dict),
+}
+
+
+def informer_factory(store: ClusterStore) -> InformerFactory:
+    """Informers over ``store`` with every kind's typed view."""
+    return InformerFactory(store, DEFAULT_PARSERS)
