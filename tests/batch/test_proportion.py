@@ -18,6 +18,7 @@ from kubesched.batch.job_info import PERMIT, REJECT
 from kubesched.batch.plugins.proportion import ProportionPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
+from kubesched.batch.statement import Statement
 from kubesched.batch.testing import node, one_tier, open_on, plugin, pod, pod_group, queue, run, scheduler_on
 
 
@@ -155,7 +156,7 @@ def test_event_handlers_move_allocation_and_share() -> None:
     """10 pod slots, 8 cpu: a deserves 4 cpu and 5 pods (its share of the slots), and runs 3."""
     ssn, prop = open_with(_two_queues(3, 1))
     before = prop.attrs["a"].share
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     waiting = [t for t in ssn.jobs["c1/a"].tasks.values() if not t.node_name]
     stmt.allocate(waiting[0], "n1")
     assert prop.attrs["a"].share == before + 0.25

@@ -36,6 +36,7 @@ from kubesched.batch.job_info import (
     TaskInfo,
     ValidateResult,
 )
+from kubesched.batch.operations import Evictee
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
     from kubesched.batch.queue_totals import QueueTotals
-    from kubesched.batch.statement import Statement
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
     from kubesched.cache.pod_index import PodIndex
@@ -85,12 +85,6 @@ class PodGroupConditionUpdate:
     reason: str
     message: str
     transition_id: str
-
-
-@dataclass(slots=True)
-class Evictee:
-    task: TaskInfo
-    reason: str
 
 
 class ParkedJobs:
@@ -621,11 +615,6 @@ class Session:
         return found
 
     # -- statements and events -------------------------------------------------------------------
-    def statement(self) -> Statement:
-        from kubesched.batch.statement import Statement
-
-        return Statement(self)
-
     def fire_allocate(self, task: TaskInfo) -> None:
         ev = Event(task)
         for h in self.event_handlers:
