@@ -1,4 +1,4 @@
-"""Plugin and action registries, and opening/closing a session (Volcano ``framework``).
+"""Opening and closing a session (Volcano ``framework``); registries: :mod:`~kubesched.batch.factory`.
 
 ``open_session`` builds a :class:`Session` on a :class:`BatchSnapshot` and calls every configured,
 supported plugin's ``on_session_open`` in tier order; ``close_session`` calls ``on_session_close``
@@ -9,15 +9,20 @@ PodGroup phase and conditions, events, and the PodScheduled condition of tasks l
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 import numpy as np
 
-from kubesched.batch.conf import BatchConf, PluginOption
+from kubesched.batch.conf import BatchConf
+from kubesched.batch.factory import (
+    BatchAction,
+    BatchPlugin,
+    get_action,
+    get_plugin_builder,
+    register_action,
+    register_plugin,
+)
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import BoolArray, PodGroupConditionUpdate, Session
@@ -27,92 +32,6 @@ from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import PodIndex
 
 log = logging.getLogger(__name__)
-
-
-class BatchPlugin(Protocol):
-    name: str
-
-    def on_session_open(self, ssn: Session) -> None: ...
-    def on_session_close(self, ssn: Session) -> None: ...
-
-
-class BatchAction(Protocol):
-    name: str
-
-    def execute(self, ssn: Session) -> None: ...
-
-
-PluginBuilder = Callable[[PluginOption], BatchPlugin]
-ActionBuilder = Callable[[], BatchAction]
-
-#: Module of each plugin/action kubesched provides; loaded on first use (a module another helper has
-#: not written yet is reported as missing, not fatal).
-_PLUGIN_MODULES = {
-    "priority": "kubesched.batch.plugins.priority",
-    "gang": "kubesched.batch.plugins.gang",
-    "conformance": "kubesched.batch.plugins.conformance",
-    "overcommit": "kubesched.batch.plugins.overcommit",
-    "predicates": "kubesched.batch.plugins.predicates",
-    "nodeorder": "kubesched.batch.plugins.nodeorder",
-    "binpack": "kubesched.batch.plugins.binpack",
-    "drf": "kubesched.batch.plugins.drf",
-    "proportion": "kubesched.batch.plugins.proportion",
-}
-_ACTION_MODULES = {
-    "enqueue": "kubesched.batch.actions.enqueue",
-    "allocate": "kubesched.batch.actions.allocate",
-    "backfill": "kubesched.batch.actions.backfill",
-    "preempt": "kubesched.batch.actions.preempt",
-    "reclaim": "kubesched.batch.actions.reclaim",
-}
-
-_plugins: dict[str, PluginBuilder] = {}
-_actions: dict[str, ActionBuilder] = {}
-
-
-def register_plugin(name: str, builder: PluginBuilder) -> None:
-    _plugins[name] = builder
-
-
-def register_action(name: str, builder: ActionBuilder) -> None:
-    _actions[name] = builder
-
-
-def _find_class(module: Any, attr: str) -> Any:
-    """The class in ``module`` whose ``name`` attribute is ``attr``."""
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and getattr(value, "name", None) == attr
-            and value.__module__ == module.__name__
-        ):
-            return value
-    return None
-
-
-def get_plugin_builder(name: str) -> PluginBuilder | None:
-    if name not in _plugins and name in _PLUGIN_MODULES:
-        try:
-            module = importlib.import_module(_PLUGIN_MODULES[name])
-        except ImportError:
-            return None
-        cls = _find_class(module, name)
-        if cls is not None:
-            _plugins[name] = cls
-    return _plugins.get(name)
-
-
-def get_action(name: str) -> BatchAction | None:
-    if name not in _actions and name in _ACTION_MODULES:
-        try:
-            module = importlib.import_module(_ACTION_MODULES[name])
-        except ImportError:
-            return None
-        cls = _find_class(module, name)
-        if cls is not None:
-            _actions[name] = cls
-    builder = _actions.get(name)
-    return builder() if builder is not None else None
 
 
 def unavailable(conf: BatchConf) -> list[str]:
