@@ -163,7 +163,7 @@ def test_statement_events_keep_shares_current_and_discard_restores_them() -> Non
 
 def _bound_per_job(sched: BatchScheduler) -> dict[str, int]:
     out: dict[str, int] = {}
-    for p in sched.store.list("Pod"):
+    for p in sched.informers.store.list("Pod"):
         if p["spec"].get("nodeName"):
             group = p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
             out[group] = out.get(group, 0) + 1

@@ -216,7 +216,7 @@ def test_job_enqueueable_checks_min_resources_against_real_capability() -> None:
 def _bound(sched: BatchScheduler) -> dict[str, str]:
     return {
         f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["nodeName"]
-        for p in sched.store.list("Pod")
+        for p in sched.informers.store.list("Pod")
         if p["spec"].get("nodeName") and p["status"].get("phase") != "Running"
     }
 
@@ -319,7 +319,7 @@ def test_volcano_no_double_counting_of_admitted_jobs_holding_resources() -> None
         objects,
         one_tier("enqueue, allocate", [plugin("proportion", "allocatable", "overused", "job_enqueued")]),
     )
-    store = sched.store
+    store = sched.informers.store
     sched.run_session()
     assert len(_bound(sched)) == 3
     store.create(_with_min(pod_group("pgB", "q1", 1, "Pending"), "1", "1Gi"))
@@ -376,7 +376,7 @@ def test_no_queue_exceeds_its_capability(objects: list[dict[str, Any]]) -> None:
             ],
         },
     )
-    store = sched.store
+    store = sched.informers.store
     for _ in range(2):
         sched.run_session()
         sched.handle_events()

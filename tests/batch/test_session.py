@@ -182,7 +182,7 @@ def _real_session() -> tuple[Session, BatchScheduler]:
         ),
         "t",
     )
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     snap, _ = sched.build_snapshot()
     return open_session(snap, conf), sched
 

@@ -60,8 +60,11 @@ from kubesched.batch.session import ParkedJobs, PodGroupConditionUpdate, Session
 from kubesched.batch.shares import MIN_RESOURCE, ResourceSpace, Vector, capability_vector
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.cache.node_table import PODS_COL, NodeTable
+from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
-from kubesched.store.base import ClusterStore, EventType, WatchEvent
+from kubesched.store.base import ClusterStore, EventType, NotFound, StoreError
+from kubesched.store.informers import Change, InformerFactory
+from kubesched.store.parsers import informer_factory
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +156,8 @@ def _preemptable(pod: Pod) -> bool:
 class BatchScheduler:
     def __init__(
         self,
-        store: ClusterStore,
+        informers: InformerFactory,
+        ports: Ports,
         conf: BatchConf,
         *,
         now: Callable[[], float],
@@ -166,7 +170,8 @@ class BatchScheduler:
         ``incremental=False`` rebuilds every job each session and works out every job's status
         (the reference the incremental bookkeeping must agree with; for tests and measurements)."""
         self.incremental = incremental
-        self.store = store
+        self.informers = informers
+        self.ports = ports
         self.conf = conf
         self.now = now
         self.scheduler_names = frozenset(scheduler_names)
@@ -174,8 +179,6 @@ class BatchScheduler:
         self.rng = np.random.default_rng(seed)
         self.cache = SchedulerCache()
         self.snapshot = Snapshot()
-        kinds = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
-        self._watch = store.watch(frozenset(kinds))
         #: Set by cluster changes that may let a waiting pod in; cleared by a session without effect.
         self.dirty = True
         #: Unassigned pods this scheduler serves.
@@ -234,24 +237,46 @@ class BatchScheduler:
         #: Resource names asked for by pending pods and PodGroups (name → how many ask).
         self._wanted_names: dict[str, int] = {}
         self._pg_names: dict[str, tuple[str, ...]] = {}
-        # Like an informer's initial list: whatever the store already holds.
-        for kind in kinds:
-            for obj in store.list(kind):
-                self._dispatch(WatchEvent(EventType.ADDED, kind, obj))
+        # Each handler first gets what its informer already holds, kind by kind in this order (queues
+        # and priority classes before the jobs that name them, PodGroups before their pods).
+        for kind in ("PriorityClass", "Queue", "Node", "PodGroup", "Pod"):
+            informers.informer(kind).add_handler(self._dispatch)
         self._warned: set[str] = set(self.warnings)
+
+    @classmethod
+    def over_store(
+        cls,
+        store: ClusterStore,
+        conf: BatchConf,
+        *,
+        now: Callable[[], float],
+        seed: int | None = 0,
+        scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,),
+        schedule_period: float = DEFAULT_SCHEDULE_PERIOD,
+        incremental: bool = True,
+    ) -> BatchScheduler:
+        """A batch scheduler with informers of its own over ``store`` and ports writing to it (the
+        embedded cluster; ``handle_events`` then applies the store's changes)."""
+        return cls(
+            informer_factory(store),
+            StorePorts(store).ports(),
+            conf,
+            now=now,
+            seed=seed,
+            scheduler_names=scheduler_names,
+            schedule_period=schedule_period,
+            incremental=incremental,
+        )
 
     # -- informers -------------------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.scheduler_names
 
     def handle_events(self) -> int:
-        n = 0
-        for event in self._watch.drain():
-            n += 1
-            self._dispatch(event)
-        return n
+        """Apply the changes waiting in the informers (their handlers update this scheduler)."""
+        return self.informers.pump()
 
-    def _dispatch(self, event: WatchEvent) -> None:
+    def _dispatch(self, event: Change[Any]) -> None:
         kind = event.kind
         if kind in ("Node", "Queue", "PriorityClass") or event.type != EventType.MODIFIED:
             self.dirty = True
@@ -277,7 +302,7 @@ class BatchScheduler:
                 self.priority_classes[name] = int(event.obj.get("value") or 0)
             self._rebuild_all = True
 
-    def _on_node(self, event: WatchEvent) -> None:
+    def _on_node(self, event: Change[Any]) -> None:
         # Tasks keep node slots, and parked jobs keep their order, which may read the cluster's
         # total resources: every job is rebuilt.
         self._ready = None
@@ -285,30 +310,13 @@ class BatchScheduler:
         if event.type == EventType.DELETED:
             self.cache.remove_node(str(event.obj["metadata"]["name"]))
             return
-        node = Node.from_dict(event.obj)
+        node = event.view
+        if not isinstance(node, Node):
+            return
         if event.type == EventType.ADDED:
             self.cache.add_node(node)
         else:
             self.cache.update_node(node)
-
-    def _parse_pod(self, obj: Mapping[str, Any]) -> Pod | None:
-        uid = str(obj["metadata"].get("uid"))
-        known = self.pending.get(uid)
-        if known is None:
-            st = self.cache.pod_state(uid)
-            known = st.pod if st is not None else None
-        spec = obj.get("spec") or {}
-        if known is not None and known.raw.get("spec", {}).get("containers") is spec.get("containers"):
-            pod = copy.copy(known)
-            pod.node_name = str(spec.get("nodeName") or "")
-            pod.raw = obj
-            pod.phase = str((obj.get("status") or {}).get("phase") or "Pending")
-            return pod
-        try:
-            return Pod.from_dict(obj)
-        except Exception as exc:  # a bad object must not stop the scheduler
-            log.warning("ignoring pod %s: %s", obj.get("metadata", {}).get("name"), exc)
-            return None
 
     def _job_uid_of(self, pod: Pod) -> str | None:
         group = group_name_of(pod.raw)
@@ -339,9 +347,9 @@ class BatchScheduler:
         if old is not None:
             self._count_names(old.requests, -1)
 
-    def _on_pod(self, event: WatchEvent) -> None:
-        pod = self._parse_pod(event.obj)
-        if pod is None:
+    def _on_pod(self, event: Change[Any]) -> None:
+        pod = event.view
+        if not isinstance(pod, Pod):
             return
         uid = pod.uid
         if event.type == EventType.DELETED:
@@ -399,8 +407,7 @@ class BatchScheduler:
             },
             "spec": {"minMember": 1, "queue": queue, "priorityClassName": pod.priority_class_name or None},
         }
-        existing = self.store.get("PodGroup", pod.namespace, name)
-        created = existing if existing is not None else self.store.create(obj)
+        created = self.ports.pod_group_status.create_pod_group(obj)
         self._set_pod_group(key, PodGroup.from_dict(created))
 
     def _set_pod_group(self, key: str, pg: PodGroup | None) -> None:
@@ -431,30 +438,24 @@ class BatchScheduler:
         else:
             self._stale.add(key)
 
-    def _on_pod_group(self, event: WatchEvent) -> None:
+    def _on_pod_group(self, event: Change[Any]) -> None:
         meta = event.obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if event.type == EventType.DELETED:
             self._set_pod_group(key, None)
             return
-        try:
-            pg = PodGroup.from_dict(event.obj)
-        except Exception as exc:
-            log.warning("ignoring PodGroup %s: %s", key, exc)
-            return
-        self._set_pod_group(key, pg)
+        if isinstance(event.view, PodGroup):  # else: not parsed (the informer logged why)
+            self._set_pod_group(key, event.view)
 
-    def _on_queue(self, event: WatchEvent) -> None:
+    def _on_queue(self, event: Change[Any]) -> None:
         name = str((event.obj.get("metadata") or {}).get("name"))
         self._queue_infos = None
         self._rebuild_all = True  # which jobs have a queue
         if event.type == EventType.DELETED:
             self.queues.pop(name, None)
             return
-        try:
-            self.queues[name] = Queue.from_dict(event.obj)
-        except Exception as exc:
-            log.warning("ignoring Queue %s: %s", name, exc)
+        if isinstance(event.view, Queue):  # else: not parsed (the informer logged why)
+            self.queues[name] = event.view
 
     # -- state -----------------------------------------------------------------------------------
     @property
@@ -910,23 +911,16 @@ class BatchScheduler:
         for ev in ssn.to_evict:
             t = ev.task
             try:
-                # Marked first, as evictors do, so the run reports it among the evicted pods.
-                self.store.update_pod_condition(
-                    t.namespace,
-                    t.name,
-                    {
-                        "type": "DisruptionTarget",
-                        "status": "True",
-                        "reason": "PreemptionByScheduler",
-                        "message": f"volcano: {ev.reason}",
-                    },
+                evicted = self.ports.evictor.evict(
+                    t.namespace, t.name, "PreemptionByScheduler", f"volcano: {ev.reason}"
                 )
-                self.store.delete("Pod", t.namespace, t.name)
-            except Exception as exc:  # already gone
-                log.info("evicting %s: %s", t.key, exc)
+            except NotFound:
+                evicted = False
+            if not evicted:
+                log.info("evicting %s: already gone", t.key)
                 continue
             self.evicted.append(t.key)
-            self.store.record_event(
+            self.ports.events.record(
                 t.pod.raw, "Normal", "Evict", "Evicting", f"Pod is evicted, because of {ev.reason}", "volcano"
             )
         bound = 0
@@ -934,13 +928,12 @@ class BatchScheduler:
             node = t.node_name
             assumed = copy.copy(t.pod)
             assumed.node_name = node
+            self.cache.assume_pod(assumed, node)
             try:
-                self.cache.assume_pod(assumed, node)
-            except Exception:
-                continue
-            try:
-                self.store.bind(t.namespace, t.name, t.uid, node)
-            except Exception as exc:
+                self.ports.binder.bind(t.namespace, t.name, t.uid, node)
+            except StoreError as exc:
+                # Refused (the pod changed or is gone): the session's settle puts the task back to
+                # pending, and the change that refused it makes the next session try again.
                 self.cache.forget_pod(assumed)
                 outcome = self.outcomes.get(t.uid)
                 if outcome is not None:
@@ -960,7 +953,7 @@ class BatchScheduler:
             outcome.node = node
             outcome.status = SCHEDULED
             outcome.message = ""
-            self.store.record_event(
+            self.ports.events.record(
                 t.pod.raw,
                 "Normal",
                 "Scheduled",
@@ -988,7 +981,7 @@ class BatchScheduler:
             if up.event is not None:
                 self._event(pg, *up.event)
             for task, reason, message in up.task_conditions:
-                self.store.update_pod_condition(
+                self.ports.pod_status.set_pod_condition(
                     task.namespace,
                     task.name,
                     {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
@@ -1020,7 +1013,7 @@ class BatchScheduler:
             for pod in self.members.get(key, {}).values():
                 if pod.node_name or pod.uid not in self.pending:
                     continue
-                self.store.update_pod_condition(
+                self.ports.pod_status.set_pod_condition(
                     pod.namespace,
                     pod.name,
                     {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg},
@@ -1034,9 +1027,9 @@ class BatchScheduler:
     def _write_status(
         self, pg: PodGroup, phase: str, conditions: list[dict[str, str]], job: JobInfo | None
     ) -> None:
-        obj = self.store.get("PodGroup", pg.namespace, pg.name)
-        if obj is None:
-            return
+        key = f"{pg.namespace}/{pg.name}"
+        # The newest version this scheduler knows: from the informer, or its own last write.
+        obj = self.pod_groups.get(key, pg).raw
         status = dict(obj.get("status") or {})
         status["phase"] = phase
         status["conditions"] = conditions
@@ -1046,13 +1039,9 @@ class BatchScheduler:
             )
             status["succeeded"] = len(job.task_status_index.get(TaskStatus.SUCCEEDED, ()))
             status["failed"] = len(job.task_status_index.get(TaskStatus.FAILED, ()))
-        new = dict(obj)
-        new["status"] = status
-        meta = dict(obj.get("metadata") or {})
-        meta.pop("resourceVersion", None)
-        new["metadata"] = meta
-        updated = self.store.update(new)
-        key = f"{pg.namespace}/{pg.name}"
+        updated = self.ports.pod_group_status.update_pod_group_status(pg.namespace, pg.name, status)
+        if updated is None:
+            return
         group = PodGroup.from_dict(updated)
         self.pod_groups[key] = group
         if job is not None and self._live.get(key) is job:
@@ -1065,7 +1054,7 @@ class BatchScheduler:
         self._last_events[key] = msg
         raw = dict(pg.raw)
         raw.setdefault("kind", "PodGroup")
-        self.store.record_event(raw, etype, reason, "Scheduling", msg, "volcano")
+        self.ports.events.record(raw, etype, reason, "Scheduling", msg, "volcano")
 
     def _report(self, job: JobInfo, phase: str, conditions: list[dict[str, str]]) -> None:
         report = self.jobs.setdefault(
