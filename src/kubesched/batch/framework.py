@@ -30,6 +30,8 @@ from kubesched.batch.shares import ResourceSpace
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import PodIndex
+from kubesched.runtime.ports import Ports
+from kubesched.store.informers import InformerFactory
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,10 @@ class BatchSnapshot:
     pod_index: PodIndex | None = None
     #: Per-queue sums over ``jobs`` kept by the scheduler (``None``: plugins sum the jobs).
     queue_totals: QueueTotals | None = None
+    #: The scheduler's informers and ports, handed to the plugins it runs (``None``: an empty
+    #: cluster, for sessions opened on a hand-made snapshot).
+    informers: InformerFactory | None = None
+    ports: Ports | None = None
 
 
 def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
@@ -79,6 +85,8 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
         pod_index=snapshot.pod_index,
     )
     ssn.queue_totals = snapshot.queue_totals
+    ssn.informers = snapshot.informers
+    ssn.ports = snapshot.ports
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = get_plugin_builder(opt.name)

@@ -24,6 +24,10 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, IntArray
 from kubesched.plugins import default_registry
+from kubesched.runtime.ports import Ports, StorePorts
+from kubesched.store.informers import InformerFactory
+from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
 
 
 @functools.cache
@@ -60,8 +64,21 @@ def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> An
         return None
     # Parsed once per plugin and arguments (the plugins do not write to their args).
     args = _args(name, json.dumps(raw_args, sort_keys=True))
-    handle = Handle(store=None, snapshot=session_snapshot(ssn), now=lambda: ssn.now, rng=ssn.rng)  # type: ignore[arg-type]
-    return registry[name].factory(args, handle)
+    return registry[name].factory(args, session_handle(ssn))
+
+
+def session_handle(ssn: Session) -> Handle:
+    """The handle of the kube-scheduler plugins a session runs: the scheduler's cluster view, and
+    the session's nodes as their snapshot."""
+    informers = ssn.informers if ssn.informers is not None else informer_factory(MemoryStore())
+    ports = ssn.ports if ssn.ports is not None else StorePorts(informers.store).ports()
+    return _handle(informers, ports, session_snapshot(ssn), ssn)
+
+
+def _handle(informers: InformerFactory, ports: Ports, snapshot: Snapshot, ssn: Session) -> Handle:
+    # Every field the plugin handle carries comes from here: the cluster the informers follow, the
+    # ports, the session's nodes, its clock and random source.
+    return Handle(store=informers.store, snapshot=snapshot, now=lambda: ssn.now, rng=ssn.rng)
 
 
 def run_filter(plugin: Any, pod: Pod, snapshot: Snapshot) -> FilterResult | None:

@@ -554,6 +554,8 @@ class BatchScheduler:
             now=self.now(),
             rng=self.rng,
             pod_index=self.cache.pod_index,
+            informers=self.informers,
+            ports=self.ports,
         )
         return snap, dict(self._missing)
 

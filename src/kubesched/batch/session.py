@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
     from kubesched.cache.pod_index import PodIndex
+    from kubesched.runtime.ports import Ports
+    from kubesched.store.informers import InformerFactory
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -202,6 +204,10 @@ class Session:
         self.queue_deserved: dict[str, Vector] | None = None
         #: The framework ``Snapshot`` the reused kube-scheduler plugins read (see ``batch.k8s``).
         self.framework_snapshot: object | None = None
+        #: The cluster the reused kube-scheduler plugins read through their handle, and the ports
+        #: they write through (``None`` for a session opened without a scheduler).
+        self.informers: InformerFactory | None = None
+        self.ports: Ports | None = None
         #: Committed evictions, deleted when the session closes.
         self.to_evict: list[Evictee] = []
         #: Jobs the session dropped as invalid (jobValid said no): uid → the verdict.
