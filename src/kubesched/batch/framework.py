@@ -98,6 +98,14 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
     return ssn
 
 
+def abort_session(ssn: Session) -> None:
+    """Close a session whose actions or writes failed: its plugins close, and the cache's pod
+    index is put back as the session found it; nothing it decided is carried out."""
+    ssn.restore_pod_index()
+    for plugin in ssn.plugins.values():
+        plugin.on_session_close(ssn)
+
+
 @dataclass(slots=True)
 class JobUpdate:
     """What close_session decided for one job."""
@@ -213,6 +221,7 @@ __all__ = [
     "BatchPlugin",
     "BatchSnapshot",
     "JobUpdate",
+    "abort_session",
     "close_session",
     "get_action",
     "get_plugin_builder",
