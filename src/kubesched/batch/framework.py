@@ -3,8 +3,9 @@
 ``open_session`` builds a :class:`Session` on a :class:`BatchSnapshot` and calls every configured,
 supported plugin's ``on_session_open`` in tier order; ``close_session`` calls ``on_session_close``
 and then works out what the session changes in the cluster (Volcano's job updater): each job's
-PodGroup phase and conditions, events, and the PodScheduled condition of tasks left pending. The
-:class:`~kubesched.batch.scheduler.BatchScheduler` writes those to the store.
+PodGroup phase and conditions, events, and the PodScheduled condition of tasks left pending, which
+:mod:`~kubesched.batch.apply` writes through the ports. ``abort_session`` closes a session whose
+actions or writes failed.
 """
 
 from __future__ import annotations
