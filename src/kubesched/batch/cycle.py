@@ -185,7 +185,7 @@ class SessionCycle:
         # The kept sums follow the jobs as the next session will find them (unless events change
         # them before: those jobs are recounted then).
         self.jobs.recount(moved)
-        for uid in worked_on:
+        for uid in sorted(worked_on):  # the waiting jobs' order must not depend on string hashing
             self.jobs.track(uid)
         phase_changed = any(up.job.phase != up.phase for up in updates)
         self.jobs.dirty = bool(bound or ssn.to_evict or phase_changed)

@@ -205,7 +205,10 @@ class JobCache:
         totals = self.totals
         zero = space.zeros()
         requests = self.requests
-        for key in stale:
+        # In key order, not the set's (string hashing differs between runs): the live jobs keep
+        # this order, sessions see their jobs in it and ties in job order fall back to it.
+        stale_keys = sorted(stale)
+        for key in stale_keys:
             self.live.pop(key, None)
             self.missing.pop(key, None)
             members = self.members.get(key)
@@ -244,7 +247,7 @@ class JobCache:
                 continue
             self.live[key] = job
             self.changed.add(key)
-        for key in stale:
+        for key in stale_keys:
             if key not in self.live:
                 totals.set(key, None)
                 self.outcome_keys.pop(key, None)
