@@ -86,7 +86,7 @@ def test_a_failing_action_still_closes_the_session(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(GangPlugin, "on_session_close", spy)
     sched, _ = _scheduler(_one_pod(), "allocate")
-    sched.cycle._actions = [Boom()]
+    sched.cycle.actions = [Boom()]
     with pytest.raises(RuntimeError, match="action bug"):
         sched.run_session()
     assert len(closed) == 1

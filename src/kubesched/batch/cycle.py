@@ -53,7 +53,7 @@ class SessionCycle:
         rng: np.random.Generator,
     ) -> None:
         self.conf = conf
-        self._actions = actions
+        self.actions = actions
         self.jobs = jobs
         self.cache = cache
         self.applier = applier
@@ -149,7 +149,7 @@ class SessionCycle:
 
     def run_session(self) -> Session | None:
         """One scheduling period. Returns the closed session (for tests and reports)."""
-        if not self._actions and not self.conf.tiers:
+        if not self.actions and not self.conf.tiers:
             return None
         start = time.perf_counter()
         cpu_start = time.process_time()
@@ -219,7 +219,7 @@ class SessionCycle:
         ssn.last_processed_node_index = self.last_processed_node_index
         self._drop_invalid_jobs(ssn, changed)
         decide_start = time.perf_counter()
-        for action in self._actions:
+        for action in self.actions:
             action.execute(ssn)
         decide = time.perf_counter() - decide_start
         touched = {t.job for t in ssn.touched}
