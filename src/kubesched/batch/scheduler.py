@@ -579,7 +579,7 @@ class BatchScheduler:
         totals = self._totals
         zero = space.zeros()
         requests = self._requests
-        for key in stale:
+        for key in sorted(stale):
             self._live.pop(key, None)
             self._missing.pop(key, None)
             members = self.members.get(key)
@@ -618,7 +618,7 @@ class BatchScheduler:
                 continue
             self._live[key] = job
             self._changed.add(key)
-        for key in stale:
+        for key in sorted(stale):
             if key not in self._live:
                 totals.set(key, None)
                 self._outcome_keys.pop(key, None)
