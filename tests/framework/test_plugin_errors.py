@@ -19,7 +19,7 @@ from kubesched.framework.config import config_from_dict
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.registry import PluginSpec
-from kubesched.framework.status import Status
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult, IntArray
 from kubesched.plugins import default_registry, spec_for
 from kubesched.sim.simulation import Simulation
@@ -250,3 +250,40 @@ def test_plugin_not_implementing_its_configured_point_is_rejected_at_constructio
 def test_framework_error_stays_importable_from_runtime() -> None:
     assert runtime.FrameworkError is FrameworkError
     assert runtime.PluginError is PluginError
+
+
+@pytest.mark.parametrize("status", [False, True], ids=["raises", "status"])
+def test_failing_pre_enqueue_gates_the_pod_with_a_plugin_error(status: bool) -> None:
+    def fail(pod: Pod) -> Status | None:
+        if pod.name != "bad":
+            return None
+        if status:
+            return Status.error("disk on fire")
+        raise Broken("disk on fire")
+
+    class FaultyGate:
+        name: ClassVar[str] = "FaultyGate"
+
+        def __init__(self, args: Any, handle: Any) -> None:
+            pass
+
+        def pre_enqueue(self, pod: Pod) -> Status | None:
+            return fail(pod)
+
+    registry = default_registry()
+    registry.register(spec_for(FaultyGate))
+    config = config_from_dict(
+        {**API, "profiles": [{"plugins": {"preEnqueue": {"enabled": [{"name": "FaultyGate"}]}}}]}, registry
+    )
+    sim = Simulation(config, registry, seed=1)
+    sim.store.create(make_node("n0"))
+    fwk = sim.scheduler.profiles["default-scheduler"]
+    st = fwk.run_pre_enqueue(Pod.from_dict(make_pod("bad")))
+    assert st is not None and st.code == Code.ERROR and st.plugin == "FaultyGate"
+    assert st.message == 'running PreEnqueue plugin "FaultyGate": disk on fire'
+    sim.store.create(make_pod("bad"))
+    sim.store.create(make_pod("good"))
+    sim.run()
+    outcomes = {o.name: o for o in sim.outcomes()}
+    assert outcomes["good"].status == "Scheduled"
+    assert outcomes["bad"].node is None and outcomes["bad"].attempts == 0

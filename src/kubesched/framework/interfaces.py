@@ -136,24 +136,6 @@ class EnqueueExtensions(Protocol):
     def events_to_register(self) -> list[ClusterEvent]: ...
 
 
-#: The protocol a plugin placed at each extension point must satisfy; the framework checks every
-#: configured plugin against it when it builds a profile.
-POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
-    ExtensionPoint.PRE_ENQUEUE: PreEnqueuePlugin,
-    ExtensionPoint.QUEUE_SORT: QueueSortPlugin,
-    ExtensionPoint.PRE_FILTER: PreFilterPlugin,
-    ExtensionPoint.FILTER: FilterPlugin,
-    ExtensionPoint.POST_FILTER: PostFilterPlugin,
-    ExtensionPoint.PRE_SCORE: PreScorePlugin,
-    ExtensionPoint.SCORE: ScorePlugin,
-    ExtensionPoint.RESERVE: ReservePlugin,
-    ExtensionPoint.PERMIT: PermitPlugin,
-    ExtensionPoint.PRE_BIND: PreBindPlugin,
-    ExtensionPoint.BIND: BindPlugin,
-    ExtensionPoint.POST_BIND: PostBindPlugin,
-}
-
-
 _POINT_METHODS: dict[ExtensionPoint, str] = {
     ExtensionPoint.PRE_ENQUEUE: "pre_enqueue",
     ExtensionPoint.QUEUE_SORT: "less",

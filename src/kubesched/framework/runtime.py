@@ -15,7 +15,7 @@ from kubesched.api.objects import Pod
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
-from kubesched.errors import FrameworkError, InputError, PluginError
+from kubesched.errors import ConfigError, FrameworkError, InputError, PluginError
 from kubesched.framework.config import ProfileConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
@@ -120,7 +120,7 @@ class Framework:
             first plugin configured at ``p`` that does not."""
             if len(typed) != len(placed[p]):
                 bad = next(pl for pl in placed[p] if not isinstance(pl, protocol))
-                raise InputError(
+                raise ConfigError(
                     f"plugin {getattr(bad, 'name', type(bad).__name__)} is configured at {p.value} but its "
                     f"class {type(bad).__name__} does not implement {protocol.__name__}",
                     field=f"profiles[{profile.scheduler_name}].plugins.{p.value}",
@@ -213,6 +213,10 @@ class Framework:
                 log.exception("PreEnqueue plugin %s failed on pod %s", pl.name, pod.key)
                 return Status.error(f"running PreEnqueue plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st is not None and st.code != Code.SUCCESS:
+                if st.code == Code.ERROR:
+                    return Status.error(
+                        f"running PreEnqueue plugin {_quoted(pl.name)}: {st.message}", pl.name
+                    )
                 st.plugin = pl.name
                 return st
         return None
