@@ -318,3 +318,12 @@ def test_cli_exits_2_on_a_deeply_nested_batch_conf(
     out, err = capsys.readouterr()
     assert code == EXIT_BAD_INPUT and out == ""
     assert err.startswith(f"error: {conf_path}: nested more than") and "Traceback" not in err
+
+
+def test_switches_belong_to_plugins_only() -> None:
+    # A switch outside a plugin entry would do nothing; it is an unknown key there.
+    with pytest.raises(ConfigError) as info:
+        batch_conf_from_dict(
+            {"actions": "allocate", "tiers": [{"plugins": [], "enableJobOrder": False}]}, "s.conf"
+        )
+    assert info.value.field == "tiers[0].enableJobOrder" and "unknown key" in info.value.message

@@ -80,8 +80,8 @@ SHAPE_ERRORS: list[tuple[str, Any, str | None, str]] = [
     (
         "null plugin entry",
         cfg(profiles=[{"plugins": {"filter": {"enabled": [None]}}}]),
-        "profiles[0].plugins.filter.enabled[0]",
-        "must be a mapping (a plugin with name and weight), got null",
+        "profiles[0].plugins.filter.enabled[0].name",
+        "a plugin name is required",
     ),
     (
         "plugin name mapping",
@@ -129,6 +129,12 @@ def test_shape_errors_are_located(data: Any, field: str | None, message: str) ->
     assert (err.file, err.field) == ("sched.yaml", field)
     assert message in err.message
     assert "pydantic" not in str(err) and "Input should" not in str(err)
+
+
+def test_null_list_items_stand_for_empty_objects() -> None:
+    config = config_from_dict(cfg(profiles=[None], extenders=[None]), REGISTRY, source="sched.yaml")
+    assert config.profiles[0].scheduler_name == "default-scheduler"
+    assert config.extenders == [{}]
 
 
 def test_outer_unknown_field_is_reported_before_inner_problems() -> None:

@@ -294,7 +294,8 @@ def _expects(what: str, item: str | None = None) -> Any:
 
 
 class _Doc(BaseModel):
-    """A part of the document: camelCase keys only, no unknown keys, no type coercion."""
+    """A part of the document: camelCase keys only, no unknown keys, no type coercion. A null list
+    item stands for an empty object, as it always has."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel)
 
@@ -312,8 +313,8 @@ class PluginDoc(_Doc):
 class PluginSetDoc(_Doc):
     what: ClassVar[str] = "a plugin set"
 
-    enabled: list[PluginDoc] | None = _expects("of plugins", "a plugin with name and weight")
-    disabled: list[PluginDoc] | None = _expects("of plugins", "a plugin with name and weight")
+    enabled: list[PluginDoc | None] | None = _expects("of plugins", "a plugin with name and weight")
+    disabled: list[PluginDoc | None] | None = _expects("of plugins", "a plugin with name and weight")
 
 
 _SET = "a PluginSet with enabled/disabled lists"
@@ -356,7 +357,7 @@ class ProfileDoc(_Doc):
     scheduler_name: StrictStr | None = None
     percentage_of_nodes_to_score: Int32 | None = None
     plugins: PluginsDoc | None = _expects("Plugins")
-    plugin_config: list[PluginConfigDoc] | None = _expects(
+    plugin_config: list[PluginConfigDoc | None] | None = _expects(
         "of PluginConfig", "a PluginConfig with name and args"
     )
 
@@ -376,9 +377,9 @@ class KubeSchedulerConfigurationDoc(_Doc):
     percentage_of_nodes_to_score: Int32 | None = None
     pod_initial_backoff_seconds: Int64 | None = None
     pod_max_backoff_seconds: Int64 | None = None
-    profiles: list[ProfileDoc] | None = _expects("of KubeSchedulerProfile", "a KubeSchedulerProfile")
+    profiles: list[ProfileDoc | None] | None = _expects("of KubeSchedulerProfile", "a KubeSchedulerProfile")
     #: Kept as given: kubesched does not call extenders yet.
-    extenders: list[dict[str, Any]] | None = _expects("of Extender", "an Extender")
+    extenders: list[dict[str, Any] | None] | None = _expects("of Extender", "an Extender")
     delay_cache_until_active: StrictBool | None = None
 
 
@@ -612,7 +613,7 @@ class _Loader:
                 "podMaxBackoffSeconds",
             )
 
-        raw_profiles = doc.profiles or [ProfileDoc()]
+        raw_profiles = [p or ProfileDoc() for p in doc.profiles or [None]]
         profiles = [
             self.profile(raw, f"profiles[{i}]", single=len(raw_profiles) == 1)
             for i, raw in enumerate(raw_profiles)
@@ -624,7 +625,7 @@ class _Loader:
             pod_initial_backoff_seconds=initial,
             pod_max_backoff_seconds=maximum,
             parallelism=parallelism,
-            extenders=[dict(ext) for ext in doc.extenders or []],
+            extenders=[dict(ext or {}) for ext in doc.extenders or []],
         )
 
     def percentage(self, value: int | None, where: str) -> int | None:
@@ -714,7 +715,8 @@ class _Loader:
             plugin_set = _PluginSet()
             for use, items in (("enable", set_doc.enabled), ("disable", set_doc.disabled)):
                 list_where = _join(set_where, f"{use}d")
-                for i, plugin in enumerate(items or []):
+                for i, item in enumerate(items or []):
+                    plugin = item or PluginDoc()
                     item_where = f"{list_where}[{i}]"
                     name = self.check_name(plugin.name, _join(item_where, "name"), use=use)
                     if use == "disable":
@@ -835,11 +837,12 @@ class _Loader:
             return spec.args_model
         return ARGS_MODELS.get(name)
 
-    def plugin_config(self, entries: list[PluginConfigDoc], where: str) -> dict[str, BaseModel | None]:
+    def plugin_config(self, entries: list[PluginConfigDoc | None], where: str) -> dict[str, BaseModel | None]:
         """Validated args by plugin name (only plugins that take args or are not registered)."""
         result: dict[str, BaseModel | None] = {}
         first: dict[str, int] = {}
-        for i, entry in enumerate(entries):
+        for i, item in enumerate(entries):
+            entry = item or PluginConfigDoc()
             item_where = f"{where}[{i}]"
             name = self.check_name(entry.name, _join(item_where, "name"), use="configure")
             if name in first:
