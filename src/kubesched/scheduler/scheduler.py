@@ -23,7 +23,7 @@ from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.handle import Handle
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, FrameworkError, ScoreDetails
+from kubesched.framework.runtime import Framework, FrameworkError, PluginError, ScoreDetails
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, IntArray, QueuedPodInfo
 from kubesched.framework.waiting_pods import WaitingPod
@@ -349,6 +349,8 @@ class Scheduler:
             feasible_mask, results, failed_by = fwk.run_filters_with_nominated_pods(
                 state, pod, table, candidates
             )
+        except PluginError:
+            raise  # already names the plugin and the extension point
         except (FrameworkError, KeyError, ValueError) as exc:
             raise SchedulingError(f"running Filter plugins: {exc}") from exc
 
@@ -404,6 +406,8 @@ class Scheduler:
         rows[slot] = True
         try:
             passed, results, failed_by = fwk.run_filters_with_nominated_pods(state, pod, table, rows)
+        except PluginError:
+            raise  # already names the plugin and the extension point
         except (FrameworkError, KeyError, ValueError) as exc:
             raise SchedulingError(f"running Filter plugins: {exc}") from exc
         if not passed[slot]:

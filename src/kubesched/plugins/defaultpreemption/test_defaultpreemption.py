@@ -83,8 +83,8 @@ class Attempt:
 
 
 def plugin_of(sim: Simulation) -> DefaultPreemption:
-    pl: DefaultPreemption = sim.scheduler.profiles["default-scheduler"].plugins["DefaultPreemption"]
-    assert pl.name == "DefaultPreemption"
+    pl = sim.scheduler.profiles["default-scheduler"].plugins["DefaultPreemption"]
+    assert isinstance(pl, DefaultPreemption) and pl.name == "DefaultPreemption"
     return pl
 
 
