@@ -242,3 +242,34 @@ def test_a_write_wakes_an_idle_driver() -> None:
     finally:
         driver.stop(timeout=1.0)
     assert driver.stopped
+
+
+class CountingSessions:
+    """A batch scheduler stand-in: always has work, counts its sessions."""
+
+    schedule_period = 0.05
+    wants_session = True
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def run_session(self) -> None:
+        self.times.append(time.monotonic())
+
+
+def test_batch_sessions_run_every_schedule_period() -> None:
+    store = MemoryStore(now=time.time)
+    informers = informer_factory(store)
+    registry = default_registry()
+    scheduler = Scheduler(
+        informers, StorePorts(store).ports(), default_config(registry), registry, now=time.time, seed=0
+    )
+    sessions = CountingSessions()
+    driver = RealTimeDriver(informers, scheduler, store, batch=sessions, max_idle=1.0)
+    driver.start()
+    time.sleep(0.4)
+    driver.stop(timeout=1.0)
+    gaps = [b - a for a, b in zip(sessions.times, sessions.times[1:], strict=False)]
+    assert 4 <= len(sessions.times) <= 10
+    assert min(gaps) >= CountingSessions.schedule_period * 0.9
+    assert driver.sessions == len(sessions.times)

@@ -14,7 +14,6 @@ among ties) → assume → Reserve → Permit, then the binding cycle: PreBind �
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +39,6 @@ from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOu
 from kubesched.store.base import ClusterStore, EventType
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.parsers import informer_factory
-
-log = logging.getLogger(__name__)
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_UPDATE = ClusterEvent("Node", ActionType.UPDATE)

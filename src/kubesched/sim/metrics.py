@@ -297,7 +297,7 @@ class MetricsRecorder:
 
     # -- wiring ----------------------------------------------------------------------------------
     def attach(self, sim: Simulation) -> None:
-        """Start watching ``sim``'s store; called by the simulation before anything is loaded."""
+        """Subscribe to ``sim``'s informers; called by the simulation before anything is loaded."""
         self._sim = sim
         self._start = sim.clock.start
         # Changes are kept as delivered and taken in at the next observation, so that each is
@@ -356,7 +356,7 @@ class MetricsRecorder:
         self._horizon = max(self._horizon, t)
         self.progress(t, self._horizon, self._bound_total)
 
-    # -- watch events ----------------------------------------------------------------------------
+    # -- informer events -------------------------------------------------------------------------
     def _drain(self, sim: Simulation, t: float) -> None:
         changes, self._changes = self._changes, []
         for event in changes:

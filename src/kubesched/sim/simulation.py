@@ -134,7 +134,7 @@ class Simulation:
             self._start_batch()
         #: "namespace/name" of every pod evicted (deleted with a DisruptionTarget condition).
         self.evicted: list[str] = []
-        # Samples the run on the virtual clock (kubesched.sim.metrics); watches from before load.
+        # Samples the run on the virtual clock (kubesched.sim.metrics); subscribes before load.
         self.metrics = metrics
         if metrics is not None:
             metrics.attach(self)
