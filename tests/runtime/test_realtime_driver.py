@@ -220,12 +220,9 @@ def test_a_write_wakes_an_idle_driver() -> None:
     """With a long idle cap, a pod created while the driver waits is bound long before the cap: the
     write itself wakes the driver."""
     store = MemoryStore(now=time.time)
-    informers = informer_factory(store)
     registry = default_registry()
-    scheduler = Scheduler(
-        informers, StorePorts(store).ports(), default_config(registry), registry, now=time.time, seed=0
-    )
-    driver = RealTimeDriver(informers, scheduler, store, max_idle=5.0)
+    scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
+    driver = RealTimeDriver(scheduler.informers, scheduler, store, max_idle=5.0)
     driver.start()
     try:
         store.create(node("n0"))

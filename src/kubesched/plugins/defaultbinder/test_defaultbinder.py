@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.testing import node_dict, pod_dict, store_handle
+from kubesched.store.informers import Change
 from kubesched.store.memory import MemoryStore
 
 
@@ -45,10 +47,12 @@ def test_bind_sets_node_name() -> None:
 
 
 def test_bind_emits_a_watch_event() -> None:
-    store, binder, pod = setup()
-    watch = store.watch(frozenset({"Pod"}))
+    _, binder, pod = setup()
+    informers = binder.handle.informers
+    events: list[Change[Any]] = []
+    informers.informer("Pod").add_handler(events.append, replay=False)
     assert binder.bind(CycleState(), pod, "node1") is None
-    events = list(watch.drain())
+    informers.pump()
     assert [(e.type.value, e.obj["spec"]["nodeName"]) for e in events] == [("MODIFIED", "node1")]
 
 
