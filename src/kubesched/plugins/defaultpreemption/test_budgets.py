@@ -111,7 +111,7 @@ def test_kept_budgets_equal_a_fresh_read(seed: int) -> None:
     assert _current(budgets) == fresh_read(store)
 
 
-def test_pod_watch_is_open_only_while_a_budget_needs_counts() -> None:
+def test_pods_are_followed_only_while_a_budget_needs_counts() -> None:
     store = MemoryStore()
     budgets = DisruptionBudgets(informer_factory(store))
     assert _current(budgets) == ([], [])
