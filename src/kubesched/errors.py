@@ -1,8 +1,12 @@
-"""Errors that reach users.
+"""Errors that reach users, all under one root: :class:`KubeschedError`.
 
-Every problem with user input is an :class:`InputError` that names *where* it happened (file,
-document number, object, field), so the CLI can print one clear line and exit 2 instead of a
-traceback.
+- :class:`InputError`: bad user input, located by file, document, object and field, so the CLI can
+  print one clear line and exit 2 instead of a traceback; :class:`ConfigError` for configuration
+  files (``KubeSchedulerConfiguration``, the batch conf).
+- :class:`FrameworkError`: the scheduling framework could not run a cycle; :class:`PluginError` when
+  a plugin failed, naming the plugin and the extension point. The scheduler turns these into a
+  ``SchedulerError`` condition on the pod and keeps running.
+- ``StoreError`` (in :mod:`kubesched.store.base`): the cluster store refused a request.
 """
 
 from __future__ import annotations
@@ -35,11 +39,11 @@ class InputError(KubeschedError):
         obj: str | None = None,
         field_prefix: str | None = None,
     ) -> InputError:
-        """Return a copy with missing location parts filled in (inner parts win)."""
+        """Return a copy (of the same class) with missing location parts filled in (inner parts win)."""
         field = self.field
         if field_prefix:
             field = f"{field_prefix}.{field}" if field else field_prefix
-        return InputError(
+        return type(self)(
             self.message,
             file=self.file or file,
             document=self.document if self.document is not None else document,
@@ -59,6 +63,28 @@ class InputError(KubeschedError):
             parts.append(f"field {self.field}")
         where = ": ".join(parts)
         return f"{where}: {self.message}" if where else self.message
+
+
+class ConfigError(InputError):
+    """An invalid scheduler configuration file or document."""
+
+
+class FrameworkError(KubeschedError):
+    """A scheduling cycle could not be run: a plugin failed or the framework's contract was broken."""
+
+
+class PluginError(FrameworkError):
+    """A plugin failed (it raised, or returned an Error status) at one extension point.
+
+    ``message`` is the whole user-facing text, worded like upstream's framework runtime
+    (``running "NodeAffinity" filter plugin: ...``); it names the plugin and the extension point.
+    """
+
+    def __init__(self, plugin: str, extension_point: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.extension_point = extension_point
+        self.message = message
 
 
 def yaml_error_detail(exc: Exception) -> str:

@@ -15,7 +15,8 @@ from kubesched.batch.conf import (
     default_batch_conf,
     load_batch_conf,
 )
-from kubesched.errors import InputError
+from kubesched.cli import EXIT_BAD_INPUT, main
+from kubesched.errors import ConfigError, InputError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "batch" / "volcano-scheduler.conf"
 
@@ -242,3 +243,87 @@ def test_arbitrary_input_raises_only_input_error(data: Any) -> None:
         batch_conf_from_dict(data, "fuzz.conf")
     except InputError as exc:
         assert exc.file == "fuzz.conf"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "actions: allocate\nconfigurations: " + "[" * 250 + "]" * 250,
+        "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    arguments: "
+        + "{a: " * 250
+        + "1"
+        + "}" * 250,
+        "actions: " + "{a: " * 5000 + "1" + "}" * 5000,
+    ],
+    ids=["list-250", "arguments-250", "mapping-5000"],
+)
+def test_deeply_nested_conf_is_a_located_error(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "deep.conf"
+    path.write_text(body + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_batch_conf(path)
+    assert info.value.file == str(path)
+    assert "nested more than 100 levels deep (line " in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "words"),
+    [
+        (
+            {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang", 5: True}]}]},
+            "tiers[0].plugins[0].5",
+            "unknown key",
+        ),
+        (
+            {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang", "arguments": {1: 2}}]}]},
+            "tiers[0].plugins[0].arguments",
+            "keys must be strings",
+        ),
+        ({"actions": "allocate", 3: []}, None, "keys must be strings"),
+        (
+            {"actions": "allocate", "tiers": [{"plugins": [None]}]},
+            "tiers[0].plugins[0]",
+            "expected a mapping, got NoneType",
+        ),
+        (
+            {"actions": "allocate", "tiers": [{"plugins": [{"name": {"n": 1}}]}]},
+            "tiers[0].plugins[0].name",
+            "must be a string",
+        ),
+        (
+            {"actions": "allocate", "configurations": [{"name": "enqueue", "argument": {}}]},
+            "configurations[0].argument",
+            "did you mean 'arguments'",
+        ),
+    ],
+)
+def test_shape_errors_name_file_and_field(data: Any, field: str | None, words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        batch_conf_from_dict(data, "sched.conf")
+    err = info.value
+    assert (err.file, err.field) == ("sched.conf", field)
+    assert words in err.message and "pydantic" not in str(err)
+
+
+def test_cli_exits_2_on_a_deeply_nested_batch_conf(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: '4'}}\n"
+    )
+    conf_path = tmp_path / "deep.conf"
+    conf_path.write_text("actions: allocate\nconfigurations: " + "[" * 250 + "]" * 250 + "\n")
+    code = main(["simulate", str(cluster), "--batch-conf", str(conf_path)])
+    out, err = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT and out == ""
+    assert err.startswith(f"error: {conf_path}: nested more than") and "Traceback" not in err
+
+
+def test_switches_belong_to_plugins_only() -> None:
+    # A switch outside a plugin entry would do nothing; it is an unknown key there.
+    with pytest.raises(ConfigError) as info:
+        batch_conf_from_dict(
+            {"actions": "allocate", "tiers": [{"plugins": [], "enableJobOrder": False}]}, "s.conf"
+        )
+    assert info.value.field == "tiers[0].enableJobOrder" and "unknown key" in info.value.message

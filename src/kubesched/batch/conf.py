@@ -17,10 +17,12 @@ Shape (as Volcano reads it)::
 Rules reproduced from Volcano's loader: every switch left unset counts as enabled, except
 ``enableHierarchy`` and ``enabledClusterOrder`` which Volcano leaves unset (off); ``drf`` with
 hierarchy and ``proportion`` in the same tier conflict. kubesched is stricter than Volcano where that
-helps users: an unknown action, plugin, switch or key is an :class:`InputError` naming the file and
-field, with a did-you-mean hint. Volcano plugins and actions kubesched does not provide are accepted
-and flagged (``supported=False``) so the runtime can report them; switches for features kubesched
-lacks are accepted and reported in :attr:`BatchConf.warnings`.
+helps users: an unknown action, plugin, switch or key is a :class:`ConfigError` naming the file and
+field, with a did-you-mean hint. The document's shape (keys, lists, mappings, switch types) is checked
+by pydantic models (:class:`BatchConfDoc` and the models under it) before Volcano's rules apply.
+Volcano plugins and actions kubesched does not provide are accepted and flagged (``supported=False``)
+so the runtime can report them; switches for features kubesched lacks are accepted and reported in
+:attr:`BatchConf.warnings`.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ import difflib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
+from pydantic import model_validator as _model_validator
+from pydantic_core import PydanticCustomError
 
-from kubesched.errors import InputError, yaml_error_detail
+from kubesched.errors import ConfigError, yaml_error_detail
+from kubesched.framework.config import yaml_nesting_problem
 
 log = logging.getLogger(__name__)
 
@@ -261,46 +266,141 @@ def _hint(name: str, choices: frozenset[str] | tuple[str, ...]) -> str:
     return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(choices))}"
 
 
+# --------------------------------------------------------------------------------------------------
+# The document's shape, as pydantic models
+
+
+class _Doc(BaseModel):
+    """A part of the conf as written: known keys only, no type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    #: The keys this part accepts, for "did you mean" hints.
+    keys: ClassVar[tuple[str, ...]]
+
+
+class PluginDoc(_Doc):
+    """One plugin of a tier: ``name``, ``arguments`` and switches in either spelling (null = unset)."""
+
+    # The switches are the extra keys, each true, false or null; any other key is unknown.
+    model_config = ConfigDict(extra="allow", strict=True)
+    __pydantic_extra__: dict[str, StrictBool | None]
+
+    keys: ClassVar[tuple[str, ...]] = _PLUGIN_KEYS
+
+    name: StrictStr | None = None
+    arguments: dict[StrictStr, Any] | None = None
+
+    @_model_validator(mode="before")
+    @classmethod
+    def _only_known_keys(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for key in data:
+                if key not in ("name", "arguments") and key not in _SWITCH_KEYS:
+                    raise PydanticCustomError("unknown_key", "unknown key {key}", {"key": key})
+        return data
+
+    def switches(self) -> list[tuple[str, bool]]:
+        """The switches set (not null), in document order, under the spelling used."""
+        return [(k, v) for k, v in (self.model_extra or {}).items() if v is not None]
+
+
+class TierDoc(_Doc):
+    keys: ClassVar[tuple[str, ...]] = ("plugins",)
+
+    plugins: list[PluginDoc] | None = None
+
+
+class ConfigurationDoc(_Doc):
+    keys: ClassVar[tuple[str, ...]] = ("name", "arguments")
+
+    name: StrictStr | None = None
+    arguments: dict[StrictStr, Any] | None = None
+
+
+class BatchConfDoc(_Doc):
+    """A ``volcano-scheduler.conf`` document as written."""
+
+    keys: ClassVar[tuple[str, ...]] = _TOP_KEYS
+
+    #: A comma-separated string (Volcano) or a list of names: split and checked by the parser.
+    actions: Any = None
+    tiers: list[TierDoc] | None = None
+    configurations: list[ConfigurationDoc] | None = None
+    #: Scalars only; checked by the parser.
+    metrics: dict[StrictStr, Any] | None = None
+
+
+def _doc_at(loc: tuple[str | int, ...]) -> type[_Doc]:
+    """The document model of the object at *loc*: the model of the last named list or mapping on it."""
+    model: type[_Doc] = BatchConfDoc
+    for part in loc:
+        if isinstance(part, str):
+            model = _CHILD_DOCS.get(part, model)
+    return model
+
+
+_CHILD_DOCS: dict[str, type[_Doc]] = {
+    "tiers": TierDoc,
+    "plugins": PluginDoc,
+    "configurations": ConfigurationDoc,
+}
+
+
+def _path(loc: tuple[str | int, ...]) -> str | None:
+    out = ""
+    for part in loc:
+        out = f"{out}[{part}]" if isinstance(part, int) else (f"{out}.{part}" if out else part)
+    return out or None
+
+
+def _shape_error(exc: ValidationError, source: str) -> ConfigError:
+    """The outermost shape problem (an unknown key first at its depth), in the parser's words."""
+    unknown = ("extra_forbidden", "unknown_key")
+    errors = sorted(exc.errors(include_url=False), key=lambda e: (len(e["loc"]), e["type"] not in unknown))
+    err = errors[0]
+    loc: tuple[str | int, ...] = tuple(err["loc"])
+    given = err.get("input")
+    kind = err["type"]
+    if kind in unknown:
+        if kind == "unknown_key":  # reported by the model, about one of its keys
+            loc = (*loc, str((err.get("ctx") or {}).get("key")))
+        key = str(loc[-1])
+        return ConfigError(
+            f"unknown key {key!r}{_hint(key, _doc_at(loc[:-1]).keys)}", file=source, field=_path(loc)
+        )
+    if kind == "invalid_key" or (loc and loc[-1] == "[key]"):
+        parent = loc[:-1] if kind == "invalid_key" else loc[:-2]
+        return ConfigError(f"keys must be strings, got {given!r}", file=source, field=_path(parent))
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        message = f"expected a mapping, got {type(given).__name__}"
+    elif kind == "list_type":
+        message = f"expected a list, got {type(given).__name__}"
+    elif kind == "bool_type":
+        message = f"must be true or false, got {given!r}"
+    elif kind == "string_type":
+        message = f"must be a string, got {given!r}"
+    else:
+        message = str(err["msg"])
+    return ConfigError(message, file=source, field=_path(loc))
+
+
+# --------------------------------------------------------------------------------------------------
+# Volcano's rules, over the validated document
+
+
 class _Parser:
     def __init__(self, source: str) -> None:
         self.source = source
         self.warnings: list[str] = []
 
-    def fail(self, message: str, field: str | None) -> InputError:
-        return InputError(message, file=self.source, field=field)
+    def fail(self, message: str, field: str | None) -> ConfigError:
+        return ConfigError(message, file=self.source, field=field)
 
-    def mapping(self, data: Any, field: str | None) -> Mapping[str, Any]:
-        if not isinstance(data, Mapping):
-            raise self.fail(f"expected a mapping, got {type(data).__name__}", field)
-        for k in data:
-            if not isinstance(k, str):
-                raise self.fail(f"keys must be strings, got {k!r}", field)
-        return data
-
-    def sequence(self, data: Any, field: str) -> list[Any]:
-        if data is None:
-            return []
-        if not isinstance(data, list):
-            raise self.fail(f"expected a list, got {type(data).__name__}", field)
-        return data
-
-    def keys(self, data: Mapping[str, Any], allowed: tuple[str, ...], field: str | None) -> None:
-        for k in data:
-            if k not in allowed and k not in _SWITCH_KEYS:
-                where = f"{field}.{k}" if field else k
-                raise self.fail(f"unknown key {k!r}{_hint(k, allowed)}", where)
-
-    def name(self, data: Mapping[str, Any], field: str) -> str:
-        name = data.get("name")
-        if not isinstance(name, str) or not name.strip():
+    def name(self, name: str | None, field: str) -> str:
+        if name is None or not name.strip():
             raise self.fail("a non-empty name is required", f"{field}.name")
         return name.strip()
-
-    def arguments(self, data: Mapping[str, Any], field: str) -> dict[str, Any]:
-        args = data.get("arguments")
-        if args is None:
-            return {}
-        return dict(self.mapping(args, f"{field}.arguments"))
 
     def actions(self, data: Any) -> list[str]:
         if data is None:
@@ -320,27 +420,21 @@ class _Parser:
                 raise self.fail(f"unknown action {name!r}{_hint(name, VOLCANO_ACTIONS)}", "actions")
         return names
 
-    def plugin(self, data: Any, field: str) -> PluginOption:
-        m = self.mapping(data, field)
-        self.keys(m, _PLUGIN_KEYS, field)
-        name = self.name(m, field)
+    def plugin(self, doc: PluginDoc, field: str) -> PluginOption:
+        name = self.name(doc.name, field)
         if name not in VOLCANO_PLUGINS:
             raise self.fail(f"unknown plugin {name!r}{_hint(name, VOLCANO_PLUGINS)}", f"{field}.name")
         values: dict[str, Any] = {
             "name": name,
-            "arguments": self.arguments(m, field),
+            "arguments": dict(doc.arguments or {}),
             "supported": name in SUPPORTED_PLUGINS,
         }
         seen: dict[str, str] = {}
-        for key, value in m.items():
-            if key not in _SWITCH_KEYS or value is None:  # null = unset, as in Volcano
-                continue
+        for key, value in doc.switches():
             volcano_key, attr = _SWITCH_KEYS[key]
             if attr in seen:
                 raise self.fail(f"{key} repeats {seen[attr]}; set it once", f"{field}.{key}")
             seen[attr] = key
-            if not isinstance(value, bool):
-                raise self.fail(f"must be true or false, got {value!r}", f"{field}.{key}")
             values[attr] = value
             if attr in UNSUPPORTED_SWITCHES:
                 self.warnings.append(
@@ -349,16 +443,11 @@ class _Parser:
                 )
         return PluginOption.model_validate(values)
 
-    def tiers(self, data: Any) -> list[Tier]:
+    def tiers(self, docs: list[TierDoc]) -> list[Tier]:
         tiers: list[Tier] = []
-        for i, raw in enumerate(self.sequence(data, "tiers")):
+        for i, tier in enumerate(docs):
             field = f"tiers[{i}]"
-            m = self.mapping(raw, field)
-            self.keys(m, ("plugins",), field)
-            plugins = [
-                self.plugin(p, f"{field}.plugins[{j}]")
-                for j, p in enumerate(self.sequence(m.get("plugins"), f"{field}.plugins"))
-            ]
+            plugins = [self.plugin(p, f"{field}.plugins[{j}]") for j, p in enumerate(tier.plugins or [])]
             names = [p.name for p in plugins]
             if "proportion" in names and any(p.name == "drf" and p.hierarchy for p in plugins):
                 raise self.fail(
@@ -367,24 +456,19 @@ class _Parser:
             tiers.append(Tier(plugins=plugins))
         return tiers
 
-    def configurations(self, data: Any) -> list[ActionConfiguration]:
+    def configurations(self, docs: list[ConfigurationDoc]) -> list[ActionConfiguration]:
         out: list[ActionConfiguration] = []
-        for i, raw in enumerate(self.sequence(data, "configurations")):
+        for i, doc in enumerate(docs):
             field = f"configurations[{i}]"
-            m = self.mapping(raw, field)
-            self.keys(m, ("name", "arguments"), field)
-            name = self.name(m, field)
+            name = self.name(doc.name, field)
             if name not in VOLCANO_ACTIONS:
                 raise self.fail(f"unknown action {name!r}{_hint(name, VOLCANO_ACTIONS)}", f"{field}.name")
-            out.append(ActionConfiguration(name=name, arguments=self.arguments(m, field)))
+            out.append(ActionConfiguration(name=name, arguments=dict(doc.arguments or {})))
         return out
 
-    def metrics(self, data: Any) -> dict[str, str]:
-        if data is None:
-            return {}
-        m = self.mapping(data, "metrics")
+    def metrics(self, data: Mapping[str, Any]) -> dict[str, str]:
         out: dict[str, str] = {}
-        for k, v in m.items():
+        for k, v in data.items():
             if isinstance(v, Mapping | list):
                 raise self.fail(f"expected a scalar, got {type(v).__name__}", f"metrics.{k}")
             out[k] = "" if v is None else str(v)
@@ -392,25 +476,24 @@ class _Parser:
 
 
 def batch_conf_from_dict(data: Any, source: str = "<batch conf>") -> BatchConf:
-    """Validate a parsed conf document; raises :class:`InputError` naming ``source`` and the field."""
+    """Validate a parsed conf document; raises :class:`ConfigError` naming ``source`` and the field."""
     parser = _Parser(source)
     if data is None:
         data = {}
-    m = parser.mapping(data, None)
-    parser.keys(m, _TOP_KEYS, None)
+    if not isinstance(data, Mapping):
+        raise parser.fail(f"expected a mapping, got {type(data).__name__}", None)
     try:
-        conf = BatchConf(
-            actions=parser.actions(m.get("actions")),
-            tiers=parser.tiers(m.get("tiers")),
-            configurations=parser.configurations(m.get("configurations")),
-            metrics=parser.metrics(m.get("metrics")),
-            source=source,
-            warnings=parser.warnings,
-        )
-    except ValidationError as exc:  # pragma: no cover - the parser checks shapes first
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise parser.fail(err["msg"], loc or None) from None
+        doc = BatchConfDoc.model_validate(data)
+    except ValidationError as exc:
+        raise _shape_error(exc, source) from None
+    conf = BatchConf(
+        actions=parser.actions(doc.actions),
+        tiers=parser.tiers(doc.tiers or []),
+        configurations=parser.configurations(doc.configurations or []),
+        metrics=parser.metrics(doc.metrics or {}),
+        source=source,
+        warnings=parser.warnings,
+    )
     for w in conf.warnings:
         log.warning("%s", w)
     return conf
@@ -429,11 +512,12 @@ def load_batch_conf(path: str | Path | None) -> BatchConf:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", file=source) from None
+        raise ConfigError(f"cannot read: {exc}", file=source) from None
     try:
+        too_deep = yaml_nesting_problem(text)
+        if too_deep is not None:
+            raise ConfigError(too_deep, file=source)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML{yaml_error_detail(exc)}", file=source) from None
-    except RecursionError:
-        raise InputError("not valid YAML: nested too deeply", file=source) from None
+        raise ConfigError(f"not valid YAML{yaml_error_detail(exc)}", file=source) from None
     return batch_conf_from_dict(data, source)

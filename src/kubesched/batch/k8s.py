@@ -24,8 +24,7 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, IntArray
 from kubesched.plugins import default_registry
-from kubesched.runtime.ports import Ports, StorePorts
-from kubesched.store.informers import InformerFactory
+from kubesched.runtime.ports import StorePorts
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
 
@@ -68,17 +67,14 @@ def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> An
 
 
 def session_handle(ssn: Session) -> Handle:
-    """The handle of the kube-scheduler plugins a session runs: the scheduler's cluster view, and
-    the session's nodes as their snapshot."""
+    """The handle of the kube-scheduler plugins a session runs: the scheduler's informers and ports
+    (an empty cluster for a session opened without a scheduler), the session's nodes as their
+    snapshot, its clock and random source."""
     informers = ssn.informers if ssn.informers is not None else informer_factory(MemoryStore())
     ports = ssn.ports if ssn.ports is not None else StorePorts(informers.store).ports()
-    return _handle(informers, ports, session_snapshot(ssn), ssn)
-
-
-def _handle(informers: InformerFactory, ports: Ports, snapshot: Snapshot, ssn: Session) -> Handle:
-    # Every field the plugin handle carries comes from here: the cluster the informers follow, the
-    # ports, the session's nodes, its clock and random source.
-    return Handle(store=informers.store, snapshot=snapshot, now=lambda: ssn.now, rng=ssn.rng)
+    return Handle(
+        informers=informers, ports=ports, snapshot=session_snapshot(ssn), now=lambda: ssn.now, rng=ssn.rng
+    )
 
 
 def run_filter(plugin: Any, pod: Pod, snapshot: Snapshot) -> FilterResult | None:

@@ -3,21 +3,40 @@
 The result is a :class:`SchedulerConfig` whose profiles already carry the final, ordered plugin list
 of every extension point: upstream v1 defaults, merged with the user's plugin sets, with ``multiPoint``
 expanded through the registry, score weights resolved, and every enabled plugin's args defaulted and
-validated. Every problem is an :class:`~kubesched.errors.InputError` naming the file and the field.
+validated.
+
+The document is read in two steps: pydantic models (:class:`KubeSchedulerConfigurationDoc` and the
+models under it) check its shape — field names, types, integer ranges — and then the loader applies
+upstream's defaulting, merging and validation to those models. Every problem is a
+:class:`~kubesched.errors.ConfigError` naming the file and the full field path, with a did-you-mean
+hint for misspelt fields and plugin names.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
-from kubesched.errors import InputError
+from kubesched.errors import ConfigError, InputError
 from kubesched.framework.extension_points import MULTI_POINT, ExtensionPoint
 from kubesched.framework.plugin_args import (
     ARGS_MODELS,
@@ -25,6 +44,7 @@ from kubesched.framework.plugin_args import (
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
+    format_path,
     parse_args,
 )
 from kubesched.framework.registry import UPSTREAM_PLUGIN_NAMES, Registry
@@ -75,26 +95,10 @@ _OLD_API_VERSIONS: Final = frozenset(
     }
 )
 
-_TOP_LEVEL_FIELDS: Final = (
-    "apiVersion",
-    "kind",
-    "parallelism",
-    "leaderElection",
-    "clientConnection",
-    "enableProfiling",
-    "enableContentionProfiling",
-    "percentageOfNodesToScore",
-    "podInitialBackoffSeconds",
-    "podMaxBackoffSeconds",
-    "profiles",
-    "extenders",
-    "delayCacheUntilActive",
-)
-_PROFILE_FIELDS: Final = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
 _PLUGINS_FIELDS: Final = (MULTI_POINT, *(p.value for p in ExtensionPoint))
-_PLUGIN_SET_FIELDS: Final = ("enabled", "disabled")
-_PLUGIN_FIELDS: Final = ("name", "weight")
-_PLUGIN_CONFIG_FIELDS: Final = ("name", "args")
+#: How deep a configuration document may nest (upstream's decoder stops at a similar depth); a
+#: deeper one is rejected where it gets too deep instead of exhausting the parser's stack.
+MAX_NESTING: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,20 +153,23 @@ def load_config(path: str | Path, registry: Registry) -> SchedulerConfig:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError("file not found", file=source) from None
+        raise ConfigError("file not found", file=source) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", file=source) from None
+        raise ConfigError(f"cannot read file: {exc}", file=source) from None
     try:
+        too_deep = yaml_nesting_problem(text)
+        if too_deep is not None:
+            raise ConfigError(too_deep, file=source)
         documents = [doc for doc in yaml.load_all(text, Loader=_StrictLoader) if doc is not None]
     except yaml.MarkedYAMLError as exc:
         where = f" at line {exc.problem_mark.line + 1}" if exc.problem_mark is not None else ""
-        raise InputError(f"not valid YAML or JSON{where}: {exc.problem}", file=source) from None
+        raise ConfigError(f"not valid YAML or JSON{where}: {exc.problem}", file=source) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML or JSON: {exc}", file=source) from None
+        raise ConfigError(f"not valid YAML or JSON: {exc}", file=source) from None
     if not documents:
-        raise InputError(f"file is empty; expected a {KIND}", file=source)
+        raise ConfigError(f"file is empty; expected a {KIND}", file=source)
     if len(documents) > 1:
-        raise InputError(
+        raise ConfigError(
             f"expected one {KIND} document, found {len(documents)}; split the file or keep one", file=source
         )
     return config_from_dict(documents[0], registry, source=source)
@@ -177,6 +184,25 @@ def config_from_dict(
 
 # --------------------------------------------------------------------------------------------------
 # YAML
+
+
+def yaml_nesting_problem(text: str, limit: int = MAX_NESTING) -> str | None:
+    """Why *text* nests too deeply to be loaded (with the line and column where it does), or None.
+
+    PyYAML builds documents recursively, so a deep enough document would end in a RecursionError;
+    its event parser is not recursive, so the depth is measured on the events first.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                mark = event.start_mark
+                at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+                return f"nested more than {limit} levels deep{at}; a configuration is never that deep"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -241,7 +267,124 @@ def _merge_plugin_set(default: _PluginSet, custom: _PluginSet) -> _PluginSet:
 
 
 # --------------------------------------------------------------------------------------------------
-# The loader
+# The document's shape, as pydantic models
+
+
+def _int_range(low: int, high: int) -> AfterValidator:
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise PydanticCustomError(
+                "int_range",
+                "must be in range [{low}, {high}], got {value}",
+                {"low": low, "high": high, "value": value},
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+Int32 = Annotated[StrictInt, _int_range(INT32_MIN, INT32_MAX)]
+Int64 = Annotated[StrictInt, _int_range(INT64_MIN, INT64_MAX)]
+
+
+def _expects(what: str, item: str | None = None) -> Any:
+    """Field metadata for messages: what the field holds (``a PluginSet ...``, ``of plugins``) and,
+    for a list, what each item is."""
+    return Field(default=None, description=what, json_schema_extra={"item": item} if item else None)
+
+
+class _Doc(BaseModel):
+    """A part of the document: camelCase keys only, no unknown keys, no type coercion. A null list
+    item stands for an empty object, as it always has."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel)
+
+    #: How "unknown field" messages name this part.
+    what: ClassVar[str]
+
+
+class PluginDoc(_Doc):
+    what: ClassVar[str] = "a plugin"
+
+    name: StrictStr | None = None
+    weight: Int32 | None = None
+
+
+class PluginSetDoc(_Doc):
+    what: ClassVar[str] = "a plugin set"
+
+    enabled: list[PluginDoc | None] | None = _expects("of plugins", "a plugin with name and weight")
+    disabled: list[PluginDoc | None] | None = _expects("of plugins", "a plugin with name and weight")
+
+
+_SET = "a PluginSet with enabled/disabled lists"
+
+
+class PluginsDoc(_Doc):
+    what: ClassVar[str] = "plugins"
+
+    multi_point: PluginSetDoc | None = _expects(_SET)
+    pre_enqueue: PluginSetDoc | None = _expects(_SET)
+    queue_sort: PluginSetDoc | None = _expects(_SET)
+    pre_filter: PluginSetDoc | None = _expects(_SET)
+    filter: PluginSetDoc | None = _expects(_SET)
+    post_filter: PluginSetDoc | None = _expects(_SET)
+    pre_score: PluginSetDoc | None = _expects(_SET)
+    score: PluginSetDoc | None = _expects(_SET)
+    reserve: PluginSetDoc | None = _expects(_SET)
+    permit: PluginSetDoc | None = _expects(_SET)
+    pre_bind: PluginSetDoc | None = _expects(_SET)
+    bind: PluginSetDoc | None = _expects(_SET)
+    post_bind: PluginSetDoc | None = _expects(_SET)
+
+    def plugin_set(self, key: str) -> PluginSetDoc:
+        """The set under config key *key* (``multiPoint``, ``filter``, ...); empty when not given."""
+        value = getattr(self, _FIELD_OF_KEY[key])
+        return value if isinstance(value, PluginSetDoc) else PluginSetDoc()
+
+
+class PluginConfigDoc(_Doc):
+    what: ClassVar[str] = "a pluginConfig entry"
+
+    name: StrictStr | None = None
+    #: Checked against the plugin's own args model once the plugin is known.
+    args: Any = None
+
+
+class ProfileDoc(_Doc):
+    what: ClassVar[str] = "a profile"
+
+    scheduler_name: StrictStr | None = None
+    percentage_of_nodes_to_score: Int32 | None = None
+    plugins: PluginsDoc | None = _expects("Plugins")
+    plugin_config: list[PluginConfigDoc | None] | None = _expects(
+        "of PluginConfig", "a PluginConfig with name and args"
+    )
+
+
+class KubeSchedulerConfigurationDoc(_Doc):
+    """A ``KubeSchedulerConfiguration`` document as written (before defaulting)."""
+
+    what: ClassVar[str] = KIND
+
+    api_version: StrictStr
+    kind: StrictStr
+    parallelism: Int32 | None = None
+    leader_election: dict[str, Any] | None = _expects("LeaderElectionConfiguration")
+    client_connection: dict[str, Any] | None = _expects("ClientConnectionConfiguration")
+    enable_profiling: StrictBool | None = None
+    enable_contention_profiling: StrictBool | None = None
+    percentage_of_nodes_to_score: Int32 | None = None
+    pod_initial_backoff_seconds: Int64 | None = None
+    pod_max_backoff_seconds: Int64 | None = None
+    profiles: list[ProfileDoc | None] | None = _expects("of KubeSchedulerProfile", "a KubeSchedulerProfile")
+    #: Kept as given: kubesched does not call extenders yet.
+    extenders: list[dict[str, Any] | None] | None = _expects("of Extender", "an Extender")
+    delay_cache_until_active: StrictBool | None = None
+
+
+_FIELD_OF_KEY: Final = {to_camel(name): name for name in PluginsDoc.model_fields}
+assert set(_FIELD_OF_KEY) == set(_PLUGINS_FIELDS)
 
 
 def _type_name(value: Any) -> str:
@@ -264,58 +407,123 @@ def _join(path: str, child: str) -> str:
     return f"{path}.{child}" if path else child
 
 
+def _did_you_mean(key: str, allowed: Sequence[str]) -> str:
+    hint = difflib.get_close_matches(key, allowed, n=1)
+    return f'; did you mean "{hint[0]}"?' if hint else ""
+
+
+def _model_in(annotation: Any) -> type[_Doc] | None:
+    """The document model an annotation holds (``X | None`` → ``X``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, _Doc):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        for arg in get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _item_type(annotation: Any) -> Any:
+    """The item type of a ``list[X] | None`` annotation."""
+    for arg in (annotation, *get_args(annotation)):
+        if get_origin(arg) is list:
+            return get_args(arg)[0]
+    return Any
+
+
+def _field_at(root: type[_Doc], loc: Sequence[str | int]) -> tuple[type[_Doc] | None, FieldInfo | None, bool]:
+    """Follow a pydantic error location from *root*: the model the location ends in (or whose field
+    it ends at), that field, and whether the location is a list item of the field."""
+    model: type[_Doc] | None = root
+    info: FieldInfo | None = None
+    annotation: Any = root
+    item = False
+    for part in loc:
+        if isinstance(part, int):
+            annotation = _item_type(annotation)
+            item = True
+            continue
+        model = _model_in(annotation)
+        if model is None:
+            return None, None, False
+        info = next((f for n, f in model.model_fields.items() if f.alias == part or n == part), None)
+        if info is None:
+            return model, None, False
+        annotation = info.annotation
+        item = False
+    return model, info, item
+
+
+def _model_at(root: type[_Doc], loc: Sequence[str | int]) -> type[_Doc] | None:
+    """The document model of the object at *loc* (the root for ``()``)."""
+    if not loc:
+        return root
+    _, info, item = _field_at(root, loc)
+    if info is None:
+        return None
+    return _model_in(_item_type(info.annotation) if item else info.annotation)
+
+
+def _shape_error(exc: ValidationError, root: type[_Doc], source: str) -> ConfigError:
+    """The first shape problem pydantic found, worded and located like the loader's own messages.
+
+    Problems are reported outermost first, and at one depth an unknown field before a bad value (a
+    misspelt field usually explains the rest).
+    """
+    errors = sorted(
+        exc.errors(include_url=False), key=lambda e: (len(e["loc"]), e["type"] != "extra_forbidden")
+    )
+    err = errors[0]
+    loc: tuple[str | int, ...] = tuple(err["loc"])
+    where = format_path(loc) or None
+    given = err.get("input")
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(root, loc[:-1])
+        allowed = [str(f.alias) for f in parent.model_fields.values()] if parent is not None else []
+        what = parent.what if parent is not None else "this object"
+        key = str(loc[-1])
+        return ConfigError(
+            f'unknown field "{key}" in {what}{_did_you_mean(key, allowed)} (accepted: {", ".join(allowed)})',
+            file=source,
+            field=where,
+        )
+    _, info, item = _field_at(root, loc)
+    expects = ""
+    if info is not None:
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        described = extra.get("item") if item else info.description
+        expects = f" ({described})" if described else ""
+    shown = f"{_type_name(given)} {given!r}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"must be a mapping{expects}, got {_type_name(given)}"
+    elif kind == "list_type":
+        message = f"must be a list{expects}, got {_type_name(given)}"
+    elif kind == "int_type":
+        message = f"must be an integer, got {shown}"
+    elif kind == "bool_type":
+        message = f"must be true or false, got {shown}"
+    elif kind == "string_type":
+        message = f"must be a string, got {shown}"
+    elif kind == "missing":
+        message = "is required"
+    else:
+        message = str(err["msg"])
+    return ConfigError(message, file=source, field=where)
+
+
+# --------------------------------------------------------------------------------------------------
+# The loader
+
+
 class _Loader:
     def __init__(self, registry: Registry, source: str) -> None:
         self.registry = registry
         self.source = source
 
-    # -- error helpers --------------------------------------------------------------------------
-
-    def error(self, message: str, where: str | None) -> InputError:
-        return InputError(message, file=self.source, field=where or None)
-
-    def mapping(self, value: Any, where: str, what: str) -> Mapping[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise self.error(f"must be a mapping ({what}), got {_type_name(value)}", where)
-        return value
-
-    def sequence(self, value: Any, where: str, what: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list | tuple):
-            raise self.error(f"must be a list ({what}), got {_type_name(value)}", where)
-        return list(value)
-
-    def check_fields(self, data: Mapping[str, Any], allowed: Iterable[str], where: str, what: str) -> None:
-        allowed = tuple(allowed)
-        for key in data:
-            if key not in allowed:
-                hint = difflib.get_close_matches(str(key), allowed, n=1)
-                suggestion = f'; did you mean "{hint[0]}"?' if hint else ""
-                raise self.error(
-                    f'unknown field "{key}" in {what}{suggestion} (accepted: {", ".join(allowed)})',
-                    _join(where, str(key)),
-                )
-
-    def integer(
-        self, data: Mapping[str, Any], key: str, where: str, *, low: int = INT32_MIN, high: int = INT32_MAX
-    ) -> int | None:
-        value = data.get(key)
-        path = _join(where, key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(f"must be an integer, got {_type_name(value)} {value!r}", path)
-        if not low <= value <= high:
-            raise self.error(f"must be in range [{low}, {high}], got {value}", path)
-        return value
-
-    def boolean(self, data: Mapping[str, Any], key: str, where: str) -> None:
-        value = data.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise self.error(f"must be true or false, got {_type_name(value)} {value!r}", _join(where, key))
+    def error(self, message: str, where: str | None) -> ConfigError:
+        return ConfigError(message, file=self.source, field=where or None)
 
     # -- plugin names ---------------------------------------------------------------------------
 
@@ -330,9 +538,9 @@ class _Loader:
             return f'; did you mean "{match}"?'
         return f" (known plugins: {', '.join(sorted(self.registry))})"
 
-    def check_name(self, name: Any, where: str, *, use: str) -> str:
+    def check_name(self, name: str | None, where: str, *, use: str) -> str:
         """Validate a plugin name. *use* is "enable", "disable" or "configure"."""
-        if not isinstance(name, str) or not name:
+        if not name:
             raise self.error("a plugin name is required", where)
         if use == "disable" and name == "*":
             return name
@@ -358,13 +566,17 @@ class _Loader:
 
     # -- top level ------------------------------------------------------------------------------
 
-    def load(self, data: Any) -> SchedulerConfig:
+    def check_type_meta(self, data: Any) -> None:
+        """apiVersion and kind first: with the wrong ones nothing else in the document means what
+        this loader would take it to mean."""
         if not isinstance(data, Mapping):
             raise self.error(f"expected a {KIND} mapping at the top level, got {_type_name(data)}", None)
         api_version = data.get("apiVersion")
         if api_version != API_VERSION:
             if api_version is None:
                 message = f'apiVersion is required: set it to "{API_VERSION}"'
+            elif not isinstance(api_version, str):
+                message = f'apiVersion must be the string "{API_VERSION}", got {_type_name(api_version)}'
             elif api_version in _OLD_API_VERSIONS:
                 message = (
                     f'apiVersion "{api_version}" is no longer supported by kube-scheduler v1.34; '
@@ -375,22 +587,25 @@ class _Loader:
             raise self.error(message, "apiVersion")
         kind = data.get("kind")
         if kind != KIND:
-            shown = "missing" if kind is None else f'"{kind}"'
+            shown = "missing" if kind is None else f'"{kind}"' if isinstance(kind, str) else _type_name(kind)
             raise self.error(f'kind must be "{KIND}", got {shown}', "kind")
-        self.check_fields(data, _TOP_LEVEL_FIELDS, "", KIND)
 
-        parallelism = self.integer(data, "parallelism", "")
-        if parallelism is None:
-            parallelism = DEFAULT_PARALLELISM
-        elif parallelism <= 0:
+    def load(self, data: Any) -> SchedulerConfig:
+        self.check_type_meta(data)
+        try:
+            doc = KubeSchedulerConfigurationDoc.model_validate(data)
+        except ValidationError as exc:
+            raise _shape_error(exc, KubeSchedulerConfigurationDoc, self.source) from None
+
+        parallelism = DEFAULT_PARALLELISM if doc.parallelism is None else doc.parallelism
+        if parallelism <= 0:
             raise self.error(f"must be greater than 0, got {parallelism}", "parallelism")
-
-        percentage = self.percentage(data, "")
-        initial = self.integer(data, "podInitialBackoffSeconds", "", low=INT64_MIN, high=INT64_MAX)
+        percentage = self.percentage(doc.percentage_of_nodes_to_score, "")
+        initial = doc.pod_initial_backoff_seconds
         initial = DEFAULT_POD_INITIAL_BACKOFF_SECONDS if initial is None else initial
         if initial <= 0:
             raise self.error(f"must be greater than 0, got {initial}", "podInitialBackoffSeconds")
-        maximum = self.integer(data, "podMaxBackoffSeconds", "", low=INT64_MIN, high=INT64_MAX)
+        maximum = doc.pod_max_backoff_seconds
         maximum = DEFAULT_POD_MAX_BACKOFF_SECONDS if maximum is None else maximum
         if maximum < initial:
             raise self.error(
@@ -398,18 +613,7 @@ class _Loader:
                 "podMaxBackoffSeconds",
             )
 
-        self.mapping(data.get("leaderElection"), "leaderElection", "LeaderElectionConfiguration")
-        self.mapping(data.get("clientConnection"), "clientConnection", "ClientConnectionConfiguration")
-        for flag in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
-            self.boolean(data, flag, "")
-
-        extenders: list[dict[str, Any]] = []
-        for i, ext in enumerate(self.sequence(data.get("extenders"), "extenders", "of Extender")):
-            extenders.append(dict(self.mapping(ext, f"extenders[{i}]", "an Extender")))
-
-        raw_profiles = self.sequence(data.get("profiles"), "profiles", "of KubeSchedulerProfile")
-        if not raw_profiles:
-            raw_profiles = [{}]
+        raw_profiles = [p or ProfileDoc() for p in doc.profiles or [None]]
         profiles = [
             self.profile(raw, f"profiles[{i}]", single=len(raw_profiles) == 1)
             for i, raw in enumerate(raw_profiles)
@@ -421,11 +625,10 @@ class _Loader:
             pod_initial_backoff_seconds=initial,
             pod_max_backoff_seconds=maximum,
             parallelism=parallelism,
-            extenders=extenders,
+            extenders=[dict(ext or {}) for ext in doc.extenders or []],
         )
 
-    def percentage(self, data: Mapping[str, Any], where: str) -> int | None:
-        value = self.integer(data, "percentageOfNodesToScore", where)
+    def percentage(self, value: int | None, where: str) -> int | None:
         if value is not None and not 0 <= value <= 100:
             raise self.error(
                 f"must be in range [0, 100] (0 means adaptive), got {value}",
@@ -461,22 +664,20 @@ class _Loader:
 
     # -- profiles -------------------------------------------------------------------------------
 
-    def profile(self, raw: Any, where: str, *, single: bool) -> ProfileConfig:
-        data = self.mapping(raw, where, "a KubeSchedulerProfile")
-        self.check_fields(data, _PROFILE_FIELDS, where, "a profile")
-        name = data.get("schedulerName")
+    def profile(self, doc: ProfileDoc, where: str, *, single: bool) -> ProfileConfig:
+        name = doc.scheduler_name
         if name is None and single:
             name = DEFAULT_SCHEDULER_NAME
-        if not isinstance(name, str) or not name:
+        if not name:
             raise self.error(
                 "schedulerName is required (every profile needs a unique, non-empty name when there "
                 "are several)",
                 _join(where, "schedulerName"),
             )
-        percentage = self.percentage(data, where)
+        percentage = self.percentage(doc.percentage_of_nodes_to_score, where)
 
         plugins_where = _join(where, "plugins")
-        custom = self.plugins(self.mapping(data.get("plugins"), plugins_where, "Plugins"), plugins_where)
+        custom = self.plugins(doc.plugins or PluginsDoc(), plugins_where)
         defaults = {key: _PluginSet() for key in _PLUGINS_FIELDS}
         defaults[MULTI_POINT] = _PluginSet(
             enabled=[
@@ -488,7 +689,7 @@ class _Loader:
         merged = {key: _merge_plugin_set(defaults[key], custom[key]) for key in _PLUGINS_FIELDS}
         points = self.expand(merged, plugins_where, name)
 
-        configured = self.plugin_config(data.get("pluginConfig"), _join(where, "pluginConfig"))
+        configured = self.plugin_config(doc.plugin_config or [], _join(where, "pluginConfig"))
         plugin_args: dict[str, BaseModel | None] = {}
         for key in _PLUGINS_FIELDS:
             for entry in merged[key].enabled:
@@ -506,26 +707,22 @@ class _Loader:
             plugin_args=plugin_args,
         )
 
-    def plugins(self, data: Mapping[str, Any], where: str) -> dict[str, _PluginSet]:
-        self.check_fields(data, _PLUGINS_FIELDS, where, "plugins")
+    def plugins(self, doc: PluginsDoc, where: str) -> dict[str, _PluginSet]:
         result: dict[str, _PluginSet] = {}
         for key in _PLUGINS_FIELDS:
             set_where = _join(where, key)
-            raw = self.mapping(data.get(key), set_where, "a PluginSet with enabled/disabled lists")
-            self.check_fields(raw, _PLUGIN_SET_FIELDS, set_where, "a plugin set")
+            set_doc = doc.plugin_set(key)
             plugin_set = _PluginSet()
-            for use in ("enable", "disable"):
-                list_key = f"{use}d"
-                list_where = _join(set_where, list_key)
-                for i, item in enumerate(self.sequence(raw.get(list_key), list_where, "of plugins")):
+            for use, items in (("enable", set_doc.enabled), ("disable", set_doc.disabled)):
+                list_where = _join(set_where, f"{use}d")
+                for i, item in enumerate(items or []):
+                    plugin = item or PluginDoc()
                     item_where = f"{list_where}[{i}]"
-                    plugin = self.mapping(item, item_where, "a plugin with name and weight")
-                    self.check_fields(plugin, _PLUGIN_FIELDS, item_where, "a plugin")
-                    name = self.check_name(plugin.get("name"), _join(item_where, "name"), use=use)
-                    weight = self.integer(plugin, "weight", item_where)
+                    name = self.check_name(plugin.name, _join(item_where, "name"), use=use)
                     if use == "disable":
                         plugin_set.disabled.append(name)
                         continue
+                    weight = plugin.weight
                     if weight is not None and weight < 0:
                         raise self.error(
                             f"must be 0 or greater, got {weight} (unset or 0 means 1; to stop a plugin "
@@ -640,15 +837,14 @@ class _Loader:
             return spec.args_model
         return ARGS_MODELS.get(name)
 
-    def plugin_config(self, raw: Any, where: str) -> dict[str, BaseModel | None]:
+    def plugin_config(self, entries: list[PluginConfigDoc | None], where: str) -> dict[str, BaseModel | None]:
         """Validated args by plugin name (only plugins that take args or are not registered)."""
         result: dict[str, BaseModel | None] = {}
         first: dict[str, int] = {}
-        for i, item in enumerate(self.sequence(raw, where, "of PluginConfig")):
+        for i, item in enumerate(entries):
+            entry = item or PluginConfigDoc()
             item_where = f"{where}[{i}]"
-            entry = self.mapping(item, item_where, "a PluginConfig with name and args")
-            self.check_fields(entry, _PLUGIN_CONFIG_FIELDS, item_where, "a pluginConfig entry")
-            name = self.check_name(entry.get("name"), _join(item_where, "name"), use="configure")
+            name = self.check_name(entry.name, _join(item_where, "name"), use="configure")
             if name in first:
                 raise self.error(
                     f'duplicate pluginConfig for plugin "{name}" (first at {where}[{first[name]}]); '
@@ -657,7 +853,7 @@ class _Loader:
                 )
             first[name] = i
             args_where = _join(item_where, "args")
-            args = self.strip_type_meta(entry.get("args"), name, args_where)
+            args = self.strip_type_meta(entry.args, name, args_where)
             model = self.args_model(name)
             if model is None:
                 if name in self.registry and args:
@@ -668,7 +864,8 @@ class _Loader:
             try:
                 result[name] = parse_args(model, args)
             except InputError as exc:
-                raise exc.located(file=self.source, field_prefix=args_where) from None
+                located = exc.located(file=self.source, field_prefix=args_where)
+                raise ConfigError(located.message, file=located.file, field=located.field) from None
         return result
 
     def strip_type_meta(self, raw: Any, name: str, where: str) -> Any:

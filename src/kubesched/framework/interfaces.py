@@ -22,32 +22,43 @@ if TYPE_CHECKING:
     from kubesched.cache.node_table import NodeTable
     from kubesched.framework.cycle_state import CycleState
     from kubesched.framework.diagnosis import Diagnosis
+    from kubesched.framework.runtime import Framework
     from kubesched.framework.types import ClusterEvent, IntArray, PreFilterResult, QueuedPodInfo
 
 
+@runtime_checkable
 class Plugin(Protocol):
+    """What every plugin has: its name, as configuration and messages spell it."""
+
     name: ClassVar[str]
 
 
 @runtime_checkable
-class PreEnqueuePlugin(Protocol):
+class PreEnqueuePlugin(Plugin, Protocol):
     def pre_enqueue(self, pod: Pod) -> Status | None: ...
 
 
 @runtime_checkable
-class QueueSortPlugin(Protocol):
+class QueueSortPlugin(Plugin, Protocol):
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
 
 
 @runtime_checkable
-class PreFilterPlugin(Protocol):
+class QueueSortKey(Protocol):
+    """A QueueSort plugin that can also give a sort key agreeing with ``less`` (faster to sort by)."""
+
+    def sort_key(self, info: QueuedPodInfo) -> Any: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]: ...
 
 
 @runtime_checkable
-class PreFilterExtensions(Protocol):
+class PreFilterExtensions(Plugin, Protocol):
     """Incremental updates of a plugin's PreFilter state (upstream ``PreFilterExtensions``).
 
     Preemption and nominated pods evaluate "what if this pod were (not) on that node": the framework
@@ -66,26 +77,26 @@ class FrameworkAware(Protocol):
     """A plugin that needs the framework running it (upstream plugins get it as their Handle):
     ``set_framework`` is called once, after every plugin of the profile was built."""
 
-    def set_framework(self, framework: Any) -> None: ...
+    def set_framework(self, framework: Framework) -> None: ...
 
 
 @runtime_checkable
-class FilterPlugin(Protocol):
+class FilterPlugin(Plugin, Protocol):
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult: ...
 
 
 @runtime_checkable
-class PostFilterPlugin(Protocol):
+class PostFilterPlugin(Plugin, Protocol):
     def post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[str | None, Status]: ...
 
 
 @runtime_checkable
-class PreScorePlugin(Protocol):
+class PreScorePlugin(Plugin, Protocol):
     def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None: ...
 
 
 @runtime_checkable
-class ScorePlugin(Protocol):
+class ScorePlugin(Plugin, Protocol):
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray: ...
 
 
@@ -95,28 +106,28 @@ class ScoreNormalizer(Protocol):
 
 
 @runtime_checkable
-class ReservePlugin(Protocol):
+class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
 @runtime_checkable
-class PermitPlugin(Protocol):
+class PermitPlugin(Plugin, Protocol):
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]: ...
 
 
 @runtime_checkable
-class PreBindPlugin(Protocol):
+class PreBindPlugin(Plugin, Protocol):
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
 
 
 @runtime_checkable
-class BindPlugin(Protocol):
+class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
 
 
 @runtime_checkable
-class PostBindPlugin(Protocol):
+class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 

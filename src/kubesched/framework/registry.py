@@ -17,7 +17,9 @@ from kubesched.framework.extension_points import ExtensionPoint
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
 
-PluginFactory = Callable[[Any, "Handle"], Any]
+#: Builds a plugin from its args (a validated args model, or None) and the handle. The framework
+#: checks what it returns against the protocol of every extension point it is configured at.
+PluginFactory = Callable[[Any, "Handle"], object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -14,13 +15,32 @@ from kubesched.api.objects import Pod
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
-from kubesched.errors import InputError
+from kubesched.errors import ConfigError, FrameworkError, InputError, PluginError
 from kubesched.framework.config import ProfileConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import FrameworkAware, PreFilterExtensions, ScoreNormalizer
+from kubesched.framework.interfaces import (
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    FrameworkAware,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortKey,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreNormalizer,
+    ScorePlugin,
+)
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -37,6 +57,10 @@ from kubesched.framework.types import (
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
 from kubesched.queue.nominator import NominatedColumns, Nominator
 
+__all__ = ["ALL_EVENTS", "Framework", "FrameworkError", "PluginError", "ScoreDetails", "copy_node_info"]
+
+log = logging.getLogger(__name__)
+
 #: In-tree Filter plugins that read only NodeTable columns (resources, labels, taints, ports) —
 #: their verdict on a node with extra pods follows from adjusting that node's row.
 TABLE_ONLY_FILTERS = frozenset(
@@ -45,10 +69,6 @@ TABLE_ONLY_FILTERS = frozenset(
 
 #: What a plugin without ``events_to_register`` is registered for: any change to anything.
 ALL_EVENTS = ClusterEvent("*", "*")
-
-
-class FrameworkError(Exception):
-    """A plugin returned Error or broke a framework contract."""
 
 
 @dataclass(slots=True)
@@ -60,15 +80,27 @@ class ScoreDetails:
     weights: dict[str, int] = field(default_factory=dict)
 
 
+_P = TypeVar("_P")
+
+
+def _quoted(name: str) -> str:
+    """A plugin name as upstream's ``%q`` prints it."""
+    return f'"{name}"'
+
+
+def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginError:
+    return PluginError(pl.name, point.value, message)
+
+
 class Framework:
     def __init__(self, profile: ProfileConfig, registry: Registry, handle: Handle) -> None:
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.handle = handle
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        instances: dict[str, Any] = {}
+        instances: dict[str, object] = {}
 
-        def get(name: str) -> Any:
+        def get(name: str) -> object:
             if name not in instances:
                 spec = registry[name]
                 try:
@@ -81,37 +113,83 @@ class Framework:
                     ) from exc
             return instances[name]
 
-        def point(p: ExtensionPoint) -> list[Any]:
-            return [get(ref.name) for ref in profile.plugins.get(p, [])]
+        placed = {p: [get(ref.name) for ref in profile.plugins.get(p, [])] for p in ExtensionPoint}
 
-        self.pre_enqueue = point(ExtensionPoint.PRE_ENQUEUE)
-        sorters = point(ExtensionPoint.QUEUE_SORT)
+        def conforming(p: ExtensionPoint, typed: list[_P], protocol: type) -> list[_P]:
+            """``typed`` (the plugins at ``p`` that satisfy the protocol), or an error naming the
+            first plugin configured at ``p`` that does not."""
+            if len(typed) != len(placed[p]):
+                bad = next(pl for pl in placed[p] if not isinstance(pl, protocol))
+                raise ConfigError(
+                    f"plugin {getattr(bad, 'name', type(bad).__name__)} is configured at {p.value} but its "
+                    f"class {type(bad).__name__} does not implement {protocol.__name__}",
+                    field=f"profiles[{profile.scheduler_name}].plugins.{p.value}",
+                )
+            return typed
+
+        ep = ExtensionPoint
+        self.pre_enqueue = conforming(
+            ep.PRE_ENQUEUE,
+            [pl for pl in placed[ep.PRE_ENQUEUE] if isinstance(pl, PreEnqueuePlugin)],
+            PreEnqueuePlugin,
+        )
+        sorters = conforming(
+            ep.QUEUE_SORT,
+            [pl for pl in placed[ep.QUEUE_SORT] if isinstance(pl, QueueSortPlugin)],
+            QueueSortPlugin,
+        )
         if len(sorters) != 1:
             raise InputError(f"profile {self.profile_name!r} needs exactly one queueSort plugin")
         self.queue_sort = sorters[0]
-        self.pre_filter = point(ExtensionPoint.PRE_FILTER)
-        self.filter = point(ExtensionPoint.FILTER)
+        self.pre_filter = conforming(
+            ep.PRE_FILTER,
+            [pl for pl in placed[ep.PRE_FILTER] if isinstance(pl, PreFilterPlugin)],
+            PreFilterPlugin,
+        )
+        self.filter = conforming(
+            ep.FILTER, [pl for pl in placed[ep.FILTER] if isinstance(pl, FilterPlugin)], FilterPlugin
+        )
         self.filter_names = [p.name for p in self.filter]
-        self.post_filter = point(ExtensionPoint.POST_FILTER)
-        self.pre_score = point(ExtensionPoint.PRE_SCORE)
-        self.score = [
-            (get(ref.name), ref.weight or 1) for ref in profile.plugins.get(ExtensionPoint.SCORE, [])
-        ]
+        self.post_filter = conforming(
+            ep.POST_FILTER,
+            [pl for pl in placed[ep.POST_FILTER] if isinstance(pl, PostFilterPlugin)],
+            PostFilterPlugin,
+        )
+        self.pre_score = conforming(
+            ep.PRE_SCORE,
+            [pl for pl in placed[ep.PRE_SCORE] if isinstance(pl, PreScorePlugin)],
+            PreScorePlugin,
+        )
+        scorers = conforming(
+            ep.SCORE, [pl for pl in placed[ep.SCORE] if isinstance(pl, ScorePlugin)], ScorePlugin
+        )
+        weights = [ref.weight or 1 for ref in profile.plugins.get(ep.SCORE, [])]
+        self.score: list[tuple[ScorePlugin, int]] = list(zip(scorers, weights, strict=True))
         # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
         self._normalizers = {
-            name: pl.normalize_scores
-            for name, pl in ((str(p.name), p) for p, _ in self.score)
-            if isinstance(pl, ScoreNormalizer)
+            pl.name: pl.normalize_scores for pl, _ in self.score if isinstance(pl, ScoreNormalizer)
         }
-        self.reserve = point(ExtensionPoint.RESERVE)
-        self.permit = point(ExtensionPoint.PERMIT)
-        self.pre_bind = point(ExtensionPoint.PRE_BIND)
-        self.bind = point(ExtensionPoint.BIND)
-        self.post_bind = point(ExtensionPoint.POST_BIND)
-        self.plugins = instances
+        self.reserve = conforming(
+            ep.RESERVE, [pl for pl in placed[ep.RESERVE] if isinstance(pl, ReservePlugin)], ReservePlugin
+        )
+        self.permit = conforming(
+            ep.PERMIT, [pl for pl in placed[ep.PERMIT] if isinstance(pl, PermitPlugin)], PermitPlugin
+        )
+        self.pre_bind = conforming(
+            ep.PRE_BIND, [pl for pl in placed[ep.PRE_BIND] if isinstance(pl, PreBindPlugin)], PreBindPlugin
+        )
+        self.bind = conforming(
+            ep.BIND, [pl for pl in placed[ep.BIND] if isinstance(pl, BindPlugin)], BindPlugin
+        )
+        self.post_bind = conforming(
+            ep.POST_BIND,
+            [pl for pl in placed[ep.POST_BIND] if isinstance(pl, PostBindPlugin)],
+            PostBindPlugin,
+        )
+        self.plugins: dict[str, object] = instances
         #: PreFilter plugins that keep their state current when a pod is added to / removed from a
         #: node in a "what if" evaluation (upstream PreFilterExtensions).
-        self.pre_filter_extensions: list[Any] = [
+        self.pre_filter_extensions: list[PreFilterExtensions] = [
             pl for pl in self.pre_filter if isinstance(pl, PreFilterExtensions)
         ]
         #: Nominated pods; the scheduler replaces this with its queue's nominator.
@@ -122,16 +200,23 @@ class Framework:
 
     # -- queue -----------------------------------------------------------------------------------
     def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any]:
-        key = getattr(self.queue_sort, "sort_key", None)
-        if callable(key):
-            return key  # type: ignore[no-any-return]
+        if isinstance(self.queue_sort, QueueSortKey):
+            return self.queue_sort.sort_key
         less = self.queue_sort.less
         return functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
 
     def run_pre_enqueue(self, pod: Pod) -> Status | None:
         for pl in self.pre_enqueue:
-            st: Status | None = pl.pre_enqueue(pod)
+            try:
+                st = pl.pre_enqueue(pod)
+            except Exception as exc:
+                log.exception("PreEnqueue plugin %s failed on pod %s", pl.name, pod.key)
+                return Status.error(f"running PreEnqueue plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st is not None and st.code != Code.SUCCESS:
+                if st.code == Code.ERROR:
+                    return Status.error(
+                        f"running PreEnqueue plugin {_quoted(pl.name)}: {st.message}", pl.name
+                    )
                 st.plugin = pl.name
                 return st
         return None
@@ -145,8 +230,7 @@ class Framework:
         """
         out: dict[str, list[ClusterEvent]] = {}
         for name, pl in self.plugins.items():
-            fn = getattr(pl, "events_to_register", None)
-            out[name] = list(fn()) if callable(fn) else [ALL_EVENTS]
+            out[name] = list(pl.events_to_register()) if isinstance(pl, EnqueueExtensions) else [ALL_EVENTS]
         return out
 
     # -- scheduling cycle ------------------------------------------------------------------------
@@ -158,14 +242,18 @@ class Framework:
         result: PreFilterResult | None = None
         involved: set[str] = set()
         for pl in self.pre_filter:
-            res, st = pl.pre_filter(state, pod, snapshot)
+            try:
+                res, st = pl.pre_filter(state, pod, snapshot)
+            except Exception as exc:
+                raise self._pre_filter_error(pl, exc) from exc
             if st is not None and st.code == Code.SKIP:
                 state.skip_filter_plugins.add(pl.name)
                 continue
             if st is not None and st.code != Code.SUCCESS:
+                if not st.is_rejected:
+                    raise self._pre_filter_error(pl, st.message)
                 st.plugin = pl.name
-                if st.is_rejected:
-                    involved.add(pl.name)
+                involved.add(pl.name)
                 return None, st, involved
             if res is not None and res.node_names is not None:
                 involved.add(pl.name)
@@ -182,6 +270,12 @@ class Framework:
                     return result, Status.unschedulable(msg, unresolvable=True, plugin=pl.name), involved
         return result, None, involved
 
+    @staticmethod
+    def _pre_filter_error(pl: Plugin, err: object) -> PluginError:
+        return _plugin_error(
+            pl, ExtensionPoint.PRE_FILTER, f"running PreFilter plugin {_quoted(pl.name)}: {err}"
+        )
+
     def run_filters(
         self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
     ) -> tuple[BoolArray, list[FilterResult | None], np.ndarray[Any, np.dtype[np.int16]]]:
@@ -197,7 +291,12 @@ class Framework:
             if pl.name in state.skip_filter_plugins:
                 results.append(None)
                 continue
-            res = pl.filter_nodes(state, pod, table)
+            try:
+                res = pl.filter_nodes(state, pod, table)
+            except Exception as exc:
+                raise _plugin_error(
+                    pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
+                ) from exc
             results.append(res)
             newly_failed = remaining & ~res.passed
             if newly_failed.any():
@@ -446,13 +545,22 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         for pl in self.post_filter:
-            nominated, st = pl.post_filter(state, pod, diagnosis)
+            try:
+                nominated, st = pl.post_filter(state, pod, diagnosis)
+            except PluginError as exc:
+                # Another plugin failed inside this one (preemption runs the filters): its message
+                # already names it.
+                return None, Status.error(exc.message, exc.plugin)
+            except Exception as exc:
+                log.exception("PostFilter plugin %s failed on pod %s", pl.name, pod.key)
+                return None, Status.error(f"running PostFilter plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st.code == Code.SUCCESS:
                 return nominated, st
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 st.plugin = st.plugin or pl.name
                 return nominated, st
             if st.code != Code.UNSCHEDULABLE:
+                st.plugin = st.plugin or pl.name
                 return None, st
             if nominated is not None:
                 result = nominated
@@ -462,14 +570,21 @@ class Framework:
 
     def run_pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
         for pl in self.pre_score:
-            st: Status | None = pl.pre_score(state, pod, table, slots)
+            try:
+                st = pl.pre_score(state, pod, table, slots)
+            except Exception as exc:
+                raise _plugin_error(
+                    pl, ExtensionPoint.PRE_SCORE, f"running PreScore plugin {_quoted(pl.name)}: {exc}"
+                ) from exc
             if st is None or st.code == Code.SUCCESS:
                 continue
             if st.code == Code.SKIP:
                 state.skip_score_plugins.add(pl.name)
                 continue
-            st.plugin = pl.name
-            return st
+            # PreScore has no rejection: any other status is an error (upstream).
+            raise _plugin_error(
+                pl, ExtensionPoint.PRE_SCORE, f"running PreScore plugin {_quoted(pl.name)}: {st.message}"
+            )
         return None
 
     def run_score(
@@ -480,14 +595,33 @@ class Framework:
         for pl, weight in self.score:
             if pl.name in state.skip_score_plugins:
                 continue
-            raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
+            try:
+                raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
+            except Exception as exc:
+                raise _plugin_error(
+                    pl,
+                    ExtensionPoint.SCORE,
+                    f"running Score plugins: plugin {_quoted(pl.name)} failed with: {exc}",
+                ) from exc
             scores = raw.copy() if details is not None else raw
             normalize = self._normalizers.get(pl.name)
             if normalize is not None:
-                normalize(state, pod, scores)
+                try:
+                    normalize(state, pod, scores)
+                except Exception as exc:
+                    raise _plugin_error(
+                        pl,
+                        ExtensionPoint.SCORE,
+                        f"running Normalize on Score plugins: plugin {_quoted(pl.name)} failed with: {exc}",
+                    ) from exc
             if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
-                raise FrameworkError(
-                    f"plugin {pl.name} returned a score outside [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]"
+                bad = int(scores.max() if scores.max() > MAX_NODE_SCORE else scores.min())
+                raise _plugin_error(
+                    pl,
+                    ExtensionPoint.SCORE,
+                    f"applying score defaultWeights on Score plugins: plugin {_quoted(pl.name)} returns an "
+                    f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                    "after normalizing",
                 )
             total += scores * weight
             if details is not None:
@@ -497,18 +631,31 @@ class Framework:
         return total
 
     # -- reserve / permit / binding cycle ---------------------------------------------------------
+    # These run after the pod was assumed: a failing plugin must not escape, so its exception (or an
+    # Error status) becomes an Error status worded like upstream, and the scheduler undoes the
+    # assumption and reports it on the pod.
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for pl in self.reserve:
-            st: Status | None = pl.reserve(state, pod, node_name)
+            try:
+                st = pl.reserve(state, pod, node_name)
+            except Exception as exc:
+                log.exception("Reserve plugin %s failed on pod %s", pl.name, pod.key)
+                return Status.error(f"running Reserve plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st is not None and st.code != Code.SUCCESS:
+                if not st.is_rejected:
+                    return Status.error(f"running Reserve plugin {_quoted(pl.name)}: {st.message}", pl.name)
                 st.plugin = pl.name
                 return st
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        # Upstream calls Unreserve in reverse order of Reserve.
+        # Upstream calls Unreserve in reverse order of Reserve; Unreserve cannot fail, so a plugin
+        # that raises is logged and the others still run.
         for pl in reversed(self.reserve):
-            pl.unreserve(state, pod, node_name)
+            try:
+                pl.unreserve(state, pod, node_name)
+            except Exception:
+                log.exception("Unreserve of plugin %s failed on pod %s", pl.name, pod.key)
 
     def run_permit(
         self, state: CycleState, pod: Pod, node_name: str
@@ -516,38 +663,60 @@ class Framework:
         """Run Permit plugins: a rejection, or Wait with each waiting plugin's timeout (seconds)."""
         waits: dict[str, float] = {}
         for pl in self.permit:
-            st, timeout = pl.permit(state, pod, node_name)
+            try:
+                st, timeout = pl.permit(state, pod, node_name)
+            except Exception as exc:
+                log.exception("Permit plugin %s failed on pod %s", pl.name, pod.key)
+                return Status.error(f"running Permit plugin {_quoted(pl.name)}: {exc}", pl.name), {}
             if st is None or st.code == Code.SUCCESS:
                 continue
             if st.code == Code.WAIT:
                 waits[pl.name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
                 continue
+            if not st.is_rejected:
+                return Status.error(f"running Permit plugin {_quoted(pl.name)}: {st.message}", pl.name), {}
             st.plugin = pl.name
             return st, {}
         return (Status(Code.WAIT), waits) if waits else (None, {})
 
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for pl in self.pre_bind:
-            st: Status | None = pl.pre_bind(state, pod, node_name)
+            try:
+                st = pl.pre_bind(state, pod, node_name)
+            except Exception as exc:
+                log.exception("PreBind plugin %s failed on pod %s", pl.name, pod.key)
+                return Status.error(f"running PreBind plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st is not None and st.code not in (Code.SUCCESS, Code.SKIP):
+                if not st.is_rejected:
+                    return Status.error(f"running PreBind plugin {_quoted(pl.name)}: {st.message}", pl.name)
                 st.plugin = pl.name
                 return st
         return None
 
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for pl in self.bind:
-            st: Status | None = pl.bind(state, pod, node_name)
+            try:
+                st = pl.bind(state, pod, node_name)
+            except Exception as exc:
+                log.exception("Bind plugin %s failed on pod %s", pl.name, pod.key)
+                return Status.error(f"running Bind plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st is not None and st.code == Code.SKIP:
                 continue
             if st is None or st.code == Code.SUCCESS:
                 return Status.success()
+            if not st.is_rejected:
+                return Status.error(f"running Bind plugin {_quoted(pl.name)}: {st.message}", pl.name)
             st.plugin = pl.name
             return st
         return Status(Code.SKIP, ["no bind plugin bound the pod"])
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        # PostBind is informational (upstream returns nothing): a failure is logged, not reported.
         for pl in self.post_bind:
-            pl.post_bind(state, pod, node_name)
+            try:
+                pl.post_bind(state, pod, node_name)
+            except Exception:
+                log.exception("PostBind plugin %s failed on pod %s", pl.name, pod.key)
 
 
 def copy_node_info(info: NodeInfo) -> NodeInfo:
