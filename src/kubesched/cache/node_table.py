@@ -9,11 +9,22 @@ toleration check costs one Python evaluation per distinct taint list, then one g
 Host ports in use get one boolean column per ``(ip, protocol, port)`` and one per ``(protocol, port)``
 (used with any IP), so a NodePorts check costs a few mask operations per wanted port. Images get one
 size column per image name (0 = the node does not have it) and a count of the nodes holding it.
+
+Pods are counted on a row through one accounting API, :meth:`NodeTable.add_pod` /
+:meth:`NodeTable.remove_pod` (one pod) and :meth:`NodeTable.add_usage` (summed rows), or copied from a
+:class:`NodeInfo` by :meth:`NodeTable.set_usage`; nothing else writes the ``requested``,
+``nonzero_requested`` or port columns. "What if" users — a batch session, a preemption dry run, a
+nominated-pod check — work on a :meth:`NodeTable.fork`: a table of their own that shares everything
+with the snapshot's table except what they change, so the snapshot's table is never written to
+(and needs nothing put back) by anyone but the cache.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +32,7 @@ from numpy.typing import NDArray
 from kubesched.api.objects import HostPort
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.api.taints import Taint
+from kubesched.cache.accounting import PodUsage
 from kubesched.cache.node_info import NodeInfo
 
 FIXED_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -48,7 +60,8 @@ class LabelColumn:
 
 
 class NodeTable:
-    """NumPy arrays indexed by node slot. Only the cache's snapshot writes to it."""
+    """NumPy arrays indexed by node slot. Only the cache's snapshot writes rows (:meth:`write`);
+    forks change pod usage only, through the accounting API."""
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
@@ -78,6 +91,10 @@ class NodeTable:
         self._images_of: list[dict[str, int]] = [{}] * capacity
         #: Slots of schedulable-candidate nodes in NodeTree (zone-interleaved) order.
         self.order: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: In a fork: the array attributes still shared with the table it was forked from, and the
+        #: port masks it has made its own (``None``: not a fork, everything is its own).
+        self._shared: set[str] = set()
+        self._own_masks: set[object] | None = None
 
     # -- shape -----------------------------------------------------------------------------------
     @property
@@ -94,7 +111,106 @@ class NodeTable:
             pad = np.zeros((self.capacity, 1), dtype=np.int64)
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
+            self._shared.discard("allocatable")
         return col
+
+    # -- forks -----------------------------------------------------------------------------------
+    @property
+    def is_fork(self) -> bool:
+        return self._own_masks is not None
+
+    def fork(self, resources: Iterable[str] = ()) -> NodeTable:
+        """A table that starts equal to this one and that the accounting API may change without
+        touching this one: the usage columns are copied, port masks and the rest are shared until
+        the fork writes them. ``resources`` get columns in the fork (in the order given) if this
+        table has none. Rows cannot be rewritten in a fork (:meth:`write`), only their usage."""
+        t = NodeTable.__new__(NodeTable)
+        t.__dict__.update(self.__dict__)
+        t.resource_names = list(self.resource_names)
+        t.resource_col = dict(self.resource_col)
+        # Every user of a fork changes usage at once, and readers may hold these arrays: copy now.
+        t.requested = self.requested.copy()
+        t.nonzero_requested = self.nonzero_requested.copy()
+        t.host_ports = dict(self.host_ports)
+        t.host_ports_any = dict(self.host_ports_any)
+        t._shared = {"allocatable", "_ports_of"}
+        t._own_masks = set()
+        for name in resources:
+            t.column(name)
+        return t
+
+    def __copy__(self) -> NodeTable:
+        # A shallow copy written to like a private table must not write the shared port masks.
+        return self.fork()
+
+    def _own(self, attr: str) -> None:
+        if attr in self._shared:
+            self._shared.discard(attr)
+            setattr(self, attr, copy.copy(getattr(self, attr)))
+
+    def _mask(self, masks: dict[Any, BoolArray], key: object) -> BoolArray:
+        """The port mask of ``key`` (created if absent), safe for this table to write."""
+        mask = masks.get(key)
+        own = self._own_masks
+        if mask is None:
+            mask = np.zeros(self.capacity, dtype=np.bool_)
+            masks[key] = mask
+            if own is not None:
+                own.add(key)
+        elif own is not None and key not in own:
+            mask = mask.copy()
+            masks[key] = mask
+            own.add(key)
+        return mask
+
+    # -- accounting ------------------------------------------------------------------------------
+    def add_pod(self, slot: int, pod: PodUsage) -> None:
+        """Count a pod on a row: its requests, one pod, its non-zero cpu/memory, its host ports."""
+        self._account(slot, pod, 1)
+
+    def remove_pod(self, slot: int, pod: PodUsage) -> None:
+        """Stop counting a pod on a row (the reverse of :meth:`add_pod`; its host ports are freed
+        on the row, as no two pods of one node bind the same port)."""
+        self._account(slot, pod, -1)
+
+    def _account(self, slot: int, pod: PodUsage, sign: int) -> None:
+        req = self.requested
+        col_of = self.resource_col
+        for name, value in pod.requests.items():
+            col = col_of.get(name)
+            if col is None:
+                col = self.column(name)
+                req = self.requested
+            req[slot, col] += sign * value
+        req[slot, PODS_COL] += sign
+        nonzero = self.nonzero_requested
+        nonzero[slot, 0] += sign * pod.nonzero_cpu
+        nonzero[slot, 1] += sign * pod.nonzero_memory
+        if pod.host_ports:
+            on = sign > 0
+            for hp in pod.host_ports:
+                self._mask(self.host_ports, hp)[slot] = on
+                self._mask(self.host_ports_any, (hp.protocol, hp.port))[slot] = on
+
+    def add_usage(self, slots: IntArray, requests: IntArray, nonzero: IntArray) -> None:
+        """Add summed pod vectors (see :meth:`pod_vector`, pod count included) and non-zero
+        cpu/memory to the rows of ``slots`` (distinct): pods that bind no host port."""
+        self.requested[slots] += requests
+        self.nonzero_requested[slots] += nonzero
+
+    def set_usage(self, slot: int, info: NodeInfo) -> None:
+        """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
+        req = self.requested[slot]
+        req[:] = 0
+        for name, value in info.requested.items():
+            col = self.column(name)
+            req = self.requested[slot]
+            req[col] = value
+        self.requested[slot, PODS_COL] = len(info.pods)
+        self.nonzero_requested[slot, 0] = info.nonzero_cpu
+        self.nonzero_requested[slot, 1] = info.nonzero_memory
+        if info.used_ports or self._ports_of[slot]:
+            self._write_ports(slot, frozenset(info.used_ports))
 
     def _grow(self, need: int) -> None:
         new_cap = max(need, self.capacity * 2)
@@ -140,6 +256,8 @@ class NodeTable:
 
     def write(self, slot: int, info: NodeInfo) -> None:
         """Copy one node's current state into its row."""
+        if self.is_fork:
+            raise ValueError("a fork's rows change only through the accounting API")
         if slot >= self.capacity:
             self._grow(slot + 1)
         node = info.node
@@ -155,15 +273,7 @@ class NodeTable:
             col = self.column(name)
             alloc = self.allocatable[slot]
             alloc[col] = value
-        req = self.requested[slot]
-        req[:] = 0
-        for name, value in info.requested.items():
-            col = self.column(name)
-            req = self.requested[slot]
-            req[col] = value
-        self.requested[slot, PODS_COL] = len(info.pods)
-        self.nonzero_requested[slot, 0] = info.nonzero_cpu
-        self.nonzero_requested[slot, 1] = info.nonzero_memory
+        self.set_usage(slot, info)
         self.unschedulable[slot] = node.unschedulable
         self.taint_sig[slot] = self.signature_id(node.taints)
         old_keys = self._label_keys_of[slot]
@@ -174,8 +284,6 @@ class NodeTable:
             label_col = self.label_column(key)
             label_col.codes[slot] = label_col.code(label_value)
         self._label_keys_of[slot] = tuple(node.labels)
-        if info.used_ports or self._ports_of[slot]:
-            self._write_ports(slot, frozenset(info.used_ports))
         if node.images is not self._images_of[slot]:
             self._write_images(slot, node.images)
 
@@ -184,22 +292,15 @@ class NodeTable:
         if ports == old:
             return
         for hp in old - ports:
-            self.host_ports[hp][slot] = False
+            self._mask(self.host_ports, hp)[slot] = False
         for hp in ports - old:
-            mask = self.host_ports.get(hp)
-            if mask is None:
-                mask = np.zeros(self.capacity, dtype=np.bool_)
-                self.host_ports[hp] = mask
-            mask[slot] = True
+            self._mask(self.host_ports, hp)[slot] = True
         in_use = {(hp.protocol, hp.port) for hp in ports}
         for pp in {(hp.protocol, hp.port) for hp in old} - in_use:
-            self.host_ports_any[pp][slot] = False
+            self._mask(self.host_ports_any, pp)[slot] = False
         for pp in in_use:
-            mask = self.host_ports_any.get(pp)
-            if mask is None:
-                mask = np.zeros(self.capacity, dtype=np.bool_)
-                self.host_ports_any[pp] = mask
-            mask[slot] = True
+            self._mask(self.host_ports_any, pp)[slot] = True
+        self._own("_ports_of")
         self._ports_of[slot] = ports
 
     def _write_images(self, slot: int, images: dict[str, int]) -> None:
@@ -222,6 +323,8 @@ class NodeTable:
         self._images_of[slot] = images
 
     def clear(self, slot: int) -> None:
+        if self.is_fork:
+            raise ValueError("a fork's rows change only through the accounting API")
         if slot >= self.capacity:
             return
         name = self.names[slot]
