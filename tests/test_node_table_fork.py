@@ -175,3 +175,51 @@ def test_add_usage_adds_summed_rows() -> None:
     assert fork.requested[slots, PODS_COL].tolist() == [1, 2]
     assert fork.nonzero_requested[slots].tolist() == [[1, 2], [3, 4]]
     assert same(state(base), before)
+
+
+def test_a_reused_fork_starts_from_the_base_again() -> None:
+    """what_if forks reuse the previous fork's arrays: rows it changed and rows the base rewrote
+    since are copied again, so every check starts from the base table as it is now."""
+    cache = SchedulerCache()
+    for n in ("n1", "n2", "n3"):
+        cache.add_node(node(n))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    base = snap.table
+    s1, s2, s3 = (base.slot_of[n] for n in ("n1", "n2", "n3"))
+    with base.what_if() as first:
+        first.add_pod(s1, pod("x", cpu="1"))
+        first.add_usage(
+            np.array([s2], dtype=np.int64),
+            np.ones((1, base.num_resources), dtype=np.int64),
+            np.ones((1, 2), dtype=np.int64),
+        )
+        first_arrays = first.requested
+    assert base.requested[[s1, s2]].sum() == 0
+    bound = pod("y", cpu="2")
+    bound.node_name = "n3"
+    cache.add_pod(bound)
+    cache.update_snapshot(snap)  # rewrites n3's row in the base
+    with base.what_if() as second:
+        assert second.requested is first_arrays  # reused, not copied
+        assert np.array_equal(second.requested, base.requested)
+        assert np.array_equal(second.nonzero_requested, base.nonzero_requested)
+        assert second.requested[s3, CPU_COL] == 2000
+        # A check nested in this one gets arrays of its own.
+        with base.what_if() as nested:
+            assert nested.requested is not second.requested
+            nested.add_pod(s1, pod("z", cpu="3"))
+        assert second.requested[s1, CPU_COL] == 0
+    assert base.requested[s1, CPU_COL] == 0
+
+
+def test_a_reused_fork_after_the_base_grew_is_a_fresh_fork() -> None:
+    snap = snapshot_of([])
+    base = snap.table
+    with base.what_if() as first:
+        first.add_pod(0, pod("x", gpu=1))
+    base.column("example.org/new")
+    with base.what_if() as second:
+        assert second.requested is not first.requested
+        assert second.requested.shape == base.requested.shape
+        assert np.array_equal(second.requested, base.requested)

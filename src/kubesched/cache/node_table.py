@@ -22,7 +22,8 @@ with the snapshot's table except what they change, so the snapshot's table is ne
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +96,17 @@ class NodeTable:
         #: port masks it has made its own (``None``: not a fork, everything is its own).
         self._shared: set[str] = set()
         self._own_masks: set[object] | None = None
+        #: Per slot, when its usage last changed in this (base) table: a counter bumped on every
+        #: row write, so a reused fork (:meth:`refork`) knows which rows to copy again.
+        self.row_stamp: IntArray = np.zeros(capacity, dtype=np.int64)
+        self._stamp = 0
+        #: In a fork made by :meth:`refork`: its base, the base's stamps it has copied, and the rows
+        #: it has changed since (``None`` elsewhere).
+        self._base: NodeTable | None = None
+        self._synced: IntArray | None = None
+        self._touched: list[int | IntArray] | None = None
+        #: The fork the last :meth:`what_if` block used, kept for the next one.
+        self._spare: NodeTable | None = None
 
     # -- shape -----------------------------------------------------------------------------------
     @property
@@ -105,6 +117,8 @@ class NodeTable:
         """Column of a resource, adding one (all zeros) the first time a name is seen."""
         col = self.resource_col.get(resource)
         if col is None:
+            self._own("resource_names")
+            self._own("resource_col")
             col = len(self.resource_names)
             self.resource_names.append(resource)
             self.resource_col[resource] = col
@@ -123,21 +137,88 @@ class NodeTable:
         """A table that starts equal to this one and that the accounting API may change without
         touching this one: the usage columns are copied, port masks and the rest are shared until
         the fork writes them. ``resources`` get columns in the fork (in the order given) if this
-        table has none. Rows cannot be rewritten in a fork (:meth:`write`), only their usage."""
-        t = NodeTable.__new__(NodeTable)
-        t.__dict__.update(self.__dict__)
-        t.resource_names = list(self.resource_names)
-        t.resource_col = dict(self.resource_col)
+        table has none. Rows cannot be rewritten in a fork (:meth:`write`), only their usage.
+
+        A fork lives for one cycle or session: what it shares still follows its base, so the base
+        must not be rewritten (a snapshot refresh) while the fork is in use."""
         # Every user of a fork changes usage at once, and readers may hold these arrays: copy now.
-        t.requested = self.requested.copy()
-        t.nonzero_requested = self.nonzero_requested.copy()
-        t.host_ports = dict(self.host_ports)
-        t.host_ports_any = dict(self.host_ports_any)
-        t._shared = {"allocatable", "_ports_of"}
-        t._own_masks = set()
+        t = self._fork_with(self.requested.copy(), self.nonzero_requested.copy())
         for name in resources:
             t.column(name)
         return t
+
+    def refork(self, previous: NodeTable | None) -> NodeTable:
+        """:meth:`fork`, reusing the usage arrays of ``previous`` — an earlier ``refork`` of this
+        table that nobody uses any more — when it can: then only the rows ``previous`` changed and
+        the rows this table rewrote since are copied, instead of every row. For what-if checks run
+        once per cycle (nominated pods), where copying the whole usage would cost more than the
+        check."""
+        prev = previous
+        if (
+            prev is None
+            or prev._base is not self
+            or prev._synced is None
+            or prev._touched is None
+            or prev.requested.shape != self.requested.shape
+            or prev.nonzero_requested.shape != self.nonzero_requested.shape
+        ):
+            t = self.fork()
+            t._synced = self.row_stamp.copy()
+        else:
+            synced = prev._synced
+            stale = np.flatnonzero(self.row_stamp != synced)
+            rows = (
+                np.concatenate([stale, *(np.atleast_1d(r) for r in prev._touched)])
+                if prev._touched
+                else stale
+            )
+            if len(rows):
+                prev.requested[rows] = self.requested[rows]
+                prev.nonzero_requested[rows] = self.nonzero_requested[rows]
+                synced[stale] = self.row_stamp[stale]
+            t = self._fork_with(prev.requested, prev.nonzero_requested)
+            t._synced = synced
+            prev._touched = prev._synced = None  # its arrays are the new fork's now
+        t._base = self
+        t._touched = []
+        return t
+
+    def _fork_with(self, requested: IntArray, nonzero: IntArray) -> NodeTable:
+        t = NodeTable.__new__(NodeTable)
+        t.__dict__.update(self.__dict__)
+        t.requested = requested
+        t.nonzero_requested = nonzero
+        # Shared until the fork writes them (a new column, a port mask, a row's ports).
+        t._shared = {
+            "allocatable",
+            "_ports_of",
+            "resource_names",
+            "resource_col",
+            "host_ports",
+            "host_ports_any",
+        }
+        t._own_masks = set()
+        t._base = t._synced = t._touched = t._spare = None
+        return t
+
+    @contextmanager
+    def what_if(self) -> Iterator[NodeTable]:
+        """A fork for one what-if check (see :meth:`refork`); once the block ends its arrays serve
+        the next check, so do not keep the fork or its arrays."""
+        fork = self.refork(self._spare)
+        self._spare = None  # a check nested in this one gets a fork of its own
+        try:
+            yield fork
+        finally:
+            self._spare = fork
+
+    def _changed(self, slots: int | IntArray) -> None:
+        """Note a change of usage on rows: stamped in a base table, remembered in a reused fork."""
+        if self._own_masks is None:
+            self._stamp += 1
+            self.row_stamp[slots] = self._stamp
+        elif self._touched is not None:
+            self._touched.append(slots)
 
     def __copy__(self) -> NodeTable:
         # A shallow copy written to like a private table must not write the shared port masks.
@@ -148,8 +229,11 @@ class NodeTable:
             self._shared.discard(attr)
             setattr(self, attr, copy.copy(getattr(self, attr)))
 
-    def _mask(self, masks: dict[Any, BoolArray], key: object) -> BoolArray:
-        """The port mask of ``key`` (created if absent), safe for this table to write."""
+    def _mask(self, attr: str, key: Any) -> BoolArray:
+        """The port mask of ``key`` in ``host_ports`` or ``host_ports_any`` (created if absent),
+        safe for this table to write."""
+        self._own(attr)
+        masks: dict[Any, BoolArray] = getattr(self, attr)
         mask = masks.get(key)
         own = self._own_masks
         if mask is None:
@@ -186,17 +270,19 @@ class NodeTable:
         nonzero = self.nonzero_requested
         nonzero[slot, 0] += sign * pod.nonzero_cpu
         nonzero[slot, 1] += sign * pod.nonzero_memory
+        self._changed(slot)
         if pod.host_ports:
             on = sign > 0
             for hp in pod.host_ports:
-                self._mask(self.host_ports, hp)[slot] = on
-                self._mask(self.host_ports_any, (hp.protocol, hp.port))[slot] = on
+                self._mask("host_ports", hp)[slot] = on
+                self._mask("host_ports_any", (hp.protocol, hp.port))[slot] = on
 
     def add_usage(self, slots: IntArray, requests: IntArray, nonzero: IntArray) -> None:
         """Add summed pod vectors (see :meth:`pod_vector`, pod count included) and non-zero
         cpu/memory to the rows of ``slots`` (distinct): pods that bind no host port."""
         self.requested[slots] += requests
         self.nonzero_requested[slots] += nonzero
+        self._changed(slots)
 
     def set_usage(self, slot: int, info: NodeInfo) -> None:
         """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
@@ -209,6 +295,7 @@ class NodeTable:
         self.requested[slot, PODS_COL] = len(info.pods)
         self.nonzero_requested[slot, 0] = info.nonzero_cpu
         self.nonzero_requested[slot, 1] = info.nonzero_memory
+        self._changed(slot)
         if info.used_ports or self._ports_of[slot]:
             self._write_ports(slot, frozenset(info.used_ports))
 
@@ -225,6 +312,7 @@ class NodeTable:
         self.nonzero_requested = grow(self.nonzero_requested)  # type: ignore[assignment]
         self.unschedulable = grow(self.unschedulable)  # type: ignore[assignment]
         self.taint_sig = grow(self.taint_sig)  # type: ignore[assignment]
+        self.row_stamp = grow(self.row_stamp)  # type: ignore[assignment]
         for col in self.labels.values():
             col.codes = np.concatenate([col.codes, np.full(extra, -1, dtype=np.int32)])
         for ports in (self.host_ports, self.host_ports_any):
@@ -292,14 +380,14 @@ class NodeTable:
         if ports == old:
             return
         for hp in old - ports:
-            self._mask(self.host_ports, hp)[slot] = False
+            self._mask("host_ports", hp)[slot] = False
         for hp in ports - old:
-            self._mask(self.host_ports, hp)[slot] = True
+            self._mask("host_ports", hp)[slot] = True
         in_use = {(hp.protocol, hp.port) for hp in ports}
         for pp in {(hp.protocol, hp.port) for hp in old} - in_use:
-            self._mask(self.host_ports_any, pp)[slot] = False
+            self._mask("host_ports_any", pp)[slot] = False
         for pp in in_use:
-            self._mask(self.host_ports_any, pp)[slot] = True
+            self._mask("host_ports_any", pp)[slot] = True
         self._own("_ports_of")
         self._ports_of[slot] = ports
 
@@ -335,6 +423,7 @@ class NodeTable:
         self.allocatable[slot] = 0
         self.requested[slot] = 0
         self.nonzero_requested[slot] = 0
+        self._changed(slot)
         self.unschedulable[slot] = False
         self.taint_sig[slot] = 0
         for key in self._label_keys_of[slot]:
@@ -344,6 +433,17 @@ class NodeTable:
             self._write_ports(slot, frozenset())
         if self._images_of[slot]:
             self._write_images(slot, {})
+
+    def fill_pod_vector(self, requests: Mapping[str, int], out: IntArray) -> None:
+        """Write a pod's request over this table's existing columns into ``out`` (zeroed first; one in
+        the pods column); resources without a column are left out. Never adds a column."""
+        out[:] = 0
+        col_of = self.resource_col
+        for name, value in requests.items():
+            col = col_of.get(name)
+            if col is not None:
+                out[col] = value
+        out[PODS_COL] = 1
 
     def pod_vector(self, requests: dict[str, int]) -> IntArray:
         """A pod's request as a row vector over this table's resource columns."""

@@ -272,16 +272,16 @@ class Framework:
         ends (NodeInfo-reading plugins look nodes up in the snapshot). The snapshot's table is never
         written; its NodeInfo entries come back however the block ends."""
         snapshot = self.handle.snapshot
-        table = snapshot.table.fork()
         infos = snapshot.node_infos
         saved: list[tuple[str, NodeInfo | None]] = []
         try:
-            for slot, info in slots_infos.items():
-                name = table.names[slot]
-                saved.append((name, infos.get(name)))
-                table.set_usage(slot, info)
-                infos[name] = info
-            yield table
+            with snapshot.table.what_if() as table:
+                for slot, info in slots_infos.items():
+                    name = table.names[slot]
+                    saved.append((name, infos.get(name)))
+                    table.set_usage(slot, info)
+                    infos[name] = info
+                yield table
         finally:
             for name, original in reversed(saved):
                 if original is None:
@@ -311,9 +311,9 @@ class Framework:
             if not ports:
                 rows = np.zeros(table.capacity, dtype=np.bool_)
                 rows[slots] = True
-                with_nominated = table.fork()
-                with_nominated.add_usage(slots, requests, nonzero)
-                w_passed, w_results, w_failed_by = self.run_filters(state, pod, with_nominated, rows)
+                with table.what_if() as with_nominated:
+                    with_nominated.add_usage(slots, requests, nonzero)
+                    w_passed, w_results, w_failed_by = self.run_filters(state, pod, with_nominated, rows)
                 return _merge_with_pass(passed, results, failed_by, rows, w_passed, w_results, w_failed_by)
         nominated = self.nominated_pods_for(pod, table, candidates)
         if not nominated:
