@@ -673,8 +673,8 @@ class Session:
         task.node_name = ""
 
     def _refresh_idle(self, slot: int) -> None:
-        r = self.idle.shape[1]
-        self.idle[slot] = self.node_allocatable[slot] - self.table.requested[slot, :r]
+        idle = self.idle
+        np.subtract(self.node_allocatable[slot], self.table.requested[slot, : idle.shape[1]], out=idle[slot])
 
     def add_releasing(self, slot: int, task: TaskInfo, sign: int = 1) -> None:
         """Count (``sign`` 1) or stop counting (-1) an evicted task's request as releasing on a row."""
