@@ -41,7 +41,7 @@ def cluster() -> Simulation:
     sim = Simulation(seed=0)
     for obj in (node("n1"), node("n2"), pod("a", "1", "n1", port=80), pod("b", "3", "n2")):
         sim.store.create(obj)
-    sim.scheduler.handle_events()
+    sim.informers.pump()
     sim.scheduler.cache.update_snapshot(sim.scheduler.snapshot)
     return sim
 

@@ -13,6 +13,7 @@ from kubesched.batch.conf import SWITCHES, batch_conf_from_dict, default_batch_c
 from kubesched.batch.framework import open_session
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.scheduler import BatchScheduler
+from kubesched.batch.statement import Statement
 from kubesched.sim.simulation import Simulation, SimulationResult
 from kubesched.store.memory import MemoryStore
 
@@ -281,7 +282,7 @@ def test_session_counts_placements_on_its_own_table_in_integers() -> None:
     for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     sched.handle_events()
     snap, _ = sched.build_snapshot()
     base = sched.snapshot.table
@@ -293,7 +294,7 @@ def test_session_counts_placements_on_its_own_table_in_integers() -> None:
     pending = ssn.jobs["ns/b"].tasks
     (a0,) = running.values()
     (b0,) = pending.values()
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     stmt.allocate(b0, slot)
     stmt.evict(a0, "test")
     assert ssn.idle.dtype == ssn.releasing.dtype == ssn.pipelined.dtype == np.int64

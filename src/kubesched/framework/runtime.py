@@ -57,7 +57,7 @@ from kubesched.framework.types import (
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
 from kubesched.queue.nominator import NominatedColumns, Nominator
 
-__all__ = ["ALL_EVENTS", "Framework", "FrameworkError", "PluginError", "ScoreDetails", "copy_node_info"]
+__all__ = ["ALL_EVENTS", "Framework", "FrameworkError", "PluginError", "ScoreDetails"]
 
 log = logging.getLogger(__name__)
 
