@@ -57,6 +57,7 @@ _PLUGIN_MODULES = {
     "binpack": "kubesched.batch.plugins.binpack",
     "drf": "kubesched.batch.plugins.drf",
     "proportion": "kubesched.batch.plugins.proportion",
+    "gpushare": "kubesched.batch.plugins.gpushare",
 }
 _ACTION_MODULES = {
     "enqueue": "kubesched.batch.actions.enqueue",

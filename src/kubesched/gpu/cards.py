@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from kubesched.errors import InputError
+
+if TYPE_CHECKING:
+    from kubesched.cache.node_info import NodeInfo
 
 __all__ = [
     "ANNOTATION_GPU_CARDS",
@@ -169,11 +172,11 @@ def first_free_cards(left: IntArray, count: int, demand: GpuDemand) -> tuple[int
 class GpuCards:
     """Per-card state of every GPU node, kept current as pods are added to and removed from nodes.
 
-    The scheduler cache calls :meth:`node_added`, :meth:`pod_added` (binding or assuming) and
-    :meth:`pod_removed`; plugins read :meth:`left` and :meth:`model`. The cards a pod holds come from
-    its ``kubesched.io/gpu-cards`` annotation when it has one (a bound pod) or from the reservation
-    the GPU filter made for it (an assumed pod); otherwise they are chosen best-fit, which is what
-    the cards would be for a pod bound by another scheduler.
+    The scheduler cache calls :meth:`sync` whenever a node or the pods on it change (binding,
+    assuming, forgetting, deleting); plugins read :meth:`left` and :meth:`model`. The cards a pod
+    holds come from its ``kubesched.io/gpu-cards`` annotation when it has one (a bound pod) or from
+    the reservation the GPU plugin made for it (an assumed pod); otherwise they are chosen best-fit,
+    which is what the cards would be for a pod bound by another scheduler.
     """
 
     def __init__(self) -> None:
@@ -182,6 +185,32 @@ class GpuCards:
         self._model: dict[str, str] = {}
         self._held: dict[str, tuple[str, tuple[int, ...], int]] = {}  # uid -> (node, cards, milli)
         self._reserved: dict[str, tuple[int, ...]] = {}  # uid -> cards picked before binding
+        self._on_node: dict[str, set[str]] = {}  # node -> uids holding cards there
+
+    def sync(self, name: str, info: NodeInfo) -> None:
+        """Bring ``name``'s cards in line with the node and pods the cache holds for it."""
+        node = info.node
+        if node is None:
+            for uid in list(self._on_node.get(name, ())):
+                self.pod_removed(uid)
+            self.node_removed(name)
+            return
+        if name not in self._left and not (
+            node.allocatable.get(GPU_RESOURCE, 0) or node.allocatable.get(GPU_MILLI_RESOURCE, 0)
+        ):
+            return  # a node without GPUs: nothing to track
+        self.node_added(name, node.allocatable, node.labels)
+        held = self._on_node.get(name, set())
+        for uid in [u for u in held if u not in info.pods]:
+            self.pod_removed(uid)
+        for uid, pod in info.pods.items():
+            if uid in held:
+                continue
+            try:
+                demand = demand_of(pod.annotations, pod.requests)
+            except InputError:
+                continue  # a malformed GPU annotation: the GPU filter rejects such pods
+            self.pod_added(uid, name, pod.annotations, demand)
 
     def node_added(self, name: str, allocatable: Mapping[str, int], labels: Mapping[str, str]) -> None:
         count = int(allocatable.get(GPU_RESOURCE, 0))
@@ -208,8 +237,21 @@ class GpuCards:
         self._model.pop(name, None)
 
     def reserve(self, uid: str, cards: tuple[int, ...]) -> None:
-        """Remember the cards chosen for a pod about to be assumed on a node."""
-        self._reserved[uid] = cards
+        """The cards a placement policy chose for a pod: moves the pod onto them if it already
+        holds others (it was assumed first), else remembers them for when it is added."""
+        held = self._held.get(uid)
+        if held is None:
+            self._reserved[uid] = cards
+            return
+        node, old, milli = held
+        left = self._left[node]
+        for c in old:
+            left[c] += milli
+        if all(0 <= c < self._count[node] and left[c] >= milli for c in cards) and len(cards) == len(old):
+            old = cards
+        for c in old:
+            left[c] -= milli
+        self._held[uid] = (node, old, milli)
 
     def pod_added(self, uid: str, node: str, annotations: Mapping[str, str], demand: GpuDemand) -> None:
         if not demand.wants_gpu or uid in self._held or node not in self._left:
@@ -228,6 +270,7 @@ class GpuCards:
         for c in cards:
             left[c] -= demand.milli
         self._held[uid] = (node, cards, demand.milli)
+        self._on_node.setdefault(node, set()).add(uid)
 
     def pod_removed(self, uid: str) -> None:
         self._reserved.pop(uid, None)
@@ -235,6 +278,7 @@ class GpuCards:
         if held is None:
             return
         node, cards, milli = held
+        self._on_node.get(node, set()).discard(uid)
         left = self._left.get(node)
         if left is not None:
             for c in cards:
