@@ -311,7 +311,12 @@ def cmd_experiment_fgd(args: argparse.Namespace) -> int:
             raise InputError("no such file", file=str(path))
     started = time.perf_counter()
     results = run_grid(
-        Path(args.nodes), [Path(p) for p in args.pod_list], policies, _seeds(args.seeds), jobs=args.jobs
+        Path(args.nodes),
+        [Path(p) for p in args.pod_list],
+        policies,
+        _seeds(args.seeds),
+        jobs=args.jobs,
+        tie_break=args.tie_break,
     )
     wall = time.perf_counter() - started
     out = Path(args.out)
@@ -438,6 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fgd.add_argument("--seeds", default="42-51", help="seeds, N-M or a comma list (default 42-51)")
     fgd.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    fgd.add_argument(
+        "--tie-break",
+        choices=("name", "random"),
+        default="name",
+        help="equal scores: smallest node name, as the authors' scheduler (default), or random",
+    )
     fgd.add_argument("--out", required=True, metavar="DIR", help="where the CSV files, plots and report go")
     fgd.set_defaults(func=cmd_experiment_fgd)
     return parser

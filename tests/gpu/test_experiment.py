@@ -96,3 +96,12 @@ def test_cli_experiment_fgd(files: tuple[Path, Path], tmp_path: Path) -> None:
         )
         == 2
     )
+
+
+def test_ties_can_be_broken_at_random(files: tuple[Path, Path]) -> None:
+    nodes, pods = files
+    cluster, plist = load_cluster(nodes), load_pod_list(pods)
+    r = run_cell(cluster, plist, "GpuPacking", seed=3, tie_break="random")
+    assert r.pods >= 6
+    with pytest.raises(ValueError, match="tie_break"):
+        run_cell(cluster, plist, "GpuPacking", seed=3, tie_break="first")

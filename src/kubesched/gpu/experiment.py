@@ -189,9 +189,17 @@ def _discrete(arrived_pct: FloatArray, values: FloatArray) -> FloatArray:
 
 
 def run_cell(
-    cluster: Cluster, pods: PodList, policy: str, seed: int, tp: TypicalPods | None = None
+    cluster: Cluster,
+    pods: PodList,
+    policy: str,
+    seed: int,
+    tp: TypicalPods | None = None,
+    tie_break: str = "name",
 ) -> CellResult:
-    """One policy on one shuffled, tuned pod list (module doc); ``tp`` defaults to the list's own."""
+    """One policy on one shuffled, tuned pod list (module doc); ``tp`` defaults to the list's own.
+    ``tie_break``: ``name`` (the authors') or ``random`` (upstream Kubernetes)."""
+    if tie_break not in ("name", "random"):
+        raise ValueError(f"tie_break must be name or random, not {tie_break!r}")
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     started = time.perf_counter()
@@ -258,9 +266,12 @@ def run_cell(
                 # Random's PreScore draws one feasible node; it alone gets the top score.
                 node = int(cand[rng.integers(len(cand))])
             else:
-                # The authors' scheduler breaks ties by the smallest node name, for reproducibility.
                 ties = cand[s == s.max()]
-                node = int(ties[np.argmin(rank[ties])])
+                if tie_break == "random":
+                    node = int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+                else:
+                    # The authors' scheduler breaks ties by the smallest node name, for reproducibility.
+                    node = int(ties[np.argmin(rank[ties])])
             cards = choose_cards(
                 policy, st.cards[node], int(st.count[node]), shape, int(fgd_card[c, node]), rng
             )
@@ -302,7 +313,7 @@ def run_cell(
 _CACHE: dict[str, Any] = {}
 
 
-def _cell(node_list: str, pod_list: str, policy: str, seed: int) -> CellResult:
+def _cell(node_list: str, pod_list: str, policy: str, seed: int, tie_break: str = "name") -> CellResult:
     # Each worker loads a file once and keeps it for the cells that follow.
     key_c, key_p = f"c:{node_list}", f"p:{pod_list}"
     if key_c not in _CACHE:
@@ -314,7 +325,7 @@ def _cell(node_list: str, pod_list: str, policy: str, seed: int) -> CellResult:
     key_t = f"t:{pod_list}"
     if key_t not in _CACHE:
         _CACHE[key_t] = typical_pods(pods.shapes, cluster.models)
-    return run_cell(cluster, pods, policy, seed, _CACHE[key_t])
+    return run_cell(cluster, pods, policy, seed, _CACHE[key_t], tie_break)
 
 
 def _progress(done: int, total: int, started: float, out: Any) -> None:
@@ -336,6 +347,7 @@ def run_grid(
     seeds: Sequence[int],
     jobs: int | None = None,
     progress: Callable[[int, int, float], None] | None = None,
+    tie_break: str = "name",
 ) -> list[CellResult]:
     """Every (pod list, policy, seed) cell, in parallel over ``jobs`` processes (all cores by default)."""
     for policy in policies:
@@ -353,11 +365,11 @@ def run_grid(
     report(0, len(cells), started)
     if jobs == 1:
         for cell in cells:
-            results.append(_cell(str(node_list), *cell))
+            results.append(_cell(str(node_list), *cell, tie_break))
             report(len(results), len(cells), started)
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_cell, str(node_list), *cell) for cell in cells]
+            futures = [pool.submit(_cell, str(node_list), *cell, tie_break) for cell in cells]
             for fut in as_completed(futures):
                 results.append(fut.result())
                 report(len(results), len(cells), started)
