@@ -118,3 +118,17 @@ def test_fgd_puts_a_share_where_it_fragments_least() -> None:
     second = next(o for o in sim.outcomes() if o.name == "second")
     assert second.node == first_node
     assert _cards(sim, "second") == _cards(sim, "first")
+
+
+def test_the_example_config_enables_gpushare_and_fgd() -> None:
+    from pathlib import Path
+
+    from kubesched.framework.config import load_config
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gpu-sharing" / "fgd.yaml"
+    config = load_config(path, default_registry())
+    sim = Simulation(config)
+    sim.store.create(_node("n1", 2))
+    sim.store.create(_pod("p", 1, 300))
+    sim.run()
+    assert _cards(sim, "p") in {"0", "1"}
