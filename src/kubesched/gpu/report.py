@@ -96,7 +96,7 @@ def bars_figure(results: Sequence[CellResult]) -> Figure:
     """Unallocated GPU % at 100 % arrived, mean and sd over seeds, per pod list and policy."""
     rows = summary(results)
     lists = sorted({r[0] for r in rows})
-    fig = _figure(width=max(6.0, 1.4 * len(lists) + 3), height=3.6)
+    fig = _figure(width=min(16.0, max(6.0, 0.7 * len(lists) + 3)), height=4.2)
     ax = fig.add_subplot(1, 1, 1)
     width = 0.8 / max(1, len(POLICIES))
     for i, policy in enumerate(POLICIES):
