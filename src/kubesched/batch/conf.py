@@ -77,6 +77,8 @@ VOLCANO_PLUGINS = frozenset(
         "task-topology",
         "tdm",
         "usage",
+        # kubesched's own: per-card GPU sharing with the FGD paper's policies (docs/gpu-sharing.md).
+        "gpushare",
     }
 )
 #: The actions and plugins within kubesched's batch scope (DESIGN §4). Others parse, flagged
@@ -93,6 +95,7 @@ SUPPORTED_PLUGINS = frozenset(
         "nodeorder",
         "binpack",
         "overcommit",
+        "gpushare",
     }
 )
 
