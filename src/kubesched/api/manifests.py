@@ -22,6 +22,7 @@ from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.api.topology_spread import parse_topology_spread_constraints
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet, owner_references
+from kubesched.api.yaml_input import safe_load_all
 from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.errors import InputError, yaml_error_detail
 
@@ -103,7 +104,7 @@ def _expand_paths(paths: Sequence[str]) -> Iterator[str]:
 
 def _documents(text: str, source: str) -> list[Any]:
     try:
-        return [d for d in yaml.safe_load_all(text)]
+        return safe_load_all(text)
     except yaml.reader.ReaderError as exc:
         raise InputError(
             f"not valid YAML/JSON (character {exc.position + 1}): {exc.reason}", file=source

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kubesched.api.yaml_input import safe_load
 from kubesched.errors import InputError, yaml_error_detail
 
 log = logging.getLogger(__name__)
@@ -431,7 +432,7 @@ def load_batch_conf(path: str | Path | None) -> BatchConf:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", file=source) from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML{yaml_error_detail(exc)}", file=source) from None
     except RecursionError:

@@ -17,6 +17,7 @@ from typing import Any, Final
 import yaml
 from pydantic import BaseModel
 
+from kubesched.api.yaml_input import BoundedSafeLoader
 from kubesched.errors import InputError
 from kubesched.framework.extension_points import MULTI_POINT, ExtensionPoint
 from kubesched.framework.plugin_args import (
@@ -179,7 +180,7 @@ def config_from_dict(
 # YAML
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(BoundedSafeLoader):
     """SafeLoader that rejects duplicate keys (upstream decodes strictly)."""
 
 
