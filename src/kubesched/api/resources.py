@@ -28,6 +28,9 @@ MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 
+#: Largest amount a column of the node table holds; sums beyond it saturate there.
+INT64_MAX = 2**63 - 1
+
 #: Upstream defaults for containers without a CPU / memory request, used only for scoring.
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
