@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from kubesched.api.affinity import validate_affinity
 from kubesched.api.fields import object_name
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
@@ -39,6 +40,7 @@ def _validate_pod(obj: Mapping[str, Any]) -> None:
     # Fields the core view leaves to the plugins that read them, validated here all the same.
     spec = obj.get("spec") or {}
     parse_topology_spread_constraints(spec.get("topologySpreadConstraints"))
+    validate_affinity(spec.get("affinity"))
     owner_references(obj.get("metadata") or {})
 
 
