@@ -171,3 +171,41 @@ def test_valid_affinity_and_resources_still_schedule(
     )
     assert code == EXIT_OK, err
     assert json.loads(out)["pods"][0]["node"] == "n1"
+
+
+def test_group_member_of_the_default_scheduler_with_an_unknown_resource(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(
+        NODES
+        + textwrap.dedent(
+            """\
+            ---
+            apiVersion: scheduling.volcano.sh/v1beta1
+            kind: PodGroup
+            metadata: {name: g}
+            spec: {minMember: 1}
+            ---
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: p, annotations: {scheduling.k8s.io/group-name: g}}
+            spec:
+              containers: [{name: a, resources: {requests: {example.com/foo: "1"}}}]
+            ---
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: q, annotations: {scheduling.k8s.io/group-name: g}}
+            spec:
+              schedulerName: volcano
+              containers: [{name: a, resources: {requests: {cpu: "1"}}}]
+            """
+        )
+    )
+    code = main(["simulate", str(path), "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == EXIT_OK, err
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    assert pods["p"]["status"] == "Unschedulable"
+    assert "Insufficient example.com/foo" in pods["p"]["message"]
+    assert pods["q"]["status"] == "Scheduled"
