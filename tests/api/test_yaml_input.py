@@ -57,3 +57,14 @@ def test_ordinary_aliases_still_load() -> None:
     assert docs[1] == [1]
     # Deeply nested but alias-free documents are not affected by the bound.
     assert safe_load("[" * 50 + "]" * 50) is not None
+
+
+@pytest.mark.parametrize("text", ["[" * 50000 + "]" * 50000, "a: " + "{a: " * 3000 + "1" + "}" * 3000])
+def test_nesting_beyond_the_parser_is_an_input_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    for load in (lambda: load_manifests([str(path)]), lambda: load_batch_conf(path)):
+        with pytest.raises(InputError, match="nested too deeply"):
+            load()
+    with pytest.raises(InputError, match="nested too deeply"):
+        load_config(path, default_registry())

@@ -5,7 +5,8 @@ laughs") load quickly but stand for billions of nodes: whatever walks the result
 JSON encoding, copying) runs for minutes and takes gigabytes. Like the Go YAML decoder the API server
 uses, which refuses "excessive aliasing", every loader here counts the nodes a document stands for
 once its aliases are expanded and refuses a document that aliases expand beyond
-:data:`MAX_EXPANDED_NODES`. Recursive aliases (an anchor used inside itself) are refused too.
+:data:`MAX_EXPANDED_NODES`. Recursive aliases (an anchor used inside itself) are refused too, and so
+is nesting deeper than the parser's recursion can follow, with an error rather than a traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ MAX_EXPANDED_NODES: Final = 1_000_000
 
 
 class ExcessiveAliasing(yaml.YAMLError):
-    """A document whose aliases expand beyond the bound, or refer to themselves."""
+    """A document whose aliases expand beyond the bound or refer to themselves, or that nests deeper
+    than the parser can follow."""
 
     def __init__(self, problem: str, mark: yaml.Mark | None) -> None:
         super().__init__(problem)
@@ -73,10 +75,22 @@ class BoundedSafeLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses documents whose aliases expand beyond the bound."""
 
     def get_node(self) -> Any:
-        return self._checked(super().get_node())
+        try:
+            return self._checked(super().get_node())
+        except RecursionError:
+            raise ExcessiveAliasing("nested too deeply", None) from None
 
     def get_single_node(self) -> Any:
-        return self._checked(super().get_single_node())
+        try:
+            return self._checked(super().get_single_node())
+        except RecursionError:
+            raise ExcessiveAliasing("nested too deeply", None) from None
+
+    def construct_document(self, node: Any) -> Any:
+        try:
+            return super().construct_document(node)
+        except RecursionError:
+            raise ExcessiveAliasing("nested too deeply", None) from None
 
     @staticmethod
     def _checked(node: yaml.Node | None) -> yaml.Node | None:
