@@ -90,7 +90,12 @@ def as_dict(header: list[str], row: list[str]) -> dict[str, str]:
     return dict(zip(header, row, strict=True))
 
 
-def to_int(value: object, what: str, minimum: int | None = 0) -> int:
+#: Largest amount or count a row may give: what an int64 column holds.
+INT64_MAX: Final = 2**63 - 1
+INT32_MAX: Final = 2**31 - 1
+
+
+def to_int(value: object, what: str, minimum: int | None = 0, maximum: int = INT64_MAX) -> int:
     if isinstance(value, bool):
         raise RowError(f"{what}: expected an integer, got {value!r}")
     if isinstance(value, int):
@@ -109,6 +114,8 @@ def to_int(value: object, what: str, minimum: int | None = 0) -> int:
             number = int(as_float)
     if minimum is not None and number < minimum:
         raise RowError(f"{what}: must be at least {minimum}, got {number}")
+    if number > maximum:
+        raise RowError(f"{what}: must be at most {maximum}, got {value!r}")
     return number
 
 
@@ -156,8 +163,8 @@ def generic_pod(record: Mapping[str, Any], line: int, stem: str) -> tuple[Worklo
             if amount:
                 pod.requests[resource] = amount
     if not _blank(get("priority")):
-        pod.priority = to_int(get("priority"), "priority", minimum=None)
-        if abs(pod.priority) > 2_000_000_000:
+        pod.priority = to_int(get("priority"), "priority", minimum=None, maximum=2_000_000_000)
+        if pod.priority < -2_000_000_000:
             raise RowError(f"priority: out of range: {pod.priority}")
     if not _blank(get("scheduler_name")):
         pod.scheduler_name = _text(get("scheduler_name"), "scheduler_name")
@@ -169,7 +176,7 @@ def generic_pod(record: Mapping[str, Any], line: int, stem: str) -> tuple[Worklo
     if not _blank(get("group_size")):
         if pod.group is None:
             raise RowError("group_size given without group")
-        group_size = to_int(get("group_size"), "group_size", minimum=1)
+        group_size = to_int(get("group_size"), "group_size", minimum=1, maximum=INT32_MAX)
     for key, value in record.items():
         if key in ("labels", "annotations") and isinstance(value, Mapping):
             target = pod.labels if key == "labels" else pod.annotations
@@ -208,6 +215,9 @@ def _records(path: Path, source: str) -> Iterator[tuple[int, Mapping[str, Any] |
                     obj = json.loads(text)
                 except ValueError as exc:
                     yield number, RowError(f"invalid JSON: {exc}")
+                    continue
+                except RecursionError:
+                    yield number, RowError("invalid JSON: nested too deeply")
                     continue
                 if not isinstance(obj, dict):
                     yield number, RowError("expected a JSON object")

@@ -30,6 +30,8 @@ from kubesched.sim.workload import MAX_DURATION, GroupSpec, Workload, WorkloadPo
 
 COLUMNS: Final = frozenset({"timestamp", "duration", "num_gpus", "cluster"})
 GPUS_PER_WORKER: Final = 8
+#: GPUs one job may ask for: each 8 become a pod, so a row cannot stand for millions of pods.
+MAX_JOB_GPUS: Final = 100_000
 LABEL_JOB: Final = "kubesched.io/job"
 _TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
 
@@ -64,7 +66,7 @@ def load_philly(path: Path, on_bad_row: OnBadRow = "skip", limit: int | None = N
                         f"timestamp: expected YYYY-MM-DD HH:MM:SS, got {rec['timestamp']!r}"
                     ) from None
                 duration = to_seconds(rec["duration"], "duration")
-                num_gpus = to_int(rec["num_gpus"], "num_gpus", minimum=1)
+                num_gpus = to_int(rec["num_gpus"], "num_gpus", minimum=1, maximum=MAX_JOB_GPUS)
                 cluster = rec["cluster"].strip()
                 if not cluster:
                     raise RowError("cluster: empty virtual cluster")
