@@ -209,3 +209,65 @@ def test_group_member_of_the_default_scheduler_with_an_unknown_resource(
     assert pods["p"]["status"] == "Unschedulable"
     assert "Insufficient example.com/foo" in pods["p"]["message"]
     assert pods["q"]["status"] == "Scheduled"
+
+
+OBJECT_ERRORS = {
+    "pod name": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: Web_1}\nspec: {containers: [{name: a}]}\n",
+        "Pod Web_1: field metadata.name: 'Web_1' is not a valid name",
+    ),
+    "namespace": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: w, namespace: a.b}\nspec: {containers: [{name: a}]}\n",
+        "Pod a.b/w: field metadata.namespace: 'a.b' is not a valid name",
+    ),
+    "node label key": (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {'a/b/c': x}}\n",
+        "Node n: field metadata.labels: 'a/b/c' is not a qualified name",
+    ),
+    "label value": (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {zone: '-x'}}\n",
+        "Node n: field metadata.labels.zone: '-x' is not a valid label value",
+    ),
+    "annotation key": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: w, annotations: {'bad key': x}}\n"
+        "spec: {containers: [{name: a}]}\n",
+        "Pod w: field metadata.annotations: 'bad key' is not a qualified name",
+    ),
+    "node selector": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\n"
+        "spec: {nodeSelector: {zone: 'a b'}, containers: [{name: a}]}\n",
+        "Pod w: field spec.nodeSelector.zone: 'a b' is not a valid label value",
+    ),
+    "queue name": (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: Research}\n",
+        "Queue Research: field metadata.name: 'Research' is not a valid name",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OBJECT_ERRORS))
+def test_metadata_is_validated_for_every_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    text, message = OBJECT_ERRORS[case]
+    path = tmp_path / "in.yaml"
+    path.write_text(text)
+    assert main(["simulate", str(path)]) == EXIT_BAD_INPUT
+    assert f"in.yaml: document 1: {message}" in capsys.readouterr().err
+
+
+def test_trace_rows_with_names_the_api_refuses_are_bad_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "name,namespace,queue,label.zone\nBad_Name,,,\nok,NS,,\nok2,,Q,\nok3,,,'x y'\nfine,,,a\n"
+    )
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(NODES)
+    code = main(["simulate", "--trace", str(trace), "--nodes", str(nodes), "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == EXIT_OK, err
+    for line, field in ((2, "name"), (3, "namespace"), (4, "queue"), (5, "labels.zone")):
+        assert f"line {line}: skipped: {field}: " in err
+    assert [p["name"] for p in json.loads(out)["pods"]] == ["fine"]

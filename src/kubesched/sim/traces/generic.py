@@ -14,7 +14,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
+from kubesched.api.manifests import dns_name_error, validate_labels
 from kubesched.api.quantity import QuantityError, resource_amount
+from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import InputError
 from kubesched.sim.workload import BadRow, GroupSpec, Workload, WorkloadPod, parse_duration
 
@@ -186,7 +188,27 @@ def generic_pod(record: Mapping[str, Any], line: int, stem: str) -> tuple[Worklo
             pod.labels[key[len("label.") :]] = _text(value, key)
         elif key.startswith("annotation.") and not _blank(value):
             pod.annotations[key[len("annotation.") :]] = _text(value, key)
+    _check_names(pod)
     return pod, group_size
+
+
+def _check_names(pod: WorkloadPod) -> None:
+    """What the API server would refuse in the objects the row becomes: names and labels."""
+    for what, value, label in (
+        ("name", pod.name, False),
+        ("namespace", pod.namespace, True),
+        ("group", pod.group, False),
+        ("queue", pod.queue, False),
+    ):
+        if value is not None and (why := dns_name_error(value, label=label)) is not None:
+            raise RowError(f"{what}: {why}")
+    try:
+        validate_labels(pod.labels, "labels")
+    except InputError as exc:
+        raise RowError(f"{exc.field}: {exc.message}") from None
+    for key in pod.annotations:
+        if (why := qualified_name_error(key.lower())) is not None:
+            raise RowError(f"annotations: {why}")
 
 
 def _check_columns(columns: list[str], source: str) -> None:
