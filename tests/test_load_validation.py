@@ -127,6 +127,19 @@ BAD_SPECS = {
         "containers: [{name: a, resources: {requests: {nvidia.com/gpu: 500m}}}]\n",
         "spec.containers[0].resources.requests.nvidia.com/gpu",
     ),
+    "container without a name": ("containers: [{image: x}]\n", "spec.containers[0].name"),
+    "duplicate container name": (
+        "initContainers: [{name: a}]\ncontainers: [{name: a}]\n",
+        "spec.containers[0].name",
+    ),
+    "priority class name": (
+        "priorityClassName: High_Priority\ncontainers: [{name: a}]\n",
+        "spec.priorityClassName",
+    ),
+    "scheduling gate name": (
+        "schedulingGates: [{name: 'a/b/c'}]\ncontainers: [{name: a}]\n",
+        "spec.schedulingGates[0].name",
+    ),
     "request above limit": (
         "containers: [{name: a, resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}}]\n",
         "spec.containers[0].resources.requests.cpu",

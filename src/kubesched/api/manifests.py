@@ -106,7 +106,33 @@ def _validate_pod(obj: Mapping[str, Any]) -> None:
     parse_topology_spread_constraints(spec.get("topologySpreadConstraints"))
     validate_affinity(spec.get("affinity"))
     validate_labels(spec.get("nodeSelector"), "spec.nodeSelector")
+    _validate_pod_names(spec)
     owner_references(obj.get("metadata") or {})
+
+
+def _validate_pod_names(spec: Mapping[str, Any]) -> None:
+    """Names in a pod spec the API server checks: container names (DNS labels, unique), and the
+    scheduler, priority class and node a pod names (DNS subdomains), scheduling gates (qualified)."""
+    seen: set[str] = set()
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or []):
+            name = container.get("name") if isinstance(container, Mapping) else None
+            where = f"spec.{kind}[{i}].name"
+            if not isinstance(name, str) or not name:
+                raise InputError("every container needs a name", field=where)
+            if (why := dns_name_error(name, label=True)) is not None:
+                raise InputError(why, field=where)
+            if name in seen:
+                raise InputError(f"duplicate container name {name!r}", field=where)
+            seen.add(name)
+    for key in ("schedulerName", "priorityClassName", "nodeName"):
+        value = spec.get(key)
+        if isinstance(value, str) and value and (why := dns_name_error(value, label=False)) is not None:
+            raise InputError(why, field=f"spec.{key}")
+    for i, gate in enumerate(spec.get("schedulingGates") or []):
+        name = gate.get("name") if isinstance(gate, Mapping) else None
+        if isinstance(name, str) and name and (why := qualified_name_error(name)) is not None:
+            raise InputError(why, field=f"spec.schedulingGates[{i}].name")
 
 
 @dataclass(frozen=True, slots=True)
