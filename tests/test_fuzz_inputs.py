@@ -97,6 +97,10 @@ POD_PATHS: list[tuple[str, ...]] = [
     ("metadata", "annotations", "kubesched.io/arrival"),
     ("metadata", "annotations", "kubesched.io/duration"),
     ("metadata", "labels"),
+    ("metadata", "namespace"),
+    ("spec", "containers", 0, "name"),
+    ("spec", "schedulingGates"),
+    ("spec", "resources"),
 ]
 NODE_PATHS: list[tuple[str, ...]] = [
     ("status", "allocatable", "cpu"),
