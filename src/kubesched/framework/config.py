@@ -36,6 +36,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from kubesched.api.yaml_input import BoundedSafeLoader
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.extension_points import MULTI_POINT, ExtensionPoint
 from kubesched.framework.plugin_args import (
@@ -205,7 +206,7 @@ def yaml_nesting_problem(text: str, limit: int = MAX_NESTING) -> str | None:
     return None
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(BoundedSafeLoader):
     """SafeLoader that rejects duplicate keys (upstream decodes strictly)."""
 
 
