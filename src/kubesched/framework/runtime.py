@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from kubesched.errors import ConfigError, FrameworkError, InputError, PluginErro
 from kubesched.framework.config import ProfileConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.extender import Extender
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -194,6 +195,8 @@ class Framework:
         ]
         #: Nominated pods; the scheduler replaces this with its queue's nominator.
         self.nominator = Nominator()
+        #: The scheduler's HTTP extenders (preemption asks them about its candidates).
+        self.extenders: Sequence[Extender] = ()
         for pl in instances.values():
             if isinstance(pl, FrameworkAware):
                 pl.set_framework(self)
