@@ -296,6 +296,7 @@ class Framework:
                 continue
             try:
                 res = pl.filter_nodes(state, pod, table)
+                _check_filter_result(res, table.capacity)
             except Exception as exc:
                 raise _plugin_error(
                     pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
@@ -600,6 +601,10 @@ class Framework:
                 continue
             try:
                 raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
+                if raw.shape != slots.shape:
+                    raise ValueError(
+                        f"returned scores of shape {raw.shape}, expected {slots.shape} (one per node)"
+                    )
             except Exception as exc:
                 raise _plugin_error(
                     pl,
@@ -720,6 +725,26 @@ class Framework:
                 pl.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind plugin %s failed on pod %s", pl.name, pod.key)
+
+
+def _check_filter_result(res: object, capacity: int) -> None:
+    """A Filter plugin's answer must cover every table slot: a wrong shape would silently pass or
+    reject the wrong nodes."""
+    if not isinstance(res, FilterResult):
+        raise TypeError(f"returned {type(res).__name__}, not a FilterResult")
+    passed = res.passed
+    if not isinstance(passed, np.ndarray) or passed.dtype != np.bool_ or passed.shape != (capacity,):
+        shape = getattr(passed, "shape", None)
+        dtype = getattr(passed, "dtype", type(passed).__name__)
+        raise ValueError(
+            f"returned a FilterResult whose passed mask has shape {shape} and dtype {dtype}, expected a "
+            f"bool array of shape ({capacity},) (one entry per NodeTable slot)"
+        )
+    for failure in res.failures:
+        if getattr(failure.nodes, "shape", None) != (capacity,):
+            raise ValueError(
+                f"returned a failure {failure.reason!r} whose node mask is not of shape ({capacity},)"
+            )
 
 
 def copy_node_info(info: NodeInfo) -> NodeInfo:
