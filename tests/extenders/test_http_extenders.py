@@ -42,6 +42,7 @@ class ExtenderServer:
 
         class _H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -123,9 +124,9 @@ def one_cycle(sim: Simulation, *pods: dict[str, Any]) -> dict[str, Any]:
         sim.store.create(p)
     sched = sim.scheduler
     for _ in pods:
-        sched.handle_events()
+        sched.informers.pump()
         sched.schedule_one()
-    sched.handle_events()
+    sched.informers.pump()
     return {o.name: o for o in sched.outcomes.values()}
 
 
@@ -445,7 +446,7 @@ def _full_cluster(server: ExtenderServer, **ext: Any) -> Simulation:
     sim = sim_with([{"urlPrefix": server.url, "preemptVerb": "preempt", **ext}], nodes=2)
     for i in range(2):
         sim.store.create(pod(f"low{i}", cpu="4", nodeName=f"n{i}"))
-    sim.scheduler.handle_events()
+    sim.scheduler.informers.pump()
     return sim
 
 

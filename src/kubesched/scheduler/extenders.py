@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import queue
+import socket
 import ssl
 import tempfile
 import threading
@@ -62,6 +63,20 @@ MAX_NODE_SCORE = 100
 # Transport
 
 
+class _NoDelayHTTP(http.client.HTTPConnection):
+    """Small request/reply exchanges: Nagle's algorithm would only add delayed-ACK waits."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _NoDelayHTTPS(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class _Pool:
     """Keep-alive HTTP(S) connections to one host, shared by threads (one connection per call)."""
 
@@ -79,10 +94,8 @@ class _Pool:
 
     def _new(self) -> http.client.HTTPConnection:
         if self.https:
-            return http.client.HTTPSConnection(
-                self.host, self.port, timeout=self.timeout, context=self.context
-            )
-        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            return _NoDelayHTTPS(self.host, self.port, timeout=self.timeout, context=self.context)
+        return _NoDelayHTTP(self.host, self.port, timeout=self.timeout)
 
     def post(self, verb: str, body: bytes) -> tuple[int, bytes]:
         path = f"{self.base_path}/{verb}"
