@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.cache.node_table import PODS_COL
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.plugin_loading import plugin_registry, register
 from kubesched.framework.registry import Registry
@@ -45,9 +46,6 @@ class VectorizedBench:
 
     name: ClassVar[str] = "VectorizedBench"
 
-    def __init__(self, args: Any, handle: Any) -> None:
-        self.handle = handle
-
     def filter_nodes(self, state: Any, pod: Any, table: Any) -> Any:
         from kubesched.framework.types import FilterResult
 
@@ -57,9 +55,8 @@ class VectorizedBench:
         return FilterResult.reject(col.codes >= 0, "node(s) are blocked")
 
     def score_nodes(self, state: Any, pod: Any, table: Any, slots: Any) -> Any:
-        infos = self.handle.snapshot.node_infos
-        counts = np.fromiter((len(infos[table.names[s]].pods) for s in slots.tolist()), np.int64, len(slots))
-        return np.maximum(0, 100 - counts)
+        # The table's pods column is the number of pods on the node, as len(node_info.pods).
+        return np.maximum(0, 100 - table.requested[slots, PODS_COL])
 
 
 def _registry() -> Registry:
@@ -94,10 +91,13 @@ def run_per_node_plugin(nodes: int = 1000, existing_pods: int = 0, pods: int = 2
 
     registry = _registry()
     times: dict[str, tuple[int, float]] = {}
-    for name in ("VectorizedBench", "PerNodeBench"):
-        enabled = {"multiPoint": {"enabled": [{"name": name}]}}
-        config = config_from_dict({**API, "profiles": [{"plugins": enabled}]}, registry)
-        times[name] = _timed(Simulation(config, registry, seed=seed), nodes, existing_pods, pods)
+    # Interleaved, best of two each: the first run of a process also pays for warming caches up.
+    for _ in range(2):
+        for name in ("VectorizedBench", "PerNodeBench"):
+            enabled = {"multiPoint": {"enabled": [{"name": name}]}}
+            config = config_from_dict({**API, "profiles": [{"plugins": enabled}]}, registry)
+            run = _timed(Simulation(config, registry, seed=seed), nodes, existing_pods, pods)
+            times[name] = min(times.get(name, run), run, key=lambda r: r[1])
     done, per_node = times["PerNodeBench"]
     _, vectorized = times["VectorizedBench"]
     extra_us = (per_node - vectorized) / max(pods, 1) * 1e6
