@@ -620,3 +620,68 @@ def test_ignored_by_scheduler_resource_is_not_checked_by_node_resources_fit(serv
     gpu["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
     # No node advertises example.com/gpu: only the extender decides.
     assert one_cycle(sim, gpu)["gpu"].node == "n1"
+
+
+# --------------------------------------------------------------------------------------------------
+# HTTPS (upstream makeTransport: enableHTTPS without a CA does not verify the server)
+
+
+@pytest.fixture
+def tls_server(tmp_path: Any) -> Iterator[tuple[ExtenderServer, bytes]]:
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    srv = ExtenderServer()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert), str(key))
+    srv.httpd.socket = ctx.wrap_socket(srv.httpd.socket, server_side=True)
+    srv.url = srv.url.replace("http://", "https://")
+    yield srv, cert.read_bytes()
+    srv.close()
+
+
+def test_https_extender_without_a_ca_is_not_verified(tls_server: tuple[ExtenderServer, bytes]) -> None:
+    server, _ = tls_server
+    server.verbs["filter"] = lambda args: {"NodeNames": ["n1"]}
+    sim = sim_with(
+        [{"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True, "enableHTTPS": True}]
+    )
+    assert one_cycle(sim, pod("web"))["web"].node == "n1"
+
+
+def test_https_extender_verified_with_ca_data(tls_server: tuple[ExtenderServer, bytes]) -> None:
+    import base64
+
+    server, cert = tls_server
+    server.verbs["filter"] = lambda args: {"NodeNames": ["n2"]}
+    tls = {"caData": base64.b64encode(cert).decode()}
+    sim = sim_with(
+        [{"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True, "tlsConfig": tls}]
+    )
+    assert one_cycle(sim, pod("web"))["web"].node == "n2"
+    # A CA that did not sign the server's certificate: verification fails, the cycle errors.
+    other = sim_with(
+        [
+            {
+                "urlPrefix": server.url,
+                "filterVerb": "filter",
+                "nodeCacheCapable": True,
+                "tlsConfig": {"caFile": "/etc/ssl/certs/ca-certificates.crt"},
+            }
+        ]
+    )
+    web = one_cycle(other, pod("web"))["web"]
+    assert web.status == "Pending" and "CERTIFICATE_VERIFY_FAILED" in web.message
