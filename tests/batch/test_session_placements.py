@@ -170,7 +170,7 @@ def test_drf_share_counts_pods() -> None:
     for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "drf"}]}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     sched.handle_events()
     snap, _ = sched.build_snapshot()
     ssn = open_session(snap, conf)
@@ -207,7 +207,7 @@ def test_reclaim_evicts_to_free_a_pod_slot() -> None:
         plugin("proportion", "reclaimable", "queue_order", "preemptive"),
     ]
     conf = batch_conf_from_dict({"actions": "reclaim", "tiers": [{"plugins": tier}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     sched.handle_events()
     sched.run_session()
     assert len(sched.evicted) == 1 and sched.evicted[0] in ("ns/a-0", "ns/a-1")

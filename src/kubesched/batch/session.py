@@ -36,6 +36,7 @@ from kubesched.batch.job_info import (
     TaskInfo,
     ValidateResult,
 )
+from kubesched.batch.operations import Evictee
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
@@ -45,10 +46,11 @@ if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
     from kubesched.batch.queue_totals import QueueTotals
-    from kubesched.batch.statement import Statement
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
     from kubesched.cache.pod_index import PodIndex
+    from kubesched.runtime.ports import Ports
+    from kubesched.store.informers import InformerFactory
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -85,12 +87,6 @@ class PodGroupConditionUpdate:
     reason: str
     message: str
     transition_id: str
-
-
-@dataclass(slots=True)
-class Evictee:
-    task: TaskInfo
-    reason: str
 
 
 class ParkedJobs:
@@ -208,6 +204,10 @@ class Session:
         self.queue_deserved: dict[str, Vector] | None = None
         #: The framework ``Snapshot`` the reused kube-scheduler plugins read (see ``batch.k8s``).
         self.framework_snapshot: object | None = None
+        #: The cluster the reused kube-scheduler plugins read through their handle, and the ports
+        #: they write through (``None`` for a session opened without a scheduler).
+        self.informers: InformerFactory | None = None
+        self.ports: Ports | None = None
         #: Committed evictions, deleted when the session closes.
         self.to_evict: list[Evictee] = []
         #: Jobs the session dropped as invalid (jobValid said no): uid → the verdict.
@@ -621,11 +621,6 @@ class Session:
         return found
 
     # -- statements and events -------------------------------------------------------------------
-    def statement(self) -> Statement:
-        from kubesched.batch.statement import Statement
-
-        return Statement(self)
-
     def fire_allocate(self, task: TaskInfo) -> None:
         ev = Event(task)
         for h in self.event_handlers:

@@ -9,30 +9,9 @@ into pod deletions, which the scheduler carries out when the session closes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING
-
 from kubesched.batch.job_info import TaskInfo, TaskStatus
-from kubesched.batch.session import Evictee
-
-if TYPE_CHECKING:
-    from kubesched.batch.session import Session
-
-
-class Op(Enum):
-    EVICT = "evict"
-    PIPELINE = "pipeline"
-    ALLOCATE = "allocate"
-
-
-@dataclass(slots=True)
-class Operation:
-    op: Op
-    task: TaskInfo
-    reason: str = ""
-    #: Status the task had before (restored by discard).
-    previous: TaskStatus = TaskStatus.PENDING
+from kubesched.batch.operations import Evictee, Op, Operation
+from kubesched.batch.session import Session
 
 
 class Statement:

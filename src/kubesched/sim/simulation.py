@@ -163,7 +163,7 @@ class Simulation:
     def _start_batch(self) -> BatchScheduler:
         if self.batch is None:
             conf = self.batch_conf or default_batch_conf()
-            self.batch = BatchScheduler(self.store, conf, now=self.clock.now, seed=self._seed)
+            self.batch = BatchScheduler.over_store(self.store, conf, now=self.clock.now, seed=self._seed)
             if self.schedule_period is not None:
                 self.batch.schedule_period = self.schedule_period
             self._batch_next = self.clock.now()

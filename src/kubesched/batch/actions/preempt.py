@@ -259,7 +259,7 @@ class PreemptAction:
             # Between jobs of the queue.
             while not jobs.empty():
                 job = jobs.pop()
-                stmt = ssn.statement()
+                stmt = Statement(ssn)
                 tasks = pending[job.uid]
                 other_jobs = in_queue & (victims.job != victims.job_index(job.uid))
                 while ssn.job_starving(job) and not tasks.empty():
@@ -274,7 +274,7 @@ class PreemptAction:
                 same_job = victims.job == victims.job_index(job.uid)
                 tasks = task_queue(ssn, job.pending_tasks())
                 while not tasks.empty():
-                    stmt = ssn.statement()
+                    stmt = Statement(ssn)
                     if not self.preempt(ssn, stmt, tasks.pop(), queue, victims, same_job):
                         stmt.discard()
                         victims.revive()
@@ -332,7 +332,7 @@ class PreemptAction:
                 continue
             if len(not_enough) and bool(np.all(not_enough >= freeing, axis=1).any()):
                 continue
-            node_stmt = ssn.statement()
+            node_stmt = Statement(ssn)
             fitted = fits(slot)
             for victim in sorted(chosen, key=by_victim):
                 if fitted:

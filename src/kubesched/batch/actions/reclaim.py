@@ -81,7 +81,7 @@ class ReclaimAction:
             # next job at once; the re-queued entry finds no jobs left, so this loop is the same.
             while not jobs.empty():
                 job = jobs.pop()
-                stmt = ssn.statement()
+                stmt = Statement(ssn)
                 tasks = pending[job.uid]
                 while ssn.job_starving(job) and not tasks.empty():
                     task = tasks.pop()
@@ -120,7 +120,7 @@ class ReclaimAction:
             available = ssn.node_future_idle(slot)
             if not demand.fits(available + sum((v.resreq for v in chosen), ssn.space.zeros())):
                 continue
-            node_stmt = ssn.statement()
+            node_stmt = Statement(ssn)
             for victim in sorted(chosen, key=by_victim):
                 if demand.fits(available):
                     break
