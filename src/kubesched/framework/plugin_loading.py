@@ -13,6 +13,9 @@ Args: a class attribute ``Args`` (a pydantic model) makes the configuration load
 plugin's ``pluginConfig`` args with it, with the same field paths and messages as in-tree args; the
 plugin is constructed with the validated model (or None when it has no ``Args``).
 
+Batch (Volcano-style) session plugins (``on_session_open`` / ``on_session_close``) and actions
+(``execute``) are registered in :mod:`kubesched.batch.factory` the same way, and named in a batch conf.
+
 Discovery: :data:`ENTRY_POINT_GROUP` entry points (``[project.entry-points."kubesched.plugins"]`` in a
 package's pyproject) each name a plugin class, or a callable returning a list of them; the command
 line adds more with ``--plugin module:Class``.
@@ -181,7 +184,12 @@ def _classes(obj: Any) -> list[Any]:
     return [obj]
 
 
-def register(registry: Registry, cls: Any, *, source: str = "") -> PluginSpec:
+def register(registry: Registry, cls: Any, *, source: str = "") -> str:
+    """Register an out-of-tree class where its methods say it belongs: a batch session plugin
+    (``on_session_open``) or action (``execute``) in the batch factory, any other plugin in
+    ``registry``. Returns its name."""
+    if isinstance(cls, type) and (_has(cls, "on_session_open") or _has(cls, "execute")):
+        return register_batch(cls, source=source)
     spec = plugin_spec(cls, source=source)
     if spec.name in registry:
         raise InputError(
@@ -189,7 +197,59 @@ def register(registry: Registry, cls: Any, *, source: str = "") -> PluginSpec:
             "out-of-tree plugins need names of their own"
         )
     registry.register(spec)
-    return spec
+    return spec.name
+
+
+#: (is a plugin, name) → the out-of-tree batch class registered under that name.
+_BATCH_CLASSES: dict[tuple[bool, str], type] = {}
+
+
+def _is_model(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+def register_batch(cls: type, *, source: str = "") -> str:
+    """Register a batch (Volcano-style) session plugin or action under its ``name``.
+
+    A plugin is built for every session from its conf entry: with its ``Args`` model validated from
+    the entry's ``arguments`` when it has one (the conf loader checks them up front), else with the
+    whole entry (a ``PluginOption``: name, arguments, switches). An action is built with no
+    arguments. Registering the same class again is a no-op (the batch registry is per process).
+    """
+    from kubesched.batch import factory
+    from kubesched.framework.plugin_args import parse_args
+
+    where = f" ({source})" if source else ""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        qualified = f"{cls.__module__}.{cls.__qualname__}"
+        raise InputError(f"batch class {qualified}{where} needs a non-empty str `name`")
+    is_plugin = _has(cls, "on_session_open")
+    known = factory.plugin_names() if is_plugin else factory.action_names()
+    if name in known:
+        if _BATCH_CLASSES.get((is_plugin, name)) is cls:
+            return name
+        raise InputError(
+            f"batch {'plugin' if is_plugin else 'action'} {name!r}{where} is already registered; "
+            "out-of-tree plugins and actions need names of their own"
+        )
+    builds = _factory(cls)
+    if is_plugin:
+        if not _has(cls, "on_session_close"):
+            raise InputError(f"batch plugin {name}{where} needs on_session_close as well as on_session_open")
+        args_model = getattr(cls, "Args", None)
+        if args_model is not None and not _is_model(args_model):
+            raise InputError(f"batch plugin {name}{where}: Args must be a pydantic model class")
+
+        def build_plugin(option: Any) -> Any:
+            args = parse_args(args_model, option.arguments) if args_model is not None else option
+            return builds(args, None)
+
+        factory.register_plugin(name, build_plugin, args_model)
+    else:
+        factory.register_action(name, lambda: builds(None, None))
+    _BATCH_CLASSES[(is_plugin, name)] = cls
+    return name
 
 
 def register_entry_points(registry: Registry, group: str = ENTRY_POINT_GROUP) -> list[str]:
@@ -202,7 +262,7 @@ def register_entry_points(registry: Registry, group: str = ENTRY_POINT_GROUP) ->
         except Exception as exc:
             raise InputError(f"cannot load {source}: {exc}") from None
         for cls in _classes(target):
-            names.append(register(registry, cls, source=source).name)
+            names.append(register(registry, cls, source=source))
     return names
 
 
