@@ -122,3 +122,61 @@ def test_registering_twice_is_a_no_op_but_a_name_clash_is_an_error() -> None:
 
     with pytest.raises(InputError, match="already registered"):
         register(registry, Allocate)
+
+
+class Broken:
+    """A session plugin whose predicate fails for pods named "bad", and an order function that
+    always fails."""
+
+    name = "broken"
+
+    def __init__(self, option: Any) -> None:
+        pass
+
+    def on_session_open(self, ssn: Any) -> None:
+        def predicate(task: Any, table: api.NodeTable) -> FilterResult:
+            if task.name == "bad":
+                raise RuntimeError("disk on fire")
+            return FilterResult.all_pass(table.capacity)
+
+        def order(a: Any, b: Any) -> int:
+            raise ValueError("cannot compare")
+
+        ssn.add_predicate_fn(self.name, predicate)
+        ssn.add_job_order_fn(self.name, order)
+
+    def on_session_close(self, ssn: Any) -> None:
+        return None
+
+
+class Exploding:
+    name = "exploding"
+
+    def execute(self, ssn: Any) -> None:
+        raise RuntimeError("boom")
+
+
+def test_a_failing_batch_plugin_or_action_holds_only_its_pods_back() -> None:
+    registry = plugin_registry(use_entry_points=False)
+    register(registry, Broken)
+    register(registry, Exploding)
+    conf = {
+        "actions": "enqueue, exploding, allocate",
+        "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "broken"}]}],
+    }
+    sim = Simulation(seed=0, batch_conf=batch_conf_from_dict(conf, "test.conf"))
+    for obj in (
+        queue("default"),
+        node("n1", "8", "8G"),
+        pod_group("pg-bad", "default", 1, "Inqueue"),
+        pod_group("pg-good", "default", 1, "Inqueue"),
+        pod("bad", "", "pg-bad"),
+        pod("good", "", "pg-good"),
+    ):
+        sim.store.create(obj)
+    result = sim.run()
+    out = {o.name: o for o in result.outcomes}
+    assert out["good"].node == "n1"
+    assert out["bad"].node is None and "batch plugin broken failed: disk on fire" in out["bad"].message
+    assert any("batch plugin exploding failed in execute: RuntimeError: boom" in w for w in result.warnings)
+    assert any("batch plugin broken failed in its job_order function" in w for w in result.warnings)

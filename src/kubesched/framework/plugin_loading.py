@@ -217,6 +217,7 @@ def register_batch(cls: type, *, source: str = "") -> str:
     arguments. Registering the same class again is a no-op (the batch registry is per process).
     """
     from kubesched.batch import factory
+    from kubesched.batch.out_of_tree import GuardedAction, GuardedPlugin
     from kubesched.framework.plugin_args import parse_args
 
     where = f" ({source})" if source else ""
@@ -243,11 +244,11 @@ def register_batch(cls: type, *, source: str = "") -> str:
 
         def build_plugin(option: Any) -> Any:
             args = parse_args(args_model, option.arguments) if args_model is not None else option
-            return builds(args, None)
+            return GuardedPlugin(builds(args, None))
 
         factory.register_plugin(name, build_plugin, args_model)
     else:
-        factory.register_action(name, lambda: builds(None, None))
+        factory.register_action(name, lambda: GuardedAction(builds(None, None)))
     _BATCH_CLASSES[(is_plugin, name)] = cls
     return name
 
