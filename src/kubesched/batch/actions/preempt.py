@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from kubesched.batch.actions.util import PriorityQueue
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Session
-from kubesched.batch.shares import MIN_RESOURCE, Vector, fits_rows
+from kubesched.batch.shares import MIN_RESOURCE, Amounts, Vector, fits_rows
 from kubesched.batch.statement import Statement
 
 BoolArray = NDArray[np.bool_]
@@ -145,14 +145,14 @@ class Demand:
         self.want: Vector = req[self.cols]
         self.want_list: list[float] = self.want.tolist()
 
-    def fits(self, available: Vector) -> bool:
+    def fits(self, available: Amounts) -> bool:
         # Plain floats: for a handful of dimensions this beats NumPy's per-call overhead.
         for want, have in zip(self.want_list, available[self.cols].tolist(), strict=True):
             if not (want < have or abs(want - have) < MIN_RESOURCE):
                 return False
         return True
 
-    def fits_rows(self, available: NDArray[np.float64]) -> BoolArray:
+    def fits_rows(self, available: Amounts) -> BoolArray:
         return fits_rows(self.want, available[:, self.cols])
 
 

@@ -31,6 +31,7 @@ from kubesched.batch.actions.preempt import (
 from kubesched.batch.actions.util import PriorityQueue
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Session
+from kubesched.batch.shares import Amounts
 from kubesched.batch.statement import Statement
 
 #: Reclaim takes only running tasks (Volcano checks ``Status == Running``).
@@ -117,7 +118,7 @@ class ReclaimAction:
             if not reclaimees:
                 continue
             chosen = ssn.reclaimable(task, reclaimees)
-            available = ssn.node_future_idle(slot)
+            available: Amounts = ssn.node_future_idle(slot)
             if not demand.fits(available + sum((v.resreq for v in chosen), ssn.space.zeros())):
                 continue
             node_stmt = Statement(ssn)
