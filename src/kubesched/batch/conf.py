@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationErr
 from pydantic import model_validator as _model_validator
 from pydantic_core import PydanticCustomError
 
+from kubesched.api.yaml_input import safe_load
 from kubesched.errors import ConfigError, InputError, yaml_error_detail
 from kubesched.framework.config import yaml_nesting_problem
 from kubesched.framework.plugin_args import parse_args
@@ -78,6 +79,8 @@ VOLCANO_PLUGINS = frozenset(
         "task-topology",
         "tdm",
         "usage",
+        # kubesched's own: per-card GPU sharing with the FGD paper's policies (docs/gpu-sharing.md).
+        "gpushare",
     }
 )
 #: The actions and plugins within kubesched's batch scope (DESIGN §4). Others parse, flagged
@@ -94,6 +97,7 @@ SUPPORTED_PLUGINS = frozenset(
         "nodeorder",
         "binpack",
         "overcommit",
+        "gpushare",
     }
 )
 
@@ -545,7 +549,7 @@ def load_batch_conf(path: str | Path | None) -> BatchConf:
         too_deep = yaml_nesting_problem(text)
         if too_deep is not None:
             raise ConfigError(too_deep, file=source)
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML{yaml_error_detail(exc)}", file=source) from None
     return batch_conf_from_dict(data, source)

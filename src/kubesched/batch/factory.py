@@ -23,6 +23,7 @@ from kubesched.batch.plugins.binpack import BinpackPlugin
 from kubesched.batch.plugins.conformance import ConformancePlugin
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.plugins.gang import GangPlugin
+from kubesched.batch.plugins.gpushare import GpuSharePlugin
 from kubesched.batch.plugins.nodeorder import NodeOrderPlugin
 from kubesched.batch.plugins.overcommit import OvercommitPlugin
 from kubesched.batch.plugins.predicates import PredicatesPlugin
@@ -109,6 +110,7 @@ register_plugin(NodeOrderPlugin.name, NodeOrderPlugin)
 register_plugin(BinpackPlugin.name, BinpackPlugin)
 register_plugin(DrfPlugin.name, DrfPlugin)
 register_plugin(ProportionPlugin.name, ProportionPlugin)
+register_plugin(GpuSharePlugin.name, GpuSharePlugin)
 
 register_action(EnqueueAction.name, EnqueueAction)
 register_action(AllocateAction.name, AllocateAction)

@@ -39,6 +39,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from kubesched.api.resources import is_extended_resource as is_extended_resource_name
+from kubesched.api.yaml_input import BoundedSafeLoader
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.extension_points import MULTI_POINT, ExtensionPoint
 from kubesched.framework.plugin_args import (
@@ -257,7 +258,7 @@ def yaml_nesting_problem(text: str, limit: int = MAX_NESTING) -> str | None:
     return None
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(BoundedSafeLoader):
     """SafeLoader that rejects duplicate keys (upstream decodes strictly)."""
 
 
