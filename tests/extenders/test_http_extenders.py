@@ -543,7 +543,11 @@ def test_calls_reuse_pooled_connections_and_are_thread_safe(server: ExtenderServ
 @pytest.mark.parametrize(
     ("extenders", "field", "message"),
     [
-        ([{"urlPrefix": "http://x", "prioritizeVerb": "p"}], "extenders[0].weight", "positive weight"),
+        (
+            [{"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": -2}],
+            "extenders[0].weight",
+            "must have a positive weight applied to it",
+        ),
         (
             [{"urlPrefix": "http://x", "bindVerb": "b"}, {"urlPrefix": "http://y", "bindVerb": "b"}],
             "extenders",
@@ -573,6 +577,16 @@ def test_calls_reuse_pooled_connections_and_are_thread_safe(server: ExtenderServ
             "extenders[0].tlsConfig.caData",
             "base64",
         ),
+    ],
+    # The first three are upstream's validation test cases of the same names.
+    ids=[
+        "extender-negative-weight",
+        "extender-duplicate-bind",
+        "extender-duplicate-managed-resources",
+        "invalid-extended-resource-name",
+        "misspelt-field",
+        "bad-timeout",
+        "bad-ca-data",
     ],
 )
 def test_extender_config_errors(extenders: list[dict[str, Any]], field: str, message: str) -> None:
