@@ -573,6 +573,11 @@ def test_calls_reuse_pooled_connections_and_are_thread_safe(server: ExtenderServ
         ),
         ([{"urlPrefix": "http://x", "httpTimeout": "soon"}], "extenders[0].httpTimeout", "invalid duration"),
         (
+            [{"urlPrefix": "localhost:8888", "filterVerb": "f"}],
+            "extenders[0].urlPrefix",
+            "http:// or https://",
+        ),
+        (
             [{"urlPrefix": "http://x", "tlsConfig": {"caData": "!!"}}],
             "extenders[0].tlsConfig.caData",
             "base64",
@@ -586,6 +591,7 @@ def test_calls_reuse_pooled_connections_and_are_thread_safe(server: ExtenderServ
         "invalid-extended-resource-name",
         "misspelt-field",
         "bad-timeout",
+        "url-without-scheme",
         "bad-ca-data",
     ],
 )

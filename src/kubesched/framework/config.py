@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final, Union, get_args, get_origin
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -743,6 +744,14 @@ class _Loader:
                 )
             if doc.bind_verb:
                 binders.append(i)
+            verbs = (doc.filter_verb, doc.prioritize_verb, doc.bind_verb, doc.preempt_verb)
+            url = urlsplit(doc.url_prefix or "")
+            if any(verbs) and (url.scheme not in ("http", "https") or not url.hostname):
+                # Upstream would only fail at the first call; a URL nothing can reach is a config error.
+                raise self.error(
+                    f"must be an http:// or https:// URL with a host, got {doc.url_prefix or ''!r}",
+                    _join(where, "urlPrefix"),
+                )
             managed: list[ExtenderManagedResource] = []
             for j, res in enumerate(doc.managed_resources or []):
                 res = res or ExtenderManagedResourceDoc()
