@@ -6,8 +6,8 @@ Filter keeps the nodes that carry the label ``example.com/zone-ok=true`` and rep
     python examples/extender/label_extender.py --port 8888
     kubesched simulate examples/extender/cluster.yaml --config examples/extender/scheduler-config.yaml
 
-It answers with node names when the scheduler sends names (nodeCacheCapable) and keeps its own copy
-of node labels from the Nodes it was sent otherwise; this example expects whole Node objects.
+It reads the labels from the Node objects the scheduler sends, so it is configured without
+``nodeCacheCapable`` (an extender with that flag gets node names only and keeps its own node cache).
 """
 
 from __future__ import annotations
