@@ -24,7 +24,8 @@ from kubesched.batch.report import batch_document, explain_batch_pod, print_batc
 from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
-from kubesched.plugins import default_registry
+from kubesched.framework.plugin_loading import plugin_registry
+from kubesched.framework.registry import Registry
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.compare import RunSpec, plan_runs
 from kubesched.sim.export import export_runs
@@ -119,6 +120,11 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
     return loaded
 
 
+def _registry(args: argparse.Namespace) -> Registry:
+    """In-tree plugins, the installed ``kubesched.plugins`` entry points and every ``--plugin``."""
+    return plugin_registry(args.plugin or ())
+
+
 def _add_trace_objects(loaded: LoadResult, objects: list[dict[str, Any]], trace: str) -> None:
     """Add a trace's objects to the manifests'. A queue the trace names and a manifest defines is one
     queue, with the manifest's spec; any other object both define is an input error."""
@@ -167,7 +173,7 @@ def _check_output_dir(value: str | None, flag: str) -> None:
 def cmd_simulate(args: argparse.Namespace) -> int:
     _check_output_dir(args.report, "--report")
     _check_output_dir(args.export, "--export")
-    registry = default_registry()
+    registry = _registry(args)
     runs = plan_runs(args.config or [], args.sweep, registry)
     sample_every = _positive_duration(args.sample_every, "--sample-every")
     # --schedule-period: Volcano's flag of that name.
@@ -305,7 +311,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Run the simulation with explain on, then show one pod's latest attempt."""
     from kubesched.scheduler.explain_view import render_explain
 
-    registry = default_registry()
+    registry = _registry(args)
     config = load_config(args.config, registry) if args.config else None
     loaded = load_manifests(args.paths)
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
@@ -341,6 +347,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if res.details:
         print(res.details)
     return EXIT_OK
+
+
+def _plugin_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE:CLASS",
+        help="register an out-of-tree plugin class (repeatable); enable it by name in --config. "
+        "Installed packages' kubesched.plugins entry points are registered too",
+    )
 
 
 def _seeds(text: str) -> list[int]:
@@ -480,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 if any pod is left unschedulable or pending",
     )
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
+    _plugin_flag(sim)
     sim.set_defaults(func=cmd_simulate)
 
     explain = sub.add_parser(
@@ -497,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--top", type=_count, default=5, help="how many top-scored nodes to show (default 5)"
     )
+    _plugin_flag(explain)
     explain.set_defaults(func=cmd_explain)
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on a synthetic workload")

@@ -11,6 +11,8 @@ import difflib
 from collections.abc import Callable
 from typing import Protocol
 
+from pydantic import BaseModel
+
 from kubesched.batch.actions.allocate import AllocateAction
 from kubesched.batch.actions.backfill import BackfillAction
 from kubesched.batch.actions.enqueue import EnqueueAction
@@ -49,10 +51,18 @@ ActionBuilder = Callable[[], BatchAction]
 
 _plugin_builders: dict[str, PluginBuilder] = {}
 _action_builders: dict[str, ActionBuilder] = {}
+#: Out-of-tree plugins' argument models: the conf loader checks their ``arguments`` with them.
+_plugin_args_models: dict[str, type[BaseModel]] = {}
 
 
-def register_plugin(name: str, builder: PluginBuilder) -> None:
+def register_plugin(name: str, builder: PluginBuilder, args_model: type[BaseModel] | None = None) -> None:
     _plugin_builders[name] = builder
+    if args_model is not None:
+        _plugin_args_models[name] = args_model
+
+
+def plugin_args_model(name: str) -> type[BaseModel] | None:
+    return _plugin_args_models.get(name)
 
 
 def register_action(name: str, builder: ActionBuilder) -> None:
