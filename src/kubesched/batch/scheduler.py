@@ -31,7 +31,8 @@ from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import SCHEDULING_VOLCANO, PodGroup
 from kubesched.batch.report import BatchReports, JobReport, QueueReport, SessionStats
 from kubesched.batch.session import Session
-from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.cache.cache import Snapshot
+from kubesched.cache.feed import CacheFeed
 from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.store.base import ClusterStore
@@ -53,8 +54,11 @@ class BatchScheduler:
         scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,),
         schedule_period: float = DEFAULT_SCHEDULE_PERIOD,
         incremental: bool = True,
+        feed: CacheFeed | None = None,
     ) -> None:
-        """``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s).
+        """``feed``: the cluster's one scheduler cache and its informer feed, shared with the
+        framework scheduler; without it the scheduler feeds a cache of its own from ``informers``.
+        ``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s).
         ``incremental=False`` rebuilds every job each session and works out every job's status
         (the reference the incremental bookkeeping must agree with; for tests and measurements)."""
         self.informers = informers
@@ -63,7 +67,8 @@ class BatchScheduler:
         self.now = now
         self.schedule_period = schedule_period
         self.rng = np.random.default_rng(seed)
-        self.cache = SchedulerCache()
+        self.feed = feed if feed is not None else CacheFeed(informers)
+        self.cache = self.feed.cache
         self.outcomes: dict[str, PodOutcome] = {}
         self.warnings: list[str] = [*conf.warnings, *unavailable(conf)]
         self.reports = BatchReports()
@@ -74,9 +79,7 @@ class BatchScheduler:
         self.cycle = SessionCycle(
             conf, actions, self.jobs, self.cache, self.applier, informers, ports, now=now, rng=self.rng
         )
-        self.events = ClusterEvents(
-            self.jobs, self.cache, self.controller, self.outcomes, frozenset(scheduler_names)
-        )
+        self.events = ClusterEvents(self.jobs, self.controller, self.outcomes, frozenset(scheduler_names))
         self.events.subscribe(informers)
         self._warned: set[str] = set(self.warnings)
 
