@@ -96,7 +96,7 @@ class BatchScheduler:
         incremental: bool = True,
     ) -> BatchScheduler:
         """A batch scheduler with informers of its own over ``store`` and ports writing to it (the
-        embedded cluster; ``handle_events`` then applies the store's changes)."""
+        embedded cluster; pumping ``informers`` then applies the store's changes)."""
         return cls(
             informer_factory(store),
             StorePorts(store).ports(),
@@ -112,31 +112,11 @@ class BatchScheduler:
     def responsible_for(self, pod: Pod) -> bool:
         return self.events.responsible_for(pod)
 
-    @property
-    def scheduler_names(self) -> frozenset[str]:
-        return self.events.scheduler_names
-
-    def handle_events(self) -> int:
-        """Apply the changes waiting in the informers (their handlers update this scheduler)."""
-        return self.informers.pump()
-
     # -- state -----------------------------------------------------------------------------------
-    @property
-    def has_pending(self) -> bool:
-        return bool(self.jobs.pending)
-
     @property
     def wants_session(self) -> bool:
         """Pods wait and something changed since the last session that made no progress."""
         return bool(self.jobs.pending) and self.jobs.dirty
-
-    @property
-    def pending(self) -> dict[str, Pod]:
-        return self.jobs.pending
-
-    @property
-    def dirty(self) -> bool:
-        return self.jobs.dirty
 
     @property
     def incremental(self) -> bool:
