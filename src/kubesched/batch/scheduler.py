@@ -2,7 +2,8 @@
 
 A façade over the parts, each in its own module:
 
-- :mod:`~kubesched.batch.events`: informer handlers feeding the scheduler cache and the job cache;
+- :mod:`~kubesched.batch.events`: informer handlers feeding the job cache (node and pod state is the
+  cluster's one scheduler cache, shared with the framework scheduler);
 - :mod:`~kubesched.batch.controller`: the PodGroup controller (a group for pods that name none);
 - :mod:`~kubesched.batch.jobs`: the job cache kept between sessions, and the parking of jobs;
 - :mod:`~kubesched.batch.cycle`: one period (snapshot, open, actions, close);

@@ -4,6 +4,9 @@ Upstream semantics: right after a scheduling cycle picks a node the pod is *assu
 cycle already counts it; binding runs later; the informer's event for the bound pod *confirms* the
 assumption; a failed bind *forgets* it. Every change bumps the node's generation and marks its slot
 dirty, so a snapshot refresh copies only the rows that changed.
+
+A cluster has one cache, shared by both schedulers (see :mod:`kubesched.cache.feed`): each keeps
+its own :class:`Snapshot` of it, and each snapshot its own list of rows still to refresh.
 """
 
 from __future__ import annotations

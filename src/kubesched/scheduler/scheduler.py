@@ -1,7 +1,9 @@
 """The kube-scheduler pipeline: informer event handlers and ``scheduleOne``.
 
 The scheduler subscribes to the shared Pod and Node informers (the driver pumps them between steps)
-and writes to the cluster only through its ports: bindings through the DefaultBinder plugin, the
+for its queue; node and pod state is the cluster's one scheduler cache, fed from the same informers
+by a :class:`~kubesched.cache.feed.CacheFeed` and shared with the batch scheduler. It writes to the
+cluster only through its ports: bindings through the DefaultBinder plugin, the
 ``PodScheduled`` condition and nominations through the pod status writer, events through the
 recorder.
 
