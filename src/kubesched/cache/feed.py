@@ -26,7 +26,6 @@ from kubesched.store.informers import Change, InformerFactory
 
 class CacheFeed:
     def __init__(self, informers: InformerFactory, cache: SchedulerCache | None = None) -> None:
-        self.informers = informers
         self.cache = cache if cache is not None else SchedulerCache()
         # The pod change being delivered and the cache's record of that pod before it; a copy,
         # since applying the change mutates the record in place.
