@@ -259,18 +259,10 @@ class Session:
         used: IntArray = self.table.requested[:, : len(self.space)].copy()
         return used
 
-    def idle_array(self) -> IntArray:
-        idle: IntArray = self.idle.copy()
-        return idle
-
     def future_idle_array(self) -> IntArray:
         """Idle plus what evicted tasks release minus what pipelined tasks wait for."""
         future: IntArray = self.idle + self.releasing - self.pipelined
         return future
-
-    def node_used(self, slot: int) -> IntArray:
-        used: IntArray = self.table.requested[slot, : len(self.space)].copy()
-        return used
 
     def node_idle(self, slot: int) -> IntArray:
         idle: IntArray = self.idle[slot].copy()
