@@ -1,0 +1,397 @@
+"""The capacity plugin, end to end through the batch scheduler: cases of Volcano's
+``plugins/capacity/capacity_test.go`` (same pods, nodes, queues and expectations, case names
+verbatim), plus the hierarchy and the conf rules.
+
+As in Volcano's test, the tier enables only the switches the test names (every other switch off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched.batch.operations import Op
+from kubesched.batch.session import Session
+from kubesched.batch.statement import Statement
+from kubesched.batch.testing import node, plugin, pod, pod_group, queue, scheduler_on
+
+NS = "ns1"
+
+
+def q(
+    name: str, deserved: dict[str, str] | None, capability: dict[str, str] | None, **kw: Any
+) -> dict[str, Any]:
+    """Volcano's ``BuildQueueWithResourcesQuantity(name, deserved, capability)``."""
+    spec: dict[str, Any] = {}
+    if deserved:
+        spec["deserved"] = deserved
+    if capability:
+        spec["capability"] = capability
+    return queue(name, **spec, **kw)
+
+
+def p(name: str, node_name: str, group: str, cpu: str, mem: str, **kw: Any) -> dict[str, Any]:
+    selector = kw.pop("selector", None)
+    d = pod(name, node_name, group, cpu, mem, ns=NS, **kw)
+    if selector:
+        d["spec"]["nodeSelector"] = selector
+    return d
+
+
+def pg(name: str, queue_name: str, phase: str, min_member: int = 1) -> dict[str, Any]:
+    return pod_group(name, queue_name, min_member, phase, ns=NS)
+
+
+def worker(name: str, cpu: str, mem: str) -> dict[str, Any]:
+    d = node(name, cpu, mem)
+    d["metadata"]["labels"] = {"selector": "worker"}
+    return d
+
+
+def outcome(objects: list[dict[str, Any]], actions: str, plugins: list[dict[str, Any]]) -> dict[str, Any]:
+    """Binds, committed pipelines (job → node) and evictions of one session."""
+    pipelined: list[tuple[str, str]] = []
+    commit = Statement.commit
+
+    def recording_commit(self: Statement) -> None:
+        pipelined.extend((o.task.job, o.task.node_name) for o in self.operations if o.op is Op.PIPELINE)
+        commit(self)
+
+    sched = scheduler_on(objects, {"actions": actions, "tiers": [{"plugins": plugins}]})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Statement, "commit", recording_commit)
+        ssn = sched.run_session()
+    assert isinstance(ssn, Session)
+    binds = {f"{t.pod.namespace}/{t.pod.name}": t.node_name for t in ssn.to_bind}
+    return {"binds": binds, "pipelined": sorted(pipelined), "evicted": sorted(sched.evicted)}
+
+
+TIER = [
+    plugin("capacity", "allocatable", "preemptive", "reclaimable", "queue_order"),
+    plugin("predicates", "predicate"),
+    plugin("gang", "job_starving"),
+]
+
+CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
+    (
+        "case0: Pod allocatable when queue has not exceed capability",
+        [
+            worker("n1", "2", "4Gi"),
+            node("n2", "2", "4Gi"),
+            p("p1", "n1", "pg1", "1", "1Gi"),
+            p("p2", "", "pg2", "1", "1Gi", selector={"selector": "worker"}),
+            pg("pg1", "q1", "Running"),
+            pg("pg2", "q1", "Inqueue"),
+            q("q1", None, {"cpu": "2", "memory": "2Gi"}),
+        ],
+        {"binds": {"ns1/p2": "n1"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case1: Pod not allocatable when queue exceed queue capability",
+        [
+            worker("n1", "2", "4Gi"),
+            node("n2", "2", "4Gi"),
+            p("p3", "n1", "pg3", "1", "1Gi"),
+            p("p4", "", "pg4", "1", "1Gi"),
+            pg("pg3", "q2", "Running"),
+            pg("pg4", "q2", "Inqueue"),
+            q("q2", None, {"cpu": "1.5", "memory": "1.5Gi"}),
+        ],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case2: Can reclaim from other queues when allocated < deserved",
+        [
+            worker("n1", "2", "4Gi"),
+            node("n2", "2", "4Gi"),
+            p("p5", "n1", "pg5", "2", "4Gi", preemptable="false"),
+            p("p6", "n2", "pg5", "2", "4Gi"),
+            p("p7", "", "pg6", "2", "4Gi"),
+            pg("pg5", "q3", "Running"),
+            pg("pg6", "q4", "Inqueue"),
+            q("q3", {"cpu": "2", "memory": "4Gi"}, None),
+            q("q4", {"cpu": "2", "memory": "4Gi"}, None),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg6", "n2")], "evicted": ["ns1/p6"]},
+    ),
+    (
+        "case4: Pods are assigned according to the order of Queue Priority in which PGs are placed",
+        [
+            node("n5", "2", "4Gi"),
+            node("n6", "2", "4Gi"),
+            p("p13", "n5", "pg10", "2", "4Gi"),
+            p("p14", "", "pg11", "2", "4Gi"),
+            p("p15", "", "pg12", "2", "4Gi"),
+            pg("pg10", "q7", "Running"),
+            pg("pg11", "q8", "Inqueue"),
+            pg("pg12", "q9", "Inqueue"),
+            q("q7", None, {"cpu": "2", "memory": "4Gi"}, priority=5),
+            q("q8", None, {"cpu": "2", "memory": "4Gi"}, priority=1),
+            q("q9", None, {"cpu": "2", "memory": "4Gi"}, priority=10),
+        ],
+        {"binds": {"ns1/p15": "n6"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case5: Can reclaim from other queues when allocated + req <= deserved on one dimension",
+        [
+            worker("n1", "2", "4Gi"),
+            p("p16", "n1", "pg16", "1", "3Gi"),
+            p("p17", "", "pg17", "1", "1Gi"),
+            p("p18", "n1", "pg18", "1", "1Gi"),
+            pg("pg16", "q10", "Running"),
+            pg("pg17", "q10", "Inqueue"),
+            pg("pg18", "q11", "Running"),
+            q("q10", {"cpu": "2", "memory": "2Gi"}, {"cpu": "4", "memory": "4Gi"}),
+            q("q11", {"cpu": "0", "memory": "0Gi"}, {"cpu": "2", "memory": "2Gi"}),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg17", "n1")], "evicted": ["ns1/p18"]},
+    ),
+    (
+        "case6: Can not reclaim from other queues when allocated + req > deserved",
+        [
+            worker("n1", "2", "4Gi"),
+            p("p19", "n1", "pg19", "1", "1Gi"),
+            p("p20", "", "pg20", "1", "2Gi"),
+            p("p21", "n1", "pg21", "1", "1Gi"),
+            pg("pg19", "q12", "Running"),
+            pg("pg20", "q12", "Inqueue"),
+            pg("pg21", "q13", "Running"),
+            q("q12", {"cpu": "1", "memory": "2Gi"}, {"cpu": "4", "memory": "4Gi"}),
+            q("q13", {"cpu": "0", "memory": "0Gi"}, {"cpu": "2", "memory": "2Gi"}),
+        ],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case10: PreemptiveFn respects capability — no reclaim when futureUsed would exceed capability",
+        [
+            node("n9", "8", "100Gi"),
+            node("n10", "8", "100Gi"),
+            p("p33", "n9", "pg33", "7", "90Gi"),
+            p("p34", "", "pg34", "2", "5Gi"),
+            p("p35", "n10", "pg35", "2", "5Gi"),
+            pg("pg33", "queue21", "Running"),
+            pg("pg34", "queue21", "Inqueue"),
+            pg("pg35", "queue22", "Running"),
+            q("queue21", {"cpu": "8", "memory": "100Gi"}, {"cpu": "8", "memory": "100Gi"}),
+            q("queue22", None, {"cpu": "2", "memory": "5Gi"}),
+        ],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+]
+
+
+@pytest.mark.parametrize(("objects", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_capacity_without_hierarchy(objects: list[dict[str, Any]], expected: dict[str, Any]) -> None:
+    assert outcome(objects, "allocate, reclaim", TIER) == expected
+
+
+def with_min(group: dict[str, Any], cpu: str, mem: str) -> dict[str, Any]:
+    group["spec"]["minResources"] = {"cpu": cpu, "memory": mem}
+    return group
+
+
+ENQUEUE_TIER = [plugin("capacity", "allocatable", "preemptive", "overused", "job_enqueued")]
+
+
+def _enqueue_objects(*names: str) -> list[dict[str, Any]]:
+    pods = {
+        "pod1": p("pod1", "n1", "pg1", "1", "3G"),
+        "pod2": p("pod2", "n2", "pg2", "3", "1G"),
+        "pod3": p("pod3", "", "pg3", "1", "0G"),
+        "pod4": p("pod4", "", "pg4", "0", "1G"),
+        "pod5": p("pod5", "", "pg5", "1", "1G"),
+        "pod6": p("pod6", "", "pg6", "1", "1G"),
+    }
+    groups = {
+        "pg1": with_min(pg("pg1", "q1", "Running"), "1", "3G"),
+        "pg2": with_min(pg("pg2", "q2", "Running"), "3", "1G"),
+        "pg3": with_min(pg("pg3", "q1", "Pending"), "1", "0G"),
+        "pg4": with_min(pg("pg4", "q2", "Pending"), "0", "1G"),
+        "pg5": with_min(pg("pg5", "q1", "Pending"), "1", "1G"),
+        "pg6": with_min(pg("pg6", "q3", "Pending"), "1", "1G"),
+    }
+    queues = {
+        "q1": q("q1", {"cpu": "2", "memory": "2G"}, {"cpu": "2", "memory": "2G"}),
+        "q2": q("q2", {"cpu": "2", "memory": "2G"}, {"cpu": "3", "memory": "3G"}),
+        "q3": q("q3", None, {"cpu": "3", "memory": "3G"}, state="Closed"),
+    }
+    table = pods | groups | queues
+    return [node("n1", "3", "3G"), node("n2", "3", "3G"), *(table[n] for n in names)]
+
+
+ENQUEUE_CASES: list[tuple[str, list[dict[str, Any]], dict[str, str]]] = [
+    (
+        "case0: memory exceed derserved, job only request cpu can be enqueued and allocated",
+        _enqueue_objects("pod1", "pod2", "pod3", "pg1", "pg2", "pg3", "q1", "q2"),
+        {"ns1/pod3": "n1"},
+    ),
+    (
+        "case1: cpu exceed derserved, job only request memory can be enqueued and allocated",
+        _enqueue_objects("pod1", "pod2", "pod4", "pg1", "pg2", "pg4", "q1", "q2"),
+        {"ns1/pod4": "n2"},
+    ),
+    (
+        "case2: exceed capacity, can not enqueue",
+        _enqueue_objects("pod1", "pod2", "pod5", "pg1", "pg2", "pg5", "q1", "q2"),
+        {},
+    ),
+    (
+        "case4: queue with non-open state, can not enqueue",
+        _enqueue_objects("pod6", "pg6", "q3"),
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("objects", "binds"), [c[1:] for c in ENQUEUE_CASES], ids=[c[0] for c in ENQUEUE_CASES]
+)
+def test_enqueue_and_allocatable(objects: list[dict[str, Any]], binds: dict[str, str]) -> None:
+    assert outcome(objects, "enqueue, allocate", ENQUEUE_TIER)["binds"] == binds
+
+
+# -- hierarchy ---------------------------------------------------------------------------------- #
+
+HIERARCHY_TIER = [
+    plugin(
+        "capacity", "allocatable", "preemptive", "reclaimable", "queue_order", "hierarchy", "job_enqueued"
+    ),
+    plugin("predicates", "predicate"),
+    plugin("gang", "job_starving"),
+]
+
+
+def hq(
+    name: str, parent: str, deserved: dict[str, str] | None, capability: dict[str, str] | None
+) -> dict[str, Any]:
+    """Volcano's ``buildQueueWithParents(name, parent, deserved, capability)``."""
+    d = q(name, deserved, capability)
+    if parent:
+        d["spec"]["parent"] = parent
+    return d
+
+
+def _res(cpu: str, mem: str, pods: str | None = None) -> dict[str, str]:
+    out = {"cpu": cpu, "memory": mem}
+    if pods is not None:
+        out["pods"] = pods
+    return out
+
+
+ROOT = hq("root", "", None, None)
+Q1 = hq("q1", "root", None, _res("4", "4Gi"))
+Q2 = hq("q2", "root", None, _res("4", "4Gi"))
+Q11 = hq("q11", "q1", None, _res("1", "1Gi"))
+Q12 = hq("q12", "q1", None, _res("3", "3Gi"))
+Q3 = hq("q3", "root", _res("4", "4Gi", "10"), _res("4", "4Gi", "10"))
+Q4 = hq("q4", "root", _res("2", "2Gi", "1"), _res("4", "4Gi", "4"))
+Q31 = hq("q31", "q3", _res("2", "2Gi", "2"), _res("4", "4Gi", "4"))
+Q32 = hq("q32", "q3", _res("2", "2Gi", "2"), _res("4", "4Gi", "4"))
+Q33 = hq("q33", "q3", _res("0", "0Gi", "2"), _res("4", "4Gi", "4"))
+Q5 = hq("q5", "root", None, {"memory": "4Gi"})
+Q51 = hq("q51", "q5", None, {"memory": "2Gi"})
+Q6 = hq("q6", "root", None, _res("2", "4Gi"))
+Q61 = hq("q61", "q6", None, None)
+Q62 = hq("q62", "q6", None, None)
+N1 = node("n1", "8", "8Gi", pods="11")
+
+HIERARCHY_CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
+    (
+        "case0: Pod allocatable when queue is leaf queue",
+        [N1, p("p1", "", "pg1", "1", "1Gi"), pg("pg1", "q11", "Inqueue"), ROOT, Q1, Q2, Q11, Q12],
+        {"binds": {"ns1/p1": "n1"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case1: Pod not allocatable when queue is not leaf queue",
+        [N1, p("p2", "", "pg2", "1", "1Gi"), pg("pg2", "q1", "Pending"), ROOT, Q1, Q2, Q11, Q12],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case2: Pod allocatable when queue has not exceed capability",
+        [
+            N1,
+            p("p3", "", "pg3", "2", "2Gi"),
+            p("p4", "", "pg3", "2", "2Gi"),
+            pg("pg3", "q31", "Inqueue", min_member=2),
+            ROOT,
+            Q3,
+            Q4,
+            Q31,
+            Q32,
+        ],
+        {"binds": {"ns1/p3": "n1", "ns1/p4": "n1"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case3: Can reclaim from other queues when allocated < deserved",
+        [
+            N1,
+            p("p5", "n1", "pg4", "4", "4Gi"),
+            p("p6", "n1", "pg5", "2", "2Gi", preemptable="false"),
+            p("p7", "n1", "pg5", "2", "2Gi"),
+            p("p8", "", "pg6", "2", "2Gi"),
+            pg("pg4", "q4", "Running"),
+            pg("pg5", "q31", "Running"),
+            pg("pg6", "q32", "Inqueue"),
+            ROOT,
+            Q3,
+            Q31,
+            Q32,
+            Q4,
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg6", "n1")], "evicted": ["ns1/p7"]},
+    ),
+    (
+        "case4: Pod is not allocatable when ancestor queue's real capability not enough",
+        [
+            N1,
+            p("p6", "n1", "pg5", "2", "2Gi", preemptable="false"),
+            p("p9", "n1", "pg7", "2", "2Gi"),
+            p("p10", "", "pg8", "3", "3Gi"),
+            pg("pg5", "q31", "Running"),
+            pg("pg7", "q32", "Running"),
+            pg("pg8", "q33", "Inqueue"),
+            ROOT,
+            Q3,
+            Q31,
+            Q32,
+            Q33,
+        ],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case5: If the capability cpu or memory is not specified, "
+        "the value should be inherited from parent queue",
+        [N1, p("p11", "", "pg9", "1", None), pg("pg9", "q51", "Running"), ROOT, Q5, Q51],
+        {"binds": {"ns1/p11": "n1"}, "pipelined": [], "evicted": []},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected"), [c[1:] for c in HIERARCHY_CASES], ids=[c[0] for c in HIERARCHY_CASES]
+)
+def test_capacity_with_hierarchy(objects: list[dict[str, Any]], expected: dict[str, Any]) -> None:
+    assert outcome(objects, "enqueue, reclaim, allocate", HIERARCHY_TIER) == expected
+
+
+def test_capacity_with_hierarchy_case6_enqueue_checks_every_ancestor() -> None:
+    """case6: podgroup can't be enqueued when any ancestor queue's capability is not enough.
+
+    Each group has one pending pod (kubesched's sessions hold PodGroups that have pods), and only
+    enqueue runs, so the phases are the enqueue verdicts."""
+    objects = [
+        N1,
+        with_min(pg("pg10", "q61", "Pending"), "2", "4Gi"),
+        with_min(pg("pg11", "q62", "Pending"), "2", "4Gi"),
+        p("p10", "", "pg10", "2", "4Gi"),
+        p("p11", "", "pg11", "2", "4Gi"),
+        ROOT,
+        Q6,
+        Q61,
+        Q62,
+    ]
+    sched = scheduler_on(objects, {"actions": "enqueue", "tiers": [{"plugins": HIERARCHY_TIER}]})
+    sched.run_session()
+    phases = {g["metadata"]["name"]: g["status"]["phase"] for g in sched.informers.store.list("PodGroup")}
+    assert phases == {"pg10": "Inqueue", "pg11": "Pending"}
