@@ -7,6 +7,8 @@ As in Volcano's test, the tier enables only the switches the test names (every o
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from kubesched.batch.operations import Op
 from kubesched.batch.session import Session
 from kubesched.batch.statement import Statement
 from kubesched.batch.testing import node, plugin, pod, pod_group, queue, scheduler_on
+from kubesched.cli import main
 
 NS = "ns1"
 
@@ -395,3 +398,60 @@ def test_capacity_with_hierarchy_case6_enqueue_checks_every_ancestor() -> None:
     sched.run_session()
     phases = {g["metadata"]["name"]: g["status"]["phase"] for g in sched.informers.store.list("PodGroup")}
     assert phases == {"pg10": "Inqueue", "pg11": "Pending"}
+
+
+def test_queue_report_shows_the_tree_with_subtree_totals() -> None:
+    """The queue report lists the tree depth first; a parent reports its children's totals."""
+    objects = [
+        N1,
+        ROOT, Q3, Q31, Q32, Q4,
+        p("p5", "n1", "pg4", "4", "4Gi"),
+        p("p7", "n1", "pg5", "2", "2Gi"),
+        p("p9", "n1", "pg7", "1", "1Gi"),
+        pg("pg4", "q4", "Running"),
+        pg("pg5", "q31", "Running"),
+        pg("pg7", "q32", "Running"),
+    ]  # fmt: skip
+    sched = scheduler_on(objects, {"actions": "allocate", "tiers": [{"plugins": HIERARCHY_TIER}]})
+    sched.run_session()
+    rows = [(r.name, r.depth, r.parent, r.allocated.get("cpu"), r.bound) for r in sched.queue_report_list()]
+    assert rows == [
+        ("root", 0, "", 7000, 3),
+        ("default", 1, "root", None, 0),
+        ("q3", 1, "root", 3000, 2),
+        ("q31", 2, "q3", 2000, 1),
+        ("q32", 2, "q3", 1000, 1),
+        ("q4", 1, "root", 4000, 1),
+    ]
+    q3 = next(r for r in sched.queue_report_list() if r.name == "q3")
+    assert q3.deserved == {"cpu": 4000, "memory": 4 * 2**30}
+
+
+def test_a_job_in_a_parent_queue_stops_the_hierarchy() -> None:
+    """Jobs may only live in leaf queues: otherwise the session allocates nothing, anywhere."""
+    leaf_job = [N1, ROOT, Q1, Q11, p("p1", "", "pg1", "1", "1Gi"), pg("pg1", "q11", "Inqueue")]
+    parent_job = [p("p2", "", "pg2", "1", "1Gi"), pg("pg2", "q1", "Inqueue")]
+    assert outcome(leaf_job, "allocate", HIERARCHY_TIER)["binds"] == {"ns1/p1": "n1"}
+    assert outcome(leaf_job + parent_job, "allocate", HIERARCHY_TIER)["binds"] == {}
+
+
+def test_hierarchy_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/batch-hierarchy with capacity-hierarchy.conf: train borrows beyond its deserved but
+    eng's capability (12 cpu) caps train and infer together; parents show their subtree."""
+    root = Path(__file__).resolve().parents[2] / "examples" / "batch"
+    code = main(
+        [
+            "simulate",
+            str(root.parent / "batch-hierarchy"),
+            "--batch-conf",
+            str(root / "capacity-hierarchy.conf"),
+            "-o",
+            "json",
+        ]
+    )
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    queues = {q["name"]: q for q in doc["queues"]}
+    assert queues["eng"]["allocated"]["cpu"] == 12000 and queues["eng"]["parent"] == "root"
+    assert queues["train"]["allocated"]["cpu"] == 10000 and queues["train"]["parent"] == "eng"
+    assert queues["root"]["allocated"]["cpu"] == 14000 and "parent" not in queues["root"]
