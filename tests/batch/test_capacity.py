@@ -184,6 +184,99 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
 ]
 
 
+def sp(name: str, node_name: str, group: str, requests: dict[str, str], **kw: Any) -> dict[str, Any]:
+    """A pod asking for ``requests`` (Volcano's ``BuildResourceList`` with scalar resources; a zero
+    cpu or memory is still written, as Volcano's builder does)."""
+    d = p(name, node_name, group, requests.get("cpu"), requests.get("memory"), **kw)
+    d["spec"]["containers"][0]["resources"] = {"requests": dict(requests)}
+    return d
+
+
+def sn(name: str, allocatable: dict[str, str]) -> dict[str, Any]:
+    d = node(name, allocatable["cpu"], allocatable["memory"], pods=allocatable.get("pods", "10"))
+    d["status"]["allocatable"] = d["status"]["capacity"] = dict(
+        allocatable, pods=allocatable.get("pods", "10")
+    )
+    return d
+
+
+A100 = "nvidia.com/A100"
+GPU = "nvidia.com/gpu"
+
+CASES += [
+    (
+        "case3: CPU & Memory are overused, scalar resource is not overused, but candidate pod has not "
+        "request CPU & Memory, reclaim should happen",
+        [
+            sn("n3", {"cpu": "2", "memory": "4Gi", A100: "10"}),
+            sn("n4", {"cpu": "2", "memory": "4Gi", A100: "10"}),
+            sp("p8", "n3", "pg7", {"cpu": "0", "memory": "0Gi", A100: "10"}, preemptable="false"),
+            sp("p9", "n4", "pg7", {"cpu": "0", "memory": "0Gi", A100: "10"}),
+            p("p10", "n3", "pg8", "2", "4Gi"),
+            p("p11", "n4", "pg8", "2", "4Gi"),
+            sp("p12", "", "pg9", {"cpu": "0", "memory": "0Gi", A100: "10"}),
+            pg("pg7", "q5", "Running"),
+            pg("pg8", "q6", "Running"),
+            pg("pg9", "q6", "Inqueue"),
+            q("q5", {"cpu": "2", "memory": "4Gi", A100: "10"}, None),
+            q("q6", {"cpu": "2", "memory": "4Gi", A100: "10"}, None),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg9", "n4")], "evicted": ["ns1/p9"]},
+    ),
+    (
+        "case7: allocated does not contain scalar dimension (GPU), deserved does; should not reclaim",
+        [
+            sn("n7", {"cpu": "4", "memory": "8Gi", GPU: "4"}),
+            p("p22", "n7", "pg22", "2", "4Gi"),
+            sp("p23", "n7", "pg23", {"cpu": "0", "memory": "0Gi", GPU: "1"}),
+            sp("p24", "n7", "pg24", {"cpu": "2", "memory": "1Gi", GPU: "1"}),
+            sp("p25", "", "pg25", {"cpu": "2", "memory": "3Gi", GPU: "1"}),
+            pg("pg22", "queue14", "Running"),
+            pg("pg23", "queue15", "Running"),
+            pg("pg24", "queue16", "Running"),
+            pg("pg25", "queue16", "Inqueue"),
+            q("queue14", {"cpu": "2", "memory": "4Gi", GPU: "2"}, None),
+            q("queue15", None, None),
+            q("queue16", {"cpu": "2", "memory": "4Gi", GPU: "2"}, None),
+        ],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case8: reclaimer dimensions are considered properly while evicting reclaimees",
+        [
+            sn("n8", {"cpu": "4", "memory": "8Gi", GPU: "1"}),
+            p("p26", "n8", "pg26", "0", "4Gi"),
+            p("p27", "n8", "pg27", "1", "0Gi"),
+            sp("p28", "n8", "pg28", {"cpu": "0", "memory": "0Gi", GPU: "1"}),
+            p("p29", "n8", "pg29", "2", "4Gi"),
+            sp("p30", "", "pg30", {"cpu": "1", "memory": "0Gi", GPU: "1"}),
+            pg("pg26", "queue17", "Running"),
+            pg("pg27", "queue17", "Running"),
+            pg("pg28", "queue17", "Running"),
+            pg("pg29", "queue18", "Running"),
+            pg("pg30", "queue18", "Inqueue"),
+            q("queue17", {"cpu": "2", "memory": "2Gi"}, None),
+            q("queue18", {"cpu": "2", "memory": "4Gi", GPU: "1"}, None),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg30", "n8")], "evicted": ["ns1/p28"]},
+    ),
+    (
+        "case9: reclaimee has intersecting scalar dimensions with deserved shouldn't be reclaimed on "
+        "cpu/memory",
+        [
+            sn("n8", {"cpu": "4", "memory": "8Gi", GPU: "1"}),
+            sp("p31", "n8", "pg31", {"cpu": "4", "memory": "4Gi", GPU: "1"}),
+            p("p32", "", "pg32", "1", "1Gi"),
+            pg("pg31", "queue19", "Running"),
+            pg("pg32", "queue20", "Inqueue"),
+            q("queue19", {GPU: "1"}, None),
+            q("queue20", {"cpu": "2", "memory": "2Gi"}, None),
+        ],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+]
+
+
 @pytest.mark.parametrize(("objects", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_capacity_without_hierarchy(objects: list[dict[str, Any]], expected: dict[str, Any]) -> None:
     assert outcome(objects, "allocate, reclaim", TIER) == expected
@@ -367,6 +460,74 @@ HIERARCHY_CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
         "the value should be inherited from parent queue",
         [N1, p("p11", "", "pg9", "1", None), pg("pg9", "q51", "Running"), ROOT, Q5, Q51],
         {"binds": {"ns1/p11": "n1"}, "pipelined": [], "evicted": []},
+    ),
+]
+
+
+GPU_NODE = sn("n-gpu", {"cpu": "8", "memory": "8Gi", GPU: "8"})
+N2 = sn("n2", {"cpu": "8", "memory": "8Gi", GPU: "8", "hugepages-1Gi": "0"})
+N3 = sn("n3", {"cpu": "16", "memory": "16Gi", "nvidia.com/a100": "5", "rdma/hca": "1001", "pods": "11"})
+ROOT2 = hq("root", "", {"cpu": "16", "memory": "16Gi", "nvidia.com/a100": "4", "rdma": "1000"}, None)
+A100_HCA = {"cpu": "1", "memory": "1Gi", "nvidia.com/a100": "2", "rdma/hca": "1"}
+
+HIERARCHY_CASES += [
+    (
+        "case8: When the queue's deserved value has a scalar resource set, the check can pass",
+        [
+            GPU_NODE,
+            sp("p12", "", "pg12", {"cpu": "2", "memory": "2Gi", GPU: "1"}),
+            pg("pg12", "q81", "Inqueue"),
+            ROOT,
+            hq("q8", "root", {"cpu": "4", "memory": "4Gi", GPU: "8"}, None),
+            hq("q81", "q8", {"cpu": "2", "memory": "2Gi", GPU: "4"}, None),
+            hq("q82", "q8", {"cpu": "2", "memory": "2Gi", GPU: "4"}, None),
+        ],
+        {"binds": {"ns1/p12": "n-gpu"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case9: When some scalar resources are 0 in deserved, the check can still pass",
+        [
+            N2,
+            sp("p13", "", "pg13", {"cpu": "2", "memory": "2Gi", GPU: "1"}),
+            pg("pg13", "q91", "Inqueue"),
+            ROOT,
+            hq("q9", "root", {"cpu": "2", "memory": "2Gi", GPU: "8", "hugepages-1Gi": "0"}, None),
+            hq("q91", "q9", {"cpu": "2", "memory": "2Gi", GPU: "4", "hugepages-1Gi": "0"}, None),
+        ],
+        {"binds": {"ns1/p13": "n2"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case11: If the capability scalar resources is not specified, the value should be inherited "
+        "from parent queue",
+        [
+            N2,
+            sp("p14", "", "pg14", {"cpu": "1", "memory": "1Gi", GPU: "4"}),
+            sp("p15", "", "pg15", {"cpu": "1", "memory": "1Gi", GPU: "4"}),
+            pg("pg14", "case11_queue11", "Inqueue"),
+            pg("pg15", "case11_queue12", "Inqueue"),
+            ROOT,
+            hq("case11_queue1", "root", None, None),
+            hq("case11_queue11", "case11_queue1", None, {"cpu": "4", "memory": "4Gi", GPU: "4"}),
+            hq("case11_queue12", "case11_queue1", None, {"cpu": "4", "memory": "4Gi", GPU: "4"}),
+        ],
+        {"binds": {"ns1/p14": "n2", "ns1/p15": "n2"}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case12: Can reclaim from other queues when allocated <= deserved on a single scalar dimension",
+        [
+            N3,
+            sp("p16", "", "pg16", A100_HCA),
+            sp("p17", "n3", "pg17", A100_HCA),
+            sp("p18", "n3", "pg18", A100_HCA, preemptable="false"),
+            pg("pg16", "case12_queue11", "Inqueue"),
+            pg("pg17", "case12_queue12", "Running"),
+            pg("pg18", "case12_queue12", "Running"),
+            ROOT2,
+            hq("case12_queue1", "root", {"nvidia.com/a100": "2"}, None),
+            hq("case12_queue11", "case12_queue1", {"nvidia.com/a100": "2"}, None),
+            hq("case12_queue12", "case12_queue1", None, None),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg16", "n3")], "evicted": ["ns1/p17"]},
     ),
 ]
 
