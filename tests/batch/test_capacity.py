@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.batch.operations import Op
 from kubesched.batch.session import Session
@@ -616,3 +618,47 @@ def test_hierarchy_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert queues["eng"]["allocated"]["cpu"] == 12000 and queues["eng"]["parent"] == "root"
     assert queues["train"]["allocated"]["cpu"] == 10000 and queues["train"]["parent"] == "eng"
     assert queues["root"]["allocated"]["cpu"] == 14000 and "parent" not in queues["root"]
+
+
+# -- invariants --------------------------------------------------------------------------------- #
+
+_LEAVES = ("a1", "a2", "b")
+_PARENT = {"a": "root", "b": "root", "a1": "a", "a2": "a"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    caps=st.fixed_dictionaries({name: st.none() | st.integers(1, 10) for name in _PARENT}),
+    jobs=st.lists(st.tuples(st.sampled_from(_LEAVES), st.integers(1, 3), st.integers(1, 3)), max_size=6),
+)
+def test_no_queue_of_the_tree_holds_more_than_its_capability(
+    caps: dict[str, int | None], jobs: list[tuple[str, int, int]]
+) -> None:
+    """Whatever the capabilities, what allocate places in a queue's subtree stays within the
+    queue's cpu capability and every ancestor's."""
+    objects: list[dict[str, Any]] = [node("n1", "8", "32Gi"), node("n2", "8", "32Gi"), ROOT]
+    for name, parent in _PARENT.items():
+        cap = caps[name]
+        objects.append(hq(name, parent, None, {"cpu": str(cap)} if cap else None))
+    for i, (leaf, cpu, count) in enumerate(jobs):
+        objects.append(pg(f"j{i}", leaf, "Inqueue"))
+        objects += [p(f"j{i}-{k}", "", f"j{i}", str(cpu), "1Gi") for k in range(count)]
+    placed = outcome(objects, "allocate", HIERARCHY_TIER)["binds"]
+    cpu_of = {f"ns1/j{i}-{k}": cpu for i, (_, cpu, count) in enumerate(jobs) for k in range(count)}
+    leaf_of = {f"ns1/j{i}-{k}": leaf for i, (leaf, _, count) in enumerate(jobs) for k in range(count)}
+    held = dict.fromkeys(_PARENT, 0)
+    for pod_name in placed:
+        queue_name = leaf_of[pod_name]
+        while queue_name != "root":
+            held[queue_name] += cpu_of[pod_name]
+            queue_name = _PARENT[queue_name]
+    for name in caps:
+        limits = [c for q_ in (name, *_ancestor_names(name)) if (c := caps.get(q_)) is not None]
+        assert held[name] <= min(limits, default=16), (name, held, caps)
+
+
+def _ancestor_names(name: str) -> list[str]:
+    out = []
+    while (name := _PARENT.get(name, "root")) != "root":
+        out.append(name)
+    return out
