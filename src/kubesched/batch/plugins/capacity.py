@@ -59,6 +59,16 @@ from kubesched.batch.shares import MIN_RESOURCE, ResourceSpace, Vector, insuffic
 
 log = logging.getLogger(__name__)
 
+#: Problems already logged: a session opens every period, and the same tree would repeat them.
+_logged: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _logged:
+        _logged.add(message)
+        log.warning("%s", message)
+
+
 #: The queue every other queue descends from when the hierarchy is on.
 ROOT_QUEUE = "root"
 
@@ -302,11 +312,9 @@ class CapacityPlugin:
         if self.hierarchy:
             self._build_tree(ssn)
             if not self.ready:
-                log.warning(
-                    "capacity: %s; nothing is scheduled until the queues are fixed", self.problems[-1]
-                )
+                _warn_once(f"capacity: {self.problems[-1]}; nothing is scheduled until the queues are fixed")
             for p in self.problems if self.ready else ():
-                log.warning("capacity: %s", p)
+                _warn_once(f"capacity: {p}")
         else:
             self._build_flat(ssn)
 
