@@ -11,6 +11,7 @@ consumer alone (the driver, through the informers), outside the lock.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import uuid
@@ -51,7 +52,10 @@ def _locked(method: Callable[Concatenate[MemoryStore, P], R]) -> Callable[Concat
 _LAST_TIMESTAMP = 253402300799.0
 
 
+@functools.lru_cache(maxsize=256)
 def _timestamp(seconds: float) -> str:
+    # Every write stamps the time, and many writes share an instant (a virtual clock does not move
+    # within a scheduling step; wall-clock stamps have whole-second resolution): format each once.
     # Virtual time may run past year 9999 (long durations back to back); the stamp saturates there.
     return datetime.fromtimestamp(min(seconds, _LAST_TIMESTAMP), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
