@@ -37,6 +37,7 @@ from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quo
 from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
 
 PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
+PRE_SCORE_KEY = "PreScoreNodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"
 
 
@@ -151,19 +152,39 @@ class NodeResourcesFit:
                 failures.append(NodeFailure(reason, short, unresolvable=False))
         return FilterResult(~failing, failures)
 
-    # -- Score -----------------------------------------------------------------------------------
+    # -- PreScore / Score ------------------------------------------------------------------------
+    def score_requests(self, pod: Pod) -> list[int]:
+        """The pod's request for each scored resource, cpu and memory with the non-zero defaults
+        (upstream ``calculatePodResourceRequestList``)."""
+        out: list[int] = []
+        for resource, _ in self.score_resources:
+            if resource == CPU:
+                out.append(pod.nonzero_cpu)
+            elif resource == MEMORY:
+                out.append(pod.nonzero_memory)
+            else:
+                out.append(pod.requests.get(resource, 0))
+        return out
+
+    def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
+        state.write(PRE_SCORE_KEY, self.score_requests(pod))
+        return None
+
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
+        # Without PreScore (disabled at preScore) the requests are computed here, as upstream does.
+        requests: list[int] | None = state.get(PRE_SCORE_KEY)
+        if requests is None:
+            requests = self.score_requests(pod)
         total = np.zeros(len(slots), dtype=np.int64)
         weight_sum = np.zeros(len(slots), dtype=np.int64)
-        for resource, weight in self.score_resources:
+        for (resource, weight), want in zip(self.score_resources, requests, strict=True):
             if resource == CPU:
                 alloc = table.allocatable[slots, CPU_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 0], pod.nonzero_cpu)
+                requested = saturating_add(table.nonzero_requested[slots, 0], want)
             elif resource == MEMORY:
                 alloc = table.allocatable[slots, MEMORY_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 1], pod.nonzero_memory)
+                requested = saturating_add(table.nonzero_requested[slots, 1], want)
             else:
-                want = pod.requests.get(resource, 0)
                 scalar = resource != EPHEMERAL_STORAGE
                 if (want == 0 and (scalar or is_hugepages(resource))) or resource not in table.resource_col:
                     # Upstream skips an extended resource the pod does not ask for.

@@ -14,9 +14,11 @@ from kubesched.api.objects import Pod
 from kubesched.api.taints import Toleration, find_untolerated_taint
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Status
 from kubesched.framework.types import ActionType, ClusterEvent, FilterResult, IntArray, NodeFailure
 from kubesched.plugins.helper import default_normalize_score
 
+PRE_SCORE_KEY = "PreScoreTaintToleration"
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_EFFECTS = frozenset({"PreferNoSchedule"})
 
@@ -28,6 +30,12 @@ ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 #: Distinct toleration lists remembered; a replay with endless variety starts over past this.
 CACHE_LIMIT = 4096
+
+
+def prefer_no_schedule_tolerations(tolerations: tuple[Toleration, ...]) -> tuple[Toleration, ...]:
+    """Only tolerations that can match a PreferNoSchedule taint count for scoring (upstream
+    ``getAllTolerationPreferNoSchedule``)."""
+    return tuple(t for t in tolerations if t.effect in ("", "PreferNoSchedule"))
 
 
 class TaintToleration:
@@ -70,15 +78,17 @@ class TaintToleration:
             failing |= f.nodes
         return FilterResult(~failing, failures)
 
-    def _signature_counts(self, pod: Pod, table: NodeTable) -> list[int]:
-        cached = self._score_cache.get(pod.tolerations)
+    def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
+        state.write(PRE_SCORE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
+        return None
+
+    def _signature_counts(self, pod: Pod, table: NodeTable, prefer: tuple[Toleration, ...]) -> list[int]:
+        cached = self._score_cache.get(prefer)
         if cached is None:
             if len(self._score_cache) >= CACHE_LIMIT:
                 self._score_cache.clear()
             cached = []
-            self._score_cache[pod.tolerations] = cached
-        # Only tolerations that can match PreferNoSchedule count for scoring (upstream).
-        prefer = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
+            self._score_cache[prefer] = cached
         for taints in table.signatures[len(cached) :]:
             count = 0
             for taint in taints:
@@ -88,7 +98,11 @@ class TaintToleration:
         return cached
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
-        counts = np.asarray(self._signature_counts(pod, table), dtype=np.int64)
+        # Without PreScore (disabled at preScore) the tolerations are picked here, as upstream does.
+        prefer: tuple[Toleration, ...] | None = state.get(PRE_SCORE_KEY)
+        if prefer is None:
+            prefer = prefer_no_schedule_tolerations(pod.tolerations)
+        counts = np.asarray(self._signature_counts(pod, table, prefer), dtype=np.int64)
         return counts[table.taint_sig[slots]]
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> None:
