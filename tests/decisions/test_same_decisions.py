@@ -318,7 +318,25 @@ def recorded() -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+#: Seeds whose recording predates queueing hints: an unschedulable pod is no longer retried on events
+#: its rejecting plugin judges irrelevant, so final messages (from an earlier last attempt), one
+#: placement order and one eviction differ. Expected to fail until the corpus is re-recorded; strict,
+#: so a re-record that forgets to drop a seed here is caught.
+AWAITING_RERECORD = frozenset({67, 69, 70, 162, 231, 266})
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        pytest.param(
+            s,
+            marks=pytest.mark.xfail(strict=True, reason="recorded before queueing hints; re-record"),
+        )
+        if s in AWAITING_RERECORD
+        else s
+        for s in SEEDS
+    ],
+)
 def test_same_decisions_as_recorded(seed: int, recorded: dict[str, Any]) -> None:
     assert decide(seed) == recorded[str(seed)]
 

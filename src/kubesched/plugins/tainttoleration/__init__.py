@@ -10,12 +10,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.taints import Toleration, find_untolerated_taint
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Status
-from kubesched.framework.types import ActionType, ClusterEvent, FilterResult, IntArray, NodeFailure
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterResult,
+    IntArray,
+    NodeFailure,
+    QueueingHint,
+)
 from kubesched.plugins.helper import default_normalize_score
 
 PRE_SCORE_KEY = "PreScoreTaintToleration"
@@ -46,8 +54,34 @@ class TaintToleration:
         self._filter_cache: dict[tuple[Toleration, ...], list[str | None]] = {}
         self._score_cache: dict[tuple[Toleration, ...], list[int]] = {}
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", ActionType.ADD), ClusterEvent("Node", ActionType.UPDATE)]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.UPDATE_POD_TOLERATION),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue only when the node went from having a taint the pod does not tolerate (an added node
+        counts as having had one) to having none."""
+        was_untolerated = old is None or (
+            find_untolerated_taint(old.taints, pod.tolerations, HARD_EFFECTS) is not None
+        )
+        is_untolerated = find_untolerated_taint(new.taints, pod.tolerations, HARD_EFFECTS) is not None
+        if was_untolerated and not is_untolerated:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(self, pod: Pod, old: Pod | None, new: Pod) -> QueueingHint:
+        """A toleration added to the unschedulable pod itself may make it fit."""
+        if new.uid == pod.uid and (old is None or old.tolerations != new.tolerations):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def _signature_reasons(self, pod: Pod, table: NodeTable) -> list[str | None]:
         cached = self._filter_cache.get(pod.tolerations)
