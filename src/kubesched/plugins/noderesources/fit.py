@@ -107,13 +107,15 @@ class NodeResourcesFit:
     # -- queueing hints --------------------------------------------------------------------------
     def is_schedulable_after_pod_event(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
         """A pod's deletion frees its requests only when it was scheduled or nominated; a scaled-down
-        scheduled pod helps when it gave back a resource this pod asks for."""
+        scheduled pod (or this pod itself, scaled down) helps when a resource this pod asks for went
+        down."""
         if new is None:
             assert old is not None
             if not old.node_name and not status_nominated_node(old):
                 return QueueingHint.QUEUE_SKIP
             return QueueingHint.QUEUE
-        if old is None or not new.node_name:
+        if old is None or (new.uid != pod.uid and not new.node_name):
+            # Another pod that is not scheduled holds nothing this pod could get.
             return QueueingHint.QUEUE_SKIP
         for resource, want in pod.requests.items():
             if want and old.requests.get(resource, 0) > new.requests.get(resource, 0):

@@ -1,8 +1,8 @@
 """NodeResourcesFit queueing hints.
 
-The node table is upstream's ``Test_isSchedulableAfterNodeChange`` (case names verbatim; its
-wrong-object cases have no counterpart here: hints get parsed objects). The pod table covers
-``isSchedulableAfterPodEvent`` with in-place pod resizing on (its v1.34 default)."""
+Upstream's ``Test_isSchedulableAfterNodeChange`` and ``Test_isSchedulableAfterPodChange`` (case names
+verbatim). Left out: the wrong-object cases (hints get parsed objects here) and the case with in-place
+pod resizing disabled (kubesched follows its v1.34 default, on)."""
 
 from __future__ import annotations
 
@@ -101,20 +101,67 @@ class PodCase:
     want: QueueingHint
 
 
-TARGET = make_pod("target", containers=[{"cpu": "1"}])
-PENDING = make_pod("other", containers=[{"cpu": "1"}])
-ASSIGNED = make_pod("other", containers=[{"cpu": "1"}], node_name="fake")
-SCALED = make_pod("other", containers=[{"cpu": "500m"}], node_name="fake")
-MEMORY_SCALED = make_pod("other", containers=[{"cpu": "1", "memory": "1"}], node_name="fake")
-MORE_MEMORY = make_pod("other", containers=[{"cpu": "1", "memory": "2"}], node_name="fake")
+def cpu_pod(name: str, cpu: str | None = None, *, node: str = "", memory: str | None = None) -> Pod:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    return make_pod(name, uid=name, containers=[requests], node_name=node)
+
+
+def pod_level(name: str, requests: dict[str, str], *, node: str = "") -> Pod:
+    return make_pod(name, uid=name, containers=[None], pod_requests=requests, node_name=node)
+
 
 POD_CASES = [
-    PodCase("queue-on-deleted", TARGET, ASSIGNED, None, Q),
-    PodCase("skip-queue-on-unscheduled-pod-deleted", TARGET, PENDING, None, SKIP),
-    PodCase("skip-queue-on-unchanged-requests", TARGET, ASSIGNED, ASSIGNED, SKIP),
-    PodCase("skip-queue-on-other-unscheduled-pod", TARGET, PENDING, PENDING, SKIP),
-    PodCase("skip-queue-on-other-resource-scale-down", TARGET, MORE_MEMORY, MEMORY_SCALED, SKIP),
-    PodCase("queue-on-target-pod-resource-scale-down", TARGET, ASSIGNED, SCALED, Q),
+    PodCase("queue-on-other-pod-deleted", cpu_pod("pod1", "1"), cpu_pod("pod2", "1", node="fake"), None, Q),
+    PodCase("skip-queue-on-unscheduled-pod-deleted", cpu_pod("pod1"), cpu_pod("pod2"), None, SKIP),
+    PodCase(
+        "skip-queue-on-other-unscheduled-pod",
+        cpu_pod("pod1", "1"),
+        cpu_pod("pod2", "2"),
+        cpu_pod("pod2", "1"),
+        SKIP,
+    ),
+    PodCase(
+        "skip-queue-on-other-pod-unrelated-resource-scaled-down",
+        cpu_pod("pod1", "1"),
+        cpu_pod("pod2", memory="2", node="fake"),
+        cpu_pod("pod2", memory="1", node="fake"),
+        SKIP,
+    ),
+    PodCase(
+        "skip-queue-on-other-pod-unrelated-pod-level-resource-scaled-down",
+        pod_level("pod1", {"cpu": "1"}),
+        pod_level("pod2", {"memory": "2"}, node="fake"),
+        pod_level("pod2", {"memory": "1"}, node="fake"),
+        SKIP,
+    ),
+    PodCase(
+        "queue-on-other-pod-some-resource-scale-down",
+        cpu_pod("pod1", "1"),
+        cpu_pod("pod2", "2", node="fake"),
+        cpu_pod("pod2", "1", node="fake"),
+        Q,
+    ),
+    PodCase(
+        "queue-on-other-pod-some-pod-level-resource-scale-down",
+        pod_level("pod1", {"cpu": "1"}),
+        pod_level("pod2", {"cpu": "2"}, node="fake"),
+        pod_level("pod2", {"cpu": "1"}, node="fake"),
+        Q,
+    ),
+    PodCase(
+        "queue-on-target-pod-some-resource-scale-down",
+        cpu_pod("pod1", "1"),
+        cpu_pod("pod1", "2"),
+        cpu_pod("pod1", "1"),
+        Q,
+    ),
+    PodCase(
+        "queue-on-target-pod-some-pod-level-resource-scale-down",
+        pod_level("pod1", {"cpu": "1"}),
+        pod_level("pod1", {"cpu": "2"}),
+        pod_level("pod1", {"cpu": "1"}),
+        Q,
+    ),
 ]
 
 
