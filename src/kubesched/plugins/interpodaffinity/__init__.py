@@ -210,8 +210,12 @@ class InterPodAffinity:
         return parsed
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
-        """Queue when a scheduled pod now matches all the pod's affinity terms (added, or relabelled
-        into them), or no longer matches all its anti-affinity terms (deleted, or relabelled out)."""
+        """Queue when the pod itself changed; when a scheduled pod now matches all the pod's affinity
+        terms (added, or relabelled into them) or no longer matches all its anti-affinity terms
+        (deleted, or relabelled out); or when a deleted scheduled pod's own required anti-affinity
+        matched the pod."""
+        if new is not None and new.uid == pod.uid:
+            return QueueingHint.QUEUE
         if (new is not None and not new.node_name) or (old is not None and not old.node_name):
             return QueueingHint.QUEUE_SKIP
         terms, anti_terms = self._hint_terms(pod)
@@ -226,20 +230,24 @@ class InterPodAffinity:
         assert old is not None
         if _matches_all(anti_terms, old):
             return QueueingHint.QUEUE
-        # The deleted pod's own required anti-affinity may have kept this pod away ("existing pods
-        # anti-affinity rules"). The upstream hint we follow does not look at it, which leaves a
-        # preemptor whose victim was that pod waiting for the unschedulable timeout; we queue.
         namespace_labels = self._namespace_labels(pod.namespace)
         if any(t.matches(pod.namespace, pod.labels, namespace_labels) for t in self._hint_terms(old)[1]):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
-        """Queue when the added or updated node carries the topology key of one of the pod's required
-        affinity or anti-affinity terms."""
+        """Queue when a node brings an affinity domain (added with, or given, a term's topology key, or
+        moved to another value of it) or may leave an anti-affinity domain (added, or losing or
+        changing a term's topology key)."""
         terms, anti_terms = self._hint_terms(pod)
-        if any(t.topology_key in new.labels for t in (*terms, *anti_terms)):
-            return QueueingHint.QUEUE
+        for t in terms:
+            key = t.topology_key
+            if key in new.labels and (old is None or old.labels.get(key) != new.labels[key]):
+                return QueueingHint.QUEUE
+        for t in anti_terms:
+            key = t.topology_key
+            if old is None or (key in old.labels and old.labels[key] != new.labels.get(key)):
+                return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
     # -- namespaces ------------------------------------------------------------------------------
