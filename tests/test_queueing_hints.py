@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kubesched.api.objects import Node, Pod
-from kubesched.framework.types import ActionType, ClusterEvent
+from kubesched.framework.types import ActionType, ClusterEvent, QueueingHint
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.testing import make_node, node_dict, pod_dict
@@ -136,3 +139,57 @@ def test_update_of_the_unschedulable_pod_itself_asks_the_hints() -> None:
     raw["metadata"] = {**raw["metadata"], "labels": {"a": "b"}}
     queue.update(Pod.from_dict(raw), pod)
     assert queue.unschedulable_count == 1  # a label change of its own does not help a cpu rejection
+
+
+# -- invariants ------------------------------------------------------------------------------------
+
+_CPUS = st.sampled_from(["500m", "1", "2", "4"])
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), _CPUS),
+        st.tuples(st.just("pop_fail"), st.booleans()),
+        st.tuples(st.just("node"), _CPUS, _CPUS),
+        st.tuples(st.just("label"), st.booleans()),
+        st.tuples(st.just("tick"), st.integers(0, 20)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_OPS)
+def test_hints_never_lose_or_duplicate_a_pod(ops: list[tuple[Any, ...]]) -> None:
+    """Whatever the hints answer, every pod stays in exactly one place, and a pod the hint keeps out
+    of the queues is one that could not fit the changed node."""
+    clock = _Clock()
+    clock.t = 100.0
+    fit = NodeResourcesFit(None)
+    queue = SchedulingQueue(PrioritySort.sort_key, clock, plugin_events={fit.name: fit.events_to_register()})
+    added: set[str] = set()
+    for op in ops:
+        if op[0] == "add":
+            uid = f"uid-{len(added)}"
+            queue.add(Pod.from_dict(pod_dict(uid, uid=uid, containers=[{"cpu": op[1]}])))
+            added.add(uid)
+        elif op[0] == "pop_fail":
+            info = queue.pop()
+            if info is not None:
+                info.unschedulable_plugins = {"NodeResourcesFit"}
+                queue.add_unschedulable(info, error=op[1])
+        elif op[0] == "node":
+            old, new = _nodes(op[1], op[2])
+            before = {i.pod.uid for i in queue.pods() if queue.unschedulable_info(i.pod.uid) is not None}
+            queue.move_all_to_active_or_backoff(ALLOCATABLE, old, new)
+            for uid in before:
+                info = queue.unschedulable_info(uid)
+                if info is None:  # moved: the pod fits the grown node
+                    continue
+                assert fit.is_schedulable_after_node_change(info.pod, old, new) == QueueingHint.QUEUE_SKIP
+        elif op[0] == "label":
+            moved = queue.move_all_to_active_or_backoff(LABEL, *_nodes("1", "1"))
+            assert moved == 0
+        else:
+            clock.t += op[1]
+            queue.flush_backoff_completed()
+        places = [i.pod.uid for i in queue.pods()]
+        assert len(places) == len(set(places)) == len(added) == len(queue)
