@@ -55,7 +55,7 @@ UPSTREAM_POINTS: dict[str, tuple[EP, ...]] = {
     "PodTopologySpread": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE),
     "InterPodAffinity": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE),
     "DynamicResources": (EP.PRE_ENQUEUE, EP.PRE_FILTER, EP.FILTER, EP.POST_FILTER, EP.RESERVE, EP.PRE_BIND),
-    "DefaultPreemption": (EP.POST_FILTER,),
+    "DefaultPreemption": (EP.PRE_ENQUEUE, EP.POST_FILTER),
     "NodeResourcesBalancedAllocation": (EP.PRE_SCORE, EP.SCORE),
     "ImageLocality": (EP.SCORE,),
     "DefaultBinder": (EP.BIND,),
@@ -125,7 +125,7 @@ def summary(plugins: dict[EP, list[PluginRef]]) -> dict[str, list[Any]]:
 
 
 EXPANDED_DEFAULTS_V1: dict[str, list[Any]] = {
-    "preEnqueue": ["SchedulingGates", "DynamicResources"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
         "NodeAffinity",

@@ -7,6 +7,7 @@ arrays. A user plugin that prefers to look at one node at a time subclasses
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -23,7 +24,13 @@ if TYPE_CHECKING:
     from kubesched.framework.cycle_state import CycleState
     from kubesched.framework.diagnosis import Diagnosis
     from kubesched.framework.runtime import Framework
-    from kubesched.framework.types import ClusterEvent, IntArray, PreFilterResult, QueuedPodInfo
+    from kubesched.framework.types import (
+        ClusterEvent,
+        ClusterEventWithHint,
+        IntArray,
+        PreFilterResult,
+        QueuedPodInfo,
+    )
 
 
 @runtime_checkable
@@ -133,7 +140,10 @@ class PostBindPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class EnqueueExtensions(Protocol):
-    def events_to_register(self) -> list[ClusterEvent]: ...
+    """The cluster events that may make a pod this plugin rejected schedulable, each with an optional
+    queueing hint deciding per pod (a bare :class:`ClusterEvent` has none: always Queue)."""
+
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]: ...
 
 
 _POINT_METHODS: dict[ExtensionPoint, str] = {

@@ -47,8 +47,11 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    WILDCARD,
+    ActionType,
     BoolArray,
     ClusterEvent,
+    ClusterEventWithHint,
     FilterResult,
     IntArray,
     NodeFailure,
@@ -69,7 +72,7 @@ TABLE_ONLY_FILTERS = frozenset(
 )
 
 #: What a plugin without ``events_to_register`` is registered for: any change to anything.
-ALL_EVENTS = ClusterEvent("*", "*")
+ALL_EVENTS = ClusterEvent(WILDCARD, ActionType.ALL)
 
 
 @dataclass(slots=True)
@@ -224,16 +227,23 @@ class Framework:
                 return st
         return None
 
-    def events_to_register(self) -> dict[str, list[ClusterEvent]]:
-        """Plugin name → the cluster events that may make a pod it rejected schedulable.
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name → the cluster events that may make a pod it rejected schedulable, with their
+        queueing hints (upstream's queueingHintMap of this profile).
 
         Like upstream, a plugin that does not implement ``events_to_register`` is assumed to care
         about every event (we cannot know better); one that registers an empty list is moved only by
         the unschedulable timeout.
         """
-        out: dict[str, list[ClusterEvent]] = {}
+        out: dict[str, list[ClusterEventWithHint]] = {}
         for name, pl in self.plugins.items():
-            out[name] = list(pl.events_to_register()) if isinstance(pl, EnqueueExtensions) else [ALL_EVENTS]
+            if not isinstance(pl, EnqueueExtensions):
+                out[name] = [ClusterEventWithHint(ALL_EVENTS)]
+                continue
+            out[name] = [
+                e if isinstance(e, ClusterEventWithHint) else ClusterEventWithHint(e)
+                for e in pl.events_to_register()
+            ]
         return out
 
     # -- scheduling cycle ------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, IntFlag
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,22 +33,90 @@ class QueuedPodInfo:
     seq: int = 0
 
 
-class ActionType(StrEnum):
-    ADD = "Add"
-    DELETE = "Delete"
-    UPDATE = "Update"
+class ActionType(IntFlag):
+    """What happened to an object (upstream ``fwk.ActionType``): one bit per kind of change, so a
+    registration can name several and an update can be told apart by what it changed."""
+
+    NONE = 0
+    ADD = 1 << 0
+    DELETE = 1 << 1
+    UPDATE_NODE_ALLOCATABLE = 1 << 2
+    UPDATE_NODE_LABEL = 1 << 3
+    UPDATE_NODE_TAINT = 1 << 4
+    UPDATE_NODE_CONDITION = 1 << 5
+    UPDATE_NODE_ANNOTATION = 1 << 6
+    UPDATE_POD_LABEL = 1 << 7
+    UPDATE_POD_SCALE_DOWN = 1 << 8
+    UPDATE_POD_TOLERATION = 1 << 9
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1 << 10
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 11
+    #: A pod update none of the specific bits describes.
+    UPDATE_POD_OTHER = 1 << 12
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+        | UPDATE_POD_OTHER
+    )
+    ALL = (1 << 13) - 1
+
+
+#: Resources of incoming events only: a registration for "Pod" matches both (upstream).
+ASSIGNED_POD = "AssignedPod"
+UNSCHEDULED_POD = "UnschedulablePod"
+WILDCARD = "*"
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
     """A kind of cluster change that may make pods schedulable (upstream ClusterEvent)."""
 
-    resource: str  # "Node", "Pod", "AssignedPod", "*"
-    action: ActionType | str  # "*" for any
+    resource: (
+        str  # "Node", "Pod", "Namespace", … or "*"; incoming pod events say AssignedPod/UnschedulablePod
+    )
+    action: ActionType
     label: str = ""
 
-    def matches(self, other: ClusterEvent) -> bool:
-        return (self.resource in ("*", other.resource)) and (self.action in ("*", other.action))
+    @property
+    def is_wildcard(self) -> bool:
+        return self.resource == WILDCARD and self.action == ActionType.ALL
+
+    def matches(self, incoming: ClusterEvent) -> bool:
+        """Whether this registration covers ``incoming`` (upstream ``ClusterEvent.Match``)."""
+        if self.is_wildcard:
+            return True
+        r = self.resource
+        resource_ok = r in (WILDCARD, incoming.resource) or (
+            r == "Pod" and incoming.resource in (ASSIGNED_POD, UNSCHEDULED_POD)
+        )
+        return resource_ok and bool(self.action & incoming.action)
+
+
+class QueueingHint(Enum):
+    """A plugin's verdict on whether an event may make a pod it rejected schedulable."""
+
+    QUEUE = "Queue"
+    QUEUE_SKIP = "QueueSkip"
+
+
+#: ``hint(pod, old, new)``: ``pod`` is the unschedulable pod; ``old``/``new`` the changed object's
+#: parsed views before and after (``old`` is None for an add, ``new`` None for a delete).
+QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A registration: the event, and the function that decides per pod (None: always Queue)."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
 
 
 @dataclass(slots=True)

@@ -2,9 +2,14 @@
 
 * activeQ is ordered by the profile's QueueSort plugin; ``pop`` hands out its head.
 * A pod that failed waits in *unschedulablePods* until a cluster event that one of the plugins that
-  rejected it registered for (node added, pod deleted, …) happens, or until
-  ``max_in_unschedulable`` seconds pass. A pod that failed for any other reason (an error), or
-  whose relevant event arrived while it was being scheduled, goes to backoffQ.
+  rejected it registered for (node added, pod deleted, …) happens *and* that plugin's queueing hint
+  for the event answers Queue for this pod, or until ``max_in_unschedulable`` seconds pass
+  (upstream ``isPodWorthRequeuing``). Queue from a plugin that rejected the pod moves it to backoffQ
+  (activeQ once its backoff is over); Queue from a plugin that left it *pending* moves it to activeQ
+  at once. A pod that failed for any other reason (an error) goes to backoffQ; so does one for
+  which an event seen while it was being scheduled (an in-flight event) gets Queue.
+* An update of an unschedulable pod itself is an event too (its labels, tolerations, scheduling
+  gates, resources changed): the pod moves only when a hint of a plugin that rejected it says so.
 * backoffQ holds a pod for ``initial · 2^(attempts-1)`` seconds, capped at ``max``; expired pods are
   flushed back to activeQ (upstream flushes every second).
 * PreEnqueue plugins (SchedulingGates) keep gated pods out of activeQ until they pass.
@@ -15,19 +20,68 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.framework.status import Status
-from kubesched.framework.types import ClusterEvent, QueuedPodInfo
+from kubesched.framework.types import (
+    UNSCHEDULED_POD,
+    WILDCARD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueuedPodInfo,
+    QueueingHint,
+)
 from kubesched.queue.heap import KeyedHeap
 from kubesched.queue.nominator import Nominator, status_nominated_node
 
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 #: Pseudo event for "moved after max_in_unschedulable", which every pod accepts.
-UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "*", "UnschedulableTimeout")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+
+log = logging.getLogger(__name__)
+
+#: Plugin name → its registrations (upstream's queueingHintMap of one profile).
+PluginEvents = Mapping[str, Sequence[ClusterEvent | ClusterEventWithHint]]
+
+
+class Strategy(IntEnum):
+    """Where an event sends an unschedulable pod (upstream ``queueingStrategy``)."""
+
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightEvent:
+    event: ClusterEvent
+    old: Any
+    new: Any
+
+
+def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
+    """The fine-grained events of a pod update (upstream ``PodSchedulingPropertiesChange``): what
+    changed among labels, requests (scaled down), scheduling gates (all removed) and tolerations
+    (added), else a generic update. ``old``/``new`` are parsed pods."""
+    resource = "AssignedPod" if new.node_name else UNSCHEDULED_POD
+    actions: list[ActionType] = []
+    if old.labels != new.labels:
+        actions.append(ActionType.UPDATE_POD_LABEL)
+    if any(v > new.requests.get(r, -1) for r, v in old.requests.items()):
+        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if old.scheduling_gates and not new.scheduling_gates:
+        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    if len(old.tolerations) != len(new.tolerations):
+        actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if not actions:
+        actions.append(ActionType.UPDATE)
+    return [ClusterEvent(resource, a) for a in actions]
 
 
 @dataclass(slots=True)
@@ -44,14 +98,18 @@ class SchedulingQueue:
         now: Callable[[], float],
         *,
         pre_enqueue: Callable[[Pod], Status | None] | None = None,
-        plugin_events: dict[str, list[ClusterEvent]] | None = None,
+        plugin_events: PluginEvents | None = None,
+        profile_events: Mapping[str, PluginEvents] | None = None,
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
     ) -> None:
         self._now = now
         self._pre_enqueue = pre_enqueue
-        self._plugin_events = plugin_events or {}
+        # Per schedulerName (upstream keeps one hint map per profile); ``plugin_events`` serves pods of
+        # any other schedulerName.
+        self._default_events = _with_hints(plugin_events or {})
+        self._profile_events = {k: _with_hints(v) for k, v in (profile_events or {}).items()}
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -59,8 +117,8 @@ class SchedulingQueue:
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(self.backoff_expiry)
         self._unschedulable: dict[str, _Unschedulable] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
-        #: events seen while a pod was in flight: pod uid → events
-        self._in_flight_events: dict[str, list[ClusterEvent]] = {}
+        #: events seen while a pod was in flight: pod uid → events, with the changed objects
+        self._in_flight_events: dict[str, list[InFlightEvent]] = {}
         self._seq = itertools.count()
         self.scheduling_cycle = 0
         #: Pods nominated to nodes by preemption (upstream keeps the nominator in the queue too).
@@ -134,9 +192,10 @@ class SchedulingQueue:
             return
         self._active.push(pod.uid, info)
 
-    def update(self, pod: Pod) -> None:
-        """A pending pod changed (gates removed, labels edited, …)."""
+    def update(self, pod: Pod, old: Pod | None = None) -> None:
+        """A pending pod changed (gates removed, labels edited, …); ``old`` is its previous view."""
         uid = pod.uid
+        events = pod_update_events(old, pod) if old is not None else []
         self.nominator.update(pod)
         for heap in (self._active, self._backoff):
             info = heap.get(uid)
@@ -147,13 +206,25 @@ class SchedulingQueue:
         u = self._unschedulable.get(uid)
         if u is not None:
             u.info.pod = pod
-            if u.gated and self._gate(u.info):
+            if u.gated:
+                if self._gate(u.info):
+                    return
+                del self._unschedulable[uid]
+                self._requeue(u.info)
                 return
-            del self._unschedulable[uid]
-            self._requeue(u.info)
+            strategy = Strategy.AFTER_BACKOFF if not events else Strategy.SKIP
+            for event in events:
+                strategy = max(strategy, self._worth_requeuing(u.info, event, old, pod))
+                if strategy is Strategy.IMMEDIATELY:
+                    break
+            if strategy is not Strategy.SKIP:
+                del self._unschedulable[uid]
+                self._requeue_with(u.info, strategy)
             return
         if uid in self._in_flight:
             self._in_flight[uid].pod = pod
+            for event in events:
+                self._record_in_flight(event, old, pod)
             return
         self.add(pod)
 
@@ -195,10 +266,22 @@ class SchedulingQueue:
         events = self._in_flight_events.get(uid, [])
         self.done(uid)
         info.timestamp = self._now()
-        if error or not info.unschedulable_plugins or any(self._relevant(info, e) for e in events):
+        if error or not (info.unschedulable_plugins or info.pending_plugins):
             self._backoff.push(uid, info)
             return
-        self._unschedulable[uid] = _Unschedulable(info, self._now(), gated=False)
+        # Did anything that happened while the pod was being scheduled change its verdict
+        # (upstream ``determineSchedulingHintForInFlightPod``)?
+        strategy = Strategy.SKIP
+        for e in events:
+            strategy = max(strategy, self._worth_requeuing(info, e.event, e.old, e.new))
+            if strategy is Strategy.IMMEDIATELY or (strategy and not info.pending_plugins):
+                break
+        if strategy is Strategy.IMMEDIATELY:
+            self._active.push(uid, info)
+        elif strategy is Strategy.AFTER_BACKOFF:
+            self._backoff.push(uid, info)
+        else:
+            self._unschedulable[uid] = _Unschedulable(info, self._now(), gated=False)
 
     def _requeue(self, info: QueuedPodInfo) -> None:
         if self._backing_off(info):
@@ -206,28 +289,73 @@ class SchedulingQueue:
         else:
             self._active.push(info.pod.uid, info)
 
-    # -- events ----------------------------------------------------------------------------------
-    def _relevant(self, info: QueuedPodInfo, event: ClusterEvent) -> bool:
-        if event is UNSCHEDULABLE_TIMEOUT or not info.unschedulable_plugins:
-            return True
-        for plugin in info.unschedulable_plugins | info.pending_plugins:
-            for registered in self._plugin_events.get(plugin, ()):
-                if registered.matches(event):
-                    return True
-        return False
+    def _requeue_with(self, info: QueuedPodInfo, strategy: Strategy) -> None:
+        """Upstream ``requeuePodWithQueueingStrategy`` for a pod leaving unschedulablePods."""
+        if strategy is Strategy.IMMEDIATELY:
+            self._active.push(info.pod.uid, info)
+        else:
+            self._requeue(info)
 
-    def move_all_to_active_or_backoff(self, event: ClusterEvent) -> int:
-        """A cluster event happened: requeue every unschedulable pod it may help. Returns the count."""
-        for events in self._in_flight_events.values():
-            events.append(event)
+    # -- events ----------------------------------------------------------------------------------
+    def _events_for(self, pod: Pod) -> dict[str, list[ClusterEventWithHint]]:
+        return self._profile_events.get(pod.scheduler_name, self._default_events)
+
+    def _worth_requeuing(self, info: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
+        """Upstream ``isPodWorthRequeuing``: ask the hints of the plugins that rejected the pod (or left
+        it pending) and registered for the event."""
+        rejectors = info.unschedulable_plugins | info.pending_plugins
+        if not rejectors or event.is_wildcard:
+            return Strategy.AFTER_BACKOFF
+        registered = self._events_for(info.pod)
+        strategy = Strategy.SKIP
+        for plugin in sorted(rejectors):
+            for reg in registered.get(plugin, ()):
+                if not reg.event.matches(event):
+                    continue
+                hint = QueueingHint.QUEUE
+                if reg.hint is not None:
+                    try:
+                        hint = reg.hint(info.pod, old, new)
+                    except Exception:
+                        # A failing hint must not strand the pod: treat it as Queue, like upstream.
+                        log.exception("queueing hint of %s failed for pod %s", plugin, info.pod.key)
+                if hint is QueueingHint.QUEUE_SKIP:
+                    continue
+                if plugin in info.pending_plugins:
+                    return Strategy.IMMEDIATELY
+                if not info.pending_plugins:
+                    return Strategy.AFTER_BACKOFF
+                strategy = Strategy.AFTER_BACKOFF
+        return strategy
+
+    def _record_in_flight(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        if self._in_flight_events:
+            seen = InFlightEvent(event, old, new)
+            for events in self._in_flight_events.values():
+                events.append(seen)
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        *,
+        pre_check: Callable[[QueuedPodInfo], bool] | None = None,
+    ) -> int:
+        """A cluster event happened (``old``/``new``: the changed object's views): requeue every
+        unschedulable pod that passes ``pre_check`` and that a hint says the event may help.
+        Returns how many moved."""
+        self._record_in_flight(event, old, new)
         moved = 0
         for uid, u in list(self._unschedulable.items()):
-            if u.gated:
+            if u.gated or (pre_check is not None and not pre_check(u.info)):
                 continue
-            if self._relevant(u.info, event):
-                del self._unschedulable[uid]
-                self._requeue(u.info)
-                moved += 1
+            strategy = self._worth_requeuing(u.info, event, old, new)
+            if strategy is Strategy.SKIP:
+                continue
+            del self._unschedulable[uid]
+            self._requeue_with(u.info, strategy)
+            moved += 1
         return moved
 
     def flush_backoff_completed(self) -> int:
@@ -257,3 +385,10 @@ class SchedulingQueue:
         yield from self._backoff
         for u in self._unschedulable.values():
             yield u.info
+
+
+def _with_hints(events: PluginEvents) -> dict[str, list[ClusterEventWithHint]]:
+    return {
+        name: [e if isinstance(e, ClusterEventWithHint) else ClusterEventWithHint(e) for e in regs]
+        for name, regs in events.items()
+    }

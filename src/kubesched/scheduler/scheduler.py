@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Node, Pod
+from kubesched.cache.affinity_terms import AffinityTerm, parse_pod_affinity_terms
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
 from kubesched.cache.node_table import NodeTable
@@ -34,9 +35,9 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, FrameworkError, PluginError, ScoreDetails
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import ActionType, ClusterEvent, IntArray, QueuedPodInfo
+from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, IntArray, QueuedPodInfo
 from kubesched.framework.waiting_pods import WaitingPod
-from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.queue.scheduling_queue import SchedulingQueue, pod_update_events
 from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.extenders import (
@@ -54,11 +55,9 @@ from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.parsers import informer_factory
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD)
-NODE_UPDATE = ClusterEvent("Node", ActionType.UPDATE)
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
-ASSIGNED_POD_ADD = ClusterEvent("Pod", ActionType.ADD)
-ASSIGNED_POD_UPDATE = ClusterEvent("Pod", ActionType.UPDATE)
-ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE)
+ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
+ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
 
 
 class SchedulingError(Exception):
@@ -110,14 +109,12 @@ class Scheduler:
             p.scheduler_name: Framework(p, registry, self.handle) for p in config.profiles
         }
         first = next(iter(self.profiles.values()))
-        plugin_events: dict[str, list[ClusterEvent]] = {}
-        for fwk in self.profiles.values():
-            plugin_events.update(fwk.events_to_register())
         self.queue = SchedulingQueue(
             first.queue_sort_key(),
             now,
             pre_enqueue=self._pre_enqueue,
-            plugin_events=plugin_events,
+            plugin_events=first.events_to_register(),
+            profile_events={name: fwk.events_to_register() for name, fwk in self.profiles.items()},
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
         )
@@ -167,12 +164,23 @@ class Scheduler:
 
     def _on_node(self, change: Change[Node]) -> None:
         # The cache has the change already (its feed subscribed first): only the queue moves.
-        if change.type == EventType.DELETED or change.view is None:
+        if change.type == EventType.DELETED:
+            if change.view is not None:
+                # A node leaving can even a topology spread (upstream moves on Node/Delete too).
+                self.queue.move_all_to_active_or_backoff(NODE_DELETE, change.view, None)
+            return
+        node = change.view
+        if node is None:
             return
         if change.type == EventType.ADDED:
-            self.queue.move_all_to_active_or_backoff(NODE_ADD)
-        else:
-            self.queue.move_all_to_active_or_backoff(NODE_UPDATE)
+            self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+            return
+        old = change.old_view
+        if old is None or change.old is None:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.UPDATE), old, node)
+            return
+        for event in node_update_events(change.old, change.obj):
+            self.queue.move_all_to_active_or_backoff(event, old, node)
 
     def _on_pod(self, change: Change[Pod]) -> None:
         if (
@@ -192,15 +200,23 @@ class Scheduler:
         before = self.feed.before(change)
         if change.type == EventType.DELETED:
             if pod.node_name or before is not None:
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
             self.queue.delete(pod.uid)
             return
         if pod.node_name:
             if pod.terminated:
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
-            elif before is None or before.assumed:
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+                return
+            if before is None or before.assumed:
                 self.queue.delete(pod.uid)
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
+                # Upstream AssignedPodAdded: only pods a new pod could help across nodes are asked.
+                self.queue.move_all_to_active_or_backoff(
+                    ASSIGNED_POD_ADD, None, pod, pre_check=self._cross_topology_check(pod)
+                )
+            else:
+                old = change.old_view
+                if old is not None:
+                    self._assigned_pod_updated(old, pod)
             return
         if pod.terminated or not self.responsible_for(pod):
             return
@@ -210,7 +226,34 @@ class Scheduler:
                 pod.uid, PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
             )
         elif change.old is not None and _spec_or_labels_changed(change.old, change.obj):
-            self.queue.update(pod)
+            self.queue.update(pod, change.old_view)
+
+    def _assigned_pod_updated(self, old: Pod, pod: Pod) -> None:
+        """Upstream AssignedPodUpdated, once per fine-grained event of the update: a scale-down may
+        help any pod; other changes only pods the pod could help across nodes."""
+        for event in pod_update_events(old, pod):
+            if event.action == ActionType.UPDATE_POD_SCALE_DOWN:
+                self.queue.move_all_to_active_or_backoff(event, old, pod)
+            else:
+                self.queue.move_all_to_active_or_backoff(
+                    event, old, pod, pre_check=self._cross_topology_check(pod)
+                )
+
+    def _cross_topology_check(self, pod: Pod) -> Callable[[QueuedPodInfo], bool]:
+        """Upstream ``getUnschedulablePodsWithCrossTopologyTerm``: an assigned pod's arrival or change
+        is worth a look for pods PodTopologySpread rejected in its namespace, and pods with a required
+        affinity term it matches."""
+        namespace_labels = _namespace_labels(self.informers, pod.namespace)
+
+        def check(info: QueuedPodInfo) -> bool:
+            if "PodTopologySpread" in info.unschedulable_plugins and info.pod.namespace == pod.namespace:
+                return True
+            return any(
+                t.matches(pod.namespace, pod.labels, namespace_labels)
+                for t in required_affinity_terms(info.pod)
+            )
+
+        return check
 
     # -- scheduling cycle ------------------------------------------------------------------------
     def schedule_one(self) -> bool:
@@ -299,7 +342,7 @@ class Scheduler:
             waiting.remove(task.assumed.uid)
             if wp is not None and wp.rejection is not None:
                 # Upstream WaitOnPermit failure: undo the reservation; the pod waits for an event.
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, task.assumed, None)
                 self._undo_assume(task, wp.rejection)
             else:
                 self._binding_cycle(task)
@@ -524,7 +567,7 @@ class Scheduler:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget_pod(assumed)
             # The resources the assumed pod held are free again.
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
             self._handle_failure(fwk, info, f"binding rejected: {st.message}", None, outcome, error=True)
             return
         self.cache.finish_binding(assumed)
@@ -611,3 +654,56 @@ def _spec_or_labels_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> b
         return True
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     return bool(om.get("labels") != nm.get("labels") or om.get("annotations") != nm.get("annotations"))
+
+
+def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[ClusterEvent]:
+    """The fine-grained events of a node update (upstream ``NodeSchedulingPropertiesChange``), from
+    the raw objects: a node made schedulable again counts as a taint change, as upstream."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    ospec, nspec = old.get("spec") or {}, new.get("spec") or {}
+    ostatus, nstatus = old.get("status") or {}, new.get("status") or {}
+    actions: list[ActionType] = []
+    if bool(ospec.get("unschedulable")) and not nspec.get("unschedulable"):
+        actions.append(ActionType.UPDATE_NODE_TAINT)
+    if (ostatus.get("allocatable") or {}) != (nstatus.get("allocatable") or {}):
+        actions.append(ActionType.UPDATE_NODE_ALLOCATABLE)
+    if (om.get("labels") or {}) != (nm.get("labels") or {}):
+        actions.append(ActionType.UPDATE_NODE_LABEL)
+    if (ospec.get("taints") or []) != (nspec.get("taints") or []):
+        actions.append(ActionType.UPDATE_NODE_TAINT)
+    if _condition_statuses(ostatus) != _condition_statuses(nstatus):
+        actions.append(ActionType.UPDATE_NODE_CONDITION)
+    if (om.get("annotations") or {}) != (nm.get("annotations") or {}):
+        actions.append(ActionType.UPDATE_NODE_ANNOTATION)
+    return [ClusterEvent("Node", a) for a in actions]
+
+
+def _condition_statuses(status: Mapping[str, Any]) -> dict[Any, Any]:
+    conditions = status.get("conditions") or []
+    return {c.get("type"): c.get("status") for c in conditions if isinstance(c, Mapping)}
+
+
+def _namespace_labels(informers: InformerFactory, namespace: str) -> Mapping[str, str]:
+    obj = informers.informer("Namespace").get_raw(None, namespace)
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return labels if isinstance(labels, Mapping) else {}
+
+
+#: id(affinity mapping) → (that mapping, namespace, labels, its required affinity terms); holding the
+#: mapping keeps the id unique, and the terms depend on the namespace and labels too (matchLabelKeys).
+_TERMS_CACHE: dict[int, tuple[Any, str, Mapping[str, str], tuple[AffinityTerm, ...]]] = {}
+
+
+def required_affinity_terms(pod: Pod) -> tuple[AffinityTerm, ...]:
+    """The pod's required pod-affinity terms (upstream ``PodInfo.RequiredAffinityTerms``)."""
+    affinity = pod.affinity
+    if not affinity or "podAffinity" not in affinity:
+        return ()
+    hit = _TERMS_CACHE.get(id(affinity))
+    if hit is not None and hit[0] is affinity and hit[1] == pod.namespace and hit[2] == pod.labels:
+        return hit[3]
+    terms = parse_pod_affinity_terms(affinity, pod.namespace, pod.labels).required_affinity
+    if len(_TERMS_CACHE) >= 4096:
+        _TERMS_CACHE.clear()
+    _TERMS_CACHE[id(affinity)] = (affinity, pod.namespace, pod.labels, terms)
+    return terms

@@ -134,8 +134,14 @@ class DefaultPreemption:
     def set_framework(self, framework: Any) -> None:
         self.fwk = framework
 
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        # Upstream holds a pod back while its asynchronous preemption is still evicting victims.
+        # Here preemption finishes inside the pod's own cycle, so no pod is ever waiting for one.
+        return None
+
     def events_to_register(self) -> list[ClusterEvent]:
-        # PostFilter never rejects a pod itself; the Filter plugins that did name the events.
+        # PostFilter never rejects a pod itself; the Filter plugins that did name the events (upstream
+        # registers pod deletions with a hint that always answers QueueSkip, to the same effect).
         return []
 
     # -- PostFilter ------------------------------------------------------------------------------

@@ -31,9 +31,9 @@ from typing import Any, ClassVar, Final
 
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import LabelSelector
-from kubesched.cache.affinity_terms import AffinityTerm, PodAffinityTerms
+from kubesched.cache.affinity_terms import AffinityTerm, PodAffinityTerms, parse_pod_affinity_terms
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import Clause, PodIndex, TermKind
@@ -45,10 +45,12 @@ from kubesched.framework.types import (
     ActionType,
     BoolArray,
     ClusterEvent,
+    ClusterEventWithHint,
     FilterResult,
     IntArray,
     NodeFailure,
     PreFilterResult,
+    QueueingHint,
 )
 from kubesched.plugins.interpodaffinity.topology import DomainCounts, add_at_slot, fold_into_domains, per_node
 from kubesched.store.informers import Change, Informer, InformerFactory
@@ -147,6 +149,15 @@ def _matches_merged(term: AffinityTerm, pod: Pod) -> bool:
     return term.matches(pod.namespace, pod.labels, _NO_LABELS)
 
 
+_HintTerms = tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]
+
+
+def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    """Upstream ``podMatchesAllAffinityTerms``: no terms match nothing. Namespace selectors are
+    matched against no labels, as upstream's hint does."""
+    return bool(terms) and all(t.matches(pod.namespace, pod.labels, _NO_LABELS) for t in terms)
+
+
 def _any_positive(counts: DomainCounts) -> bool:
     return any(bool((v > 0).any()) for v in counts.values())
 
@@ -161,15 +172,83 @@ class InterPodAffinity:
         self.handle = handle
         #: Opened at the first term with a namespaceSelector.
         self._merged: MergedTerms | None = None
+        #: id(affinity mapping) → (mapping, namespace, labels, (required affinity, anti-affinity)).
+        self._hint_cache: dict[int, tuple[Any, str, Mapping[str, str], _HintTerms]] = {}
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        # Any assigned pod change can make room (anti-affinity) or a partner (affinity); a node
-        # added or relabelled can bring a topology domain.
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # A scheduled pod arriving (a partner for affinity), leaving or relabelled (room for
+        # anti-affinity); a node added or relabelled can bring a topology domain. Upstream keeps
+        # UpdateNodeTaint too, for nodes whose Add an old pre-check filtered out.
         return [
-            ClusterEvent("Pod", "*"),
-            ClusterEvent("Node", ActionType.ADD),
-            ClusterEvent("Node", ActionType.UPDATE),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    "Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+                ),
+                self.is_schedulable_after_node_change,
+            ),
         ]
+
+    # -- queueing hints --------------------------------------------------------------------------
+    def _hint_terms(self, pod: Pod) -> tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]:
+        """The pod's required affinity and anti-affinity terms, parsed once per affinity mapping
+        (hints run for every unschedulable pod on every event)."""
+        affinity = pod.affinity
+        if not affinity:
+            return (), ()
+        hit = self._hint_cache.get(id(affinity))
+        if hit is not None and hit[0] is affinity and hit[1] == pod.namespace and hit[2] == pod.labels:
+            return hit[3]
+        terms = parse_pod_affinity_terms(affinity, pod.namespace, pod.labels)
+        parsed = (terms.required_affinity, terms.required_anti_affinity)
+        if len(self._hint_cache) >= _MERGED_LIMIT:
+            self._hint_cache.clear()
+        self._hint_cache[id(affinity)] = (affinity, pod.namespace, pod.labels, parsed)
+        return parsed
+
+    def is_schedulable_after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        """Queue when the pod itself changed; when a scheduled pod now matches all the pod's affinity
+        terms (added, or relabelled into them) or no longer matches all its anti-affinity terms
+        (deleted, or relabelled out); or when a deleted scheduled pod's own required anti-affinity
+        matched the pod."""
+        if new is not None and new.uid == pod.uid:
+            return QueueingHint.QUEUE
+        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+            return QueueingHint.QUEUE_SKIP
+        terms, anti_terms = self._hint_terms(pod)
+        if new is not None and old is not None:
+            if not _matches_all(terms, old) and _matches_all(terms, new):
+                return QueueingHint.QUEUE
+            if _matches_all(anti_terms, old) and not _matches_all(anti_terms, new):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if _matches_all(terms, new) else QueueingHint.QUEUE_SKIP
+        assert old is not None
+        if _matches_all(anti_terms, old):
+            return QueueingHint.QUEUE
+        namespace_labels = self._namespace_labels(pod.namespace)
+        if any(t.matches(pod.namespace, pod.labels, namespace_labels) for t in self._hint_terms(old)[1]):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue when a node brings an affinity domain (added with, or given, a term's topology key, or
+        moved to another value of it) or may leave an anti-affinity domain (added, or losing or
+        changing a term's topology key)."""
+        terms, anti_terms = self._hint_terms(pod)
+        for t in terms:
+            key = t.topology_key
+            if key in new.labels and (old is None or old.labels.get(key) != new.labels[key]):
+                return QueueingHint.QUEUE
+        for t in anti_terms:
+            key = t.topology_key
+            if old is None or (key in old.labels and old.labels[key] != new.labels.get(key)):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     # -- namespaces ------------------------------------------------------------------------------
     def _namespace_labels(self, namespace: str) -> Mapping[str, str]:

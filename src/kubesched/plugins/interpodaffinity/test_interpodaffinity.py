@@ -18,7 +18,7 @@ from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.plugin_args import InterPodAffinityArgs
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import MAX_NODE_SCORE
+from kubesched.framework.types import MAX_NODE_SCORE, ActionType
 from kubesched.plugins.interpodaffinity import (
     ERR_REASON_AFFINITY,
     ERR_REASON_ANTI_AFFINITY,
@@ -1160,11 +1160,11 @@ def test_normalize_equal_scores_gives_zero() -> None:
 
 def test_events_to_register_cover_pods_and_node_changes() -> None:
     events = InterPodAffinity().events_to_register()
-    assert {(e.resource, str(e.action)) for e in events} == {
-        ("Pod", "*"),
-        ("Node", "Add"),
-        ("Node", "Update"),
+    assert {(e.event.resource, e.event.action) for e in events} == {
+        ("Pod", ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+        ("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
     }
+    assert all(e.hint is not None for e in events)
 
 
 # ---------------------------------------------------------------------------- namespaces between cycles

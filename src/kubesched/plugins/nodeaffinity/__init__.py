@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final
 
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import NodeSelectorTerm
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.label_match import match_labels_mask, term_mask, terms_mask
@@ -35,10 +35,12 @@ from kubesched.framework.types import (
     ActionType,
     BoolArray,
     ClusterEvent,
+    ClusterEventWithHint,
     FilterResult,
     IntArray,
     NodeFailure,
     PreFilterResult,
+    QueueingHint,
 )
 from kubesched.plugins.helper import default_normalize_score
 
@@ -251,8 +253,37 @@ class NodeAffinity:
         # id(affinity mapping) -> (that mapping, its parse); holding the mapping keeps the id unique.
         self._parsed: dict[int, tuple[Mapping[str, Any], ParsedNodeAffinity]] = {}
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", ActionType.ADD), ClusterEvent("Node", ActionType.UPDATE)]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
+            )
+        ]
+
+    def _required_match(self, pod: Pod, node: Node) -> bool:
+        """The pod's nodeSelector and required node affinity match ``node`` (upstream
+        ``GetRequiredNodeAffinity(pod).Match``)."""
+        labels = node.labels
+        if any(labels.get(k) != v for k, v in pod.node_selector.items()):
+            return False
+        required = self.parsed(pod).required
+        return required is None or any(t.matches(node.name, labels) for t in required)
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue when an added node matches the pod's required affinity, or an updated one went from
+        not matching to matching; never for a node the scheduler-enforced affinity excludes."""
+        if self.added_required is not None and not any(
+            t.matches(new.name, new.labels) for t in self.added_required
+        ):
+            return QueueingHint.QUEUE_SKIP
+        if not self._required_match(pod, new):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if self._required_match(pod, old):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
 
     def parsed(self, pod: Pod) -> ParsedNodeAffinity:
         """The pod's parsed node affinity, cached while its ``affinity`` mapping is the same object."""

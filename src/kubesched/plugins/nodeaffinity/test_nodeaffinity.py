@@ -517,10 +517,8 @@ def test_parsed_affinity_is_cached_per_affinity_object() -> None:
 
 
 def test_events() -> None:
-    assert NodeAffinity().events_to_register() == [
-        ClusterEvent("Node", ActionType.ADD),
-        ClusterEvent("Node", ActionType.UPDATE),
-    ]
+    events = NodeAffinity().events_to_register()
+    assert [e.event for e in events] == [ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)]
 
 
 # ------------------------------------------------------------------------------ addedAffinity

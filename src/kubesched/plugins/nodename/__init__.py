@@ -6,10 +6,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.types import ActionType, ClusterEvent, FilterResult
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterResult,
+    QueueingHint,
+)
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
@@ -20,8 +26,16 @@ class NodeName:
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", ActionType.ADD)]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD), self.is_schedulable_after_node_add)
+        ]
+
+    def is_schedulable_after_node_add(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue when the added node is the one the pod names (or it names none)."""
+        if not pod.node_name or pod.node_name == new.name:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
         if not pod.node_name:

@@ -19,7 +19,15 @@ from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import BoolArray, NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import ActionType, ClusterEvent, FilterResult, PreFilterResult
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterResult,
+    PreFilterResult,
+    QueueingHint,
+)
+from kubesched.queue.nominator import status_nominated_node
 
 PRE_FILTER_KEY = "PreFilterNodePorts"
 
@@ -49,13 +57,32 @@ class NodePorts:
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        # Container ports are immutable, so a pod update cannot free a port (upstream).
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Container ports are immutable, so a pod update cannot free a port (upstream). A new node
+        # needs no hint: it always has every port free.
         return [
-            ClusterEvent("Pod", ActionType.DELETE),
-            ClusterEvent("Node", ActionType.ADD),
-            ClusterEvent("Node", ActionType.UPDATE),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.DELETE), self.is_schedulable_after_pod_deleted
+            ),
+            ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD)),
         ]
+
+    def is_schedulable_after_pod_deleted(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        """Queue when the deleted pod was scheduled (or nominated) and held a host port this pod
+        wants (upstream ``fitsPorts`` against the deleted pod's ports)."""
+        if old is None:
+            return QueueingHint.QUEUE
+        if not old.node_name and not status_nominated_node(old):
+            return QueueingHint.QUEUE_SKIP
+        if not old.host_ports:
+            return QueueingHint.QUEUE_SKIP
+        for ip, protocol, port in pod.host_ports:
+            for used_ip, used_protocol, used_port in old.host_ports:
+                if protocol != used_protocol or port != used_port:
+                    continue
+                if DEFAULT_BIND_ALL_HOST_IP in (ip, used_ip) or ip == used_ip:
+                    return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot

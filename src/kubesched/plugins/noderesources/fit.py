@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Pod
-from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource, is_hugepages
+from kubesched.api.objects import Node, Pod
+from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource, is_hugepages
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import CPU_COL, MEMORY_COL, PODS_COL, NodeTable
 from kubesched.errors import InputError
@@ -28,15 +28,19 @@ from kubesched.framework.types import (
     MAX_NODE_SCORE,
     ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     FilterResult,
     IntArray,
     NodeFailure,
     PreFilterResult,
+    QueueingHint,
 )
 from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
 from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
+from kubesched.queue.nominator import status_nominated_node
 
 PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
+PRE_SCORE_KEY = "PreScoreNodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"
 
 
@@ -88,12 +92,62 @@ class NodeResourcesFit:
             )
         self.score_resources = [(r.name, int(r.weight)) for r in strategy.resources]
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            ClusterEvent("Pod", ActionType.DELETE),
-            ClusterEvent("Node", ActionType.ADD),
-            ClusterEvent("Node", ActionType.UPDATE),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self.is_schedulable_after_node_change,
+            ),
         ]
+
+    # -- queueing hints --------------------------------------------------------------------------
+    def is_schedulable_after_pod_event(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        """A pod's deletion frees its requests only when it was scheduled or nominated; a scaled-down
+        scheduled pod (or this pod itself, scaled down) helps when a resource this pod asks for went
+        down."""
+        if new is None:
+            assert old is not None
+            if not old.node_name and not status_nominated_node(old):
+                return QueueingHint.QUEUE_SKIP
+            return QueueingHint.QUEUE
+        if old is None or (new.uid != pod.uid and not new.node_name):
+            # Another pod that is not scheduled holds nothing this pod could get.
+            return QueueingHint.QUEUE_SKIP
+        for resource, want in pod.requests.items():
+            if want and old.requests.get(resource, 0) > new.requests.get(resource, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue when the pod would fit the added node while empty, or when an updated node that it
+        would fit grew a resource the pod asks for (upstream ``isFit`` and
+        ``haveAnyRequestedResourcesIncreased``)."""
+        if not self._fits_empty(pod, new):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        before, after = old.allocatable, new.allocatable
+        if after.get(PODS, 0) > before.get(PODS, 0):
+            return QueueingHint.QUEUE
+        for resource, want in pod.requests.items():
+            if want > 0 and resource != PODS and after.get(resource, 0) > before.get(resource, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _fits_empty(self, pod: Pod, node: Node) -> bool:
+        alloc = node.allocatable
+        if alloc.get(PODS, 0) < 1:
+            return False
+        for resource, want in pod.requests.items():
+            if want <= 0 or resource == PODS or self._ignored(resource):
+                continue
+            if want > alloc.get(resource, 0):
+                return False
+        return True
 
     def _ignored(self, resource: str) -> bool:
         if not is_extended_resource(resource):
@@ -151,19 +205,39 @@ class NodeResourcesFit:
                 failures.append(NodeFailure(reason, short, unresolvable=False))
         return FilterResult(~failing, failures)
 
-    # -- Score -----------------------------------------------------------------------------------
+    # -- PreScore / Score ------------------------------------------------------------------------
+    def score_requests(self, pod: Pod) -> list[int]:
+        """The pod's request for each scored resource, cpu and memory with the non-zero defaults
+        (upstream ``calculatePodResourceRequestList``)."""
+        out: list[int] = []
+        for resource, _ in self.score_resources:
+            if resource == CPU:
+                out.append(pod.nonzero_cpu)
+            elif resource == MEMORY:
+                out.append(pod.nonzero_memory)
+            else:
+                out.append(pod.requests.get(resource, 0))
+        return out
+
+    def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
+        state.write(PRE_SCORE_KEY, self.score_requests(pod))
+        return None
+
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
+        # Without PreScore (disabled at preScore) the requests are computed here, as upstream does.
+        requests: list[int] | None = state.get(PRE_SCORE_KEY)
+        if requests is None:
+            requests = self.score_requests(pod)
         total = np.zeros(len(slots), dtype=np.int64)
         weight_sum = np.zeros(len(slots), dtype=np.int64)
-        for resource, weight in self.score_resources:
+        for (resource, weight), want in zip(self.score_resources, requests, strict=True):
             if resource == CPU:
                 alloc = table.allocatable[slots, CPU_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 0], pod.nonzero_cpu)
+                requested = saturating_add(table.nonzero_requested[slots, 0], want)
             elif resource == MEMORY:
                 alloc = table.allocatable[slots, MEMORY_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 1], pod.nonzero_memory)
+                requested = saturating_add(table.nonzero_requested[slots, 1], want)
             else:
-                want = pod.requests.get(resource, 0)
                 scalar = resource != EPHEMERAL_STORAGE
                 if (want == 0 and (scalar or is_hugepages(resource))) or resource not in table.resource_col:
                     # Upstream skips an extended resource the pod does not ask for.

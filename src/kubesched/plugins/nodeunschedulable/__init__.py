@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.taints import Taint, tolerates_any
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.types import ActionType, ClusterEvent, FilterResult
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterResult,
+    QueueingHint,
+)
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -20,8 +26,30 @@ class NodeUnschedulable:
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", ActionType.ADD), ClusterEvent("Node", ActionType.UPDATE)]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # A node made schedulable again arrives as UpdateNodeTaint (upstream has no action of its own).
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.UPDATE_POD_TOLERATION),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue when a schedulable node is added, or a node goes from unschedulable to schedulable."""
+        if (old is None or old.unschedulable) and not new.unschedulable:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(self, pod: Pod, old: Pod | None, new: Pod) -> QueueingHint:
+        """Queue when the unschedulable pod itself now tolerates the unschedulable taint."""
+        if new.uid == pod.uid and tolerates_any(new.tolerations, UNSCHEDULABLE_TAINT):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
         if tolerates_any(pod.tolerations, UNSCHEDULABLE_TAINT):

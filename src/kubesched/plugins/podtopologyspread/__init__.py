@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from kubesched.api.objects import HOSTNAME_LABEL, ZONE_LABEL, Pod
+from kubesched.api.objects import HOSTNAME_LABEL, ZONE_LABEL, Node, Pod
 from kubesched.api.selectors import LabelSelector
 from kubesched.api.taints import Toleration, find_untolerated_taint
 from kubesched.api.topology_spread import (
@@ -72,10 +72,12 @@ from kubesched.framework.types import (
     ActionType,
     BoolArray,
     ClusterEvent,
+    ClusterEventWithHint,
     FilterResult,
     IntArray,
     NodeFailure,
     PreFilterResult,
+    QueueingHint,
 )
 from kubesched.plugins.nodeaffinity import ParsedNodeAffinity, parse_pod_node_affinity
 from kubesched.plugins.tainttoleration import HARD_EFFECTS
@@ -371,15 +373,72 @@ class PodTopologySpread:
         self._affinity: dict[int, tuple[Mapping[str, Any], ParsedNodeAffinity]] = {}
         self._untolerated: dict[tuple[Toleration, ...], list[bool]] = {}
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        pod_actions = (
+            ActionType.ADD
+            | ActionType.UPDATE_POD_LABEL
+            | ActionType.DELETE
+            | ActionType.UPDATE_POD_TOLERATION
+        )
+        node_actions = (
+            ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        )
         return [
-            ClusterEvent("Pod", ActionType.ADD),
-            ClusterEvent("Pod", ActionType.UPDATE),
-            ClusterEvent("Pod", ActionType.DELETE),
-            ClusterEvent("Node", ActionType.ADD),
-            ClusterEvent("Node", ActionType.DELETE),
-            ClusterEvent("Node", ActionType.UPDATE),
+            ClusterEventWithHint(ClusterEvent("Pod", pod_actions), self.is_schedulable_after_pod_change),
+            ClusterEventWithHint(ClusterEvent("Node", node_actions), self.is_schedulable_after_node_change),
         ]
+
+    # -- queueing hints --------------------------------------------------------------------------
+    def _hard_constraints(self, pod: Pod) -> tuple[SpreadConstraint, ...]:
+        return self.constraints(None, pod, DO_NOT_SCHEDULE)
+
+    def is_schedulable_after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        """Queue when a scheduled pod of the same namespace that the pod's hard constraints select
+        arrived or left, or changed labels so that some constraint's selection of it changed; or when
+        the pod itself got a toleration and a constraint honours taints."""
+
+        def involved(other: Pod) -> bool:
+            return other.uid == pod.uid or (bool(other.node_name) and other.namespace == pod.namespace)
+
+        if (new is not None and not involved(new)) or (old is not None and not involved(old)):
+            return QueueingHint.QUEUE_SKIP
+        constraints = self._hard_constraints(pod)
+        if new is not None and old is not None:
+            if (
+                pod.uid == new.uid
+                and new.tolerations != old.tolerations
+                and any(c.node_taints_policy == HONOR for c in constraints)
+            ):
+                return QueueingHint.QUEUE
+            if new.labels == old.labels:
+                return QueueingHint.QUEUE_SKIP
+            if any(c.selector.matches(old.labels) != c.selector.matches(new.labels) for c in constraints):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        changed = new if new is not None else old
+        assert changed is not None
+        if any(c.selector.matches(changed.labels) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when a node carrying every hard constraint's topology key arrives or leaves, starts or
+        stops carrying them, or moves to another domain or changes taints while carrying them."""
+        constraints = self._hard_constraints(pod)
+
+        def carries(node: Node | None) -> bool:
+            return node is not None and all(c.topology_key in node.labels for c in constraints)
+
+        if old is not None and new is not None:
+            if carries(old) != carries(new):
+                return QueueingHint.QUEUE
+            if carries(new) and (
+                any(old.labels.get(c.topology_key) != new.labels.get(c.topology_key) for c in constraints)
+                or old.taints != new.taints
+            ):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if carries(new if new is not None else old) else QueueingHint.QUEUE_SKIP
 
     # -- constraints -----------------------------------------------------------------------------
     def pod_constraints(self, pod: Pod) -> tuple[TopologySpreadConstraint, ...]:

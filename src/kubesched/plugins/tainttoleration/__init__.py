@@ -10,13 +10,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.taints import Toleration, find_untolerated_taint
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.types import ActionType, ClusterEvent, FilterResult, IntArray, NodeFailure
+from kubesched.framework.status import Status
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterResult,
+    IntArray,
+    NodeFailure,
+    QueueingHint,
+)
 from kubesched.plugins.helper import default_normalize_score
 
+PRE_SCORE_KEY = "PreScoreTaintToleration"
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_EFFECTS = frozenset({"PreferNoSchedule"})
 
@@ -30,6 +40,12 @@ ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 CACHE_LIMIT = 4096
 
 
+def prefer_no_schedule_tolerations(tolerations: tuple[Toleration, ...]) -> tuple[Toleration, ...]:
+    """Only tolerations that can match a PreferNoSchedule taint count for scoring (upstream
+    ``getAllTolerationPreferNoSchedule``)."""
+    return tuple(t for t in tolerations if t.effect in ("", "PreferNoSchedule"))
+
+
 class TaintToleration:
     name: ClassVar[str] = "TaintToleration"
 
@@ -38,8 +54,34 @@ class TaintToleration:
         self._filter_cache: dict[tuple[Toleration, ...], list[str | None]] = {}
         self._score_cache: dict[tuple[Toleration, ...], list[int]] = {}
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", ActionType.ADD), ClusterEvent("Node", ActionType.UPDATE)]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.UPDATE_POD_TOLERATION),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """Queue only when the node went from having a taint the pod does not tolerate (an added node
+        counts as having had one) to having none."""
+        was_untolerated = old is None or (
+            find_untolerated_taint(old.taints, pod.tolerations, HARD_EFFECTS) is not None
+        )
+        is_untolerated = find_untolerated_taint(new.taints, pod.tolerations, HARD_EFFECTS) is not None
+        if was_untolerated and not is_untolerated:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(self, pod: Pod, old: Pod | None, new: Pod) -> QueueingHint:
+        """A toleration added to the unschedulable pod itself may make it fit."""
+        if new.uid == pod.uid and (old is None or old.tolerations != new.tolerations):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def _signature_reasons(self, pod: Pod, table: NodeTable) -> list[str | None]:
         cached = self._filter_cache.get(pod.tolerations)
@@ -70,15 +112,17 @@ class TaintToleration:
             failing |= f.nodes
         return FilterResult(~failing, failures)
 
-    def _signature_counts(self, pod: Pod, table: NodeTable) -> list[int]:
-        cached = self._score_cache.get(pod.tolerations)
+    def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
+        state.write(PRE_SCORE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
+        return None
+
+    def _signature_counts(self, pod: Pod, table: NodeTable, prefer: tuple[Toleration, ...]) -> list[int]:
+        cached = self._score_cache.get(prefer)
         if cached is None:
             if len(self._score_cache) >= CACHE_LIMIT:
                 self._score_cache.clear()
             cached = []
-            self._score_cache[pod.tolerations] = cached
-        # Only tolerations that can match PreferNoSchedule count for scoring (upstream).
-        prefer = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
+            self._score_cache[prefer] = cached
         for taints in table.signatures[len(cached) :]:
             count = 0
             for taint in taints:
@@ -88,7 +132,11 @@ class TaintToleration:
         return cached
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
-        counts = np.asarray(self._signature_counts(pod, table), dtype=np.int64)
+        # Without PreScore (disabled at preScore) the tolerations are picked here, as upstream does.
+        prefer: tuple[Toleration, ...] | None = state.get(PRE_SCORE_KEY)
+        if prefer is None:
+            prefer = prefer_no_schedule_tolerations(pod.tolerations)
+        counts = np.asarray(self._signature_counts(pod, table, prefer), dtype=np.int64)
         return counts[table.taint_sig[slots]]
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> None:
