@@ -32,7 +32,9 @@ Parser = Callable[[Obj, Any], Any]
 Key = tuple[str, str, str]
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: one is made per event and per replay, and a frozen dataclass costs three times as much
+# to build. Handlers treat it as read-only.
+@dataclass(slots=True)
 class Change(Generic[V]):
     """One delivered event: the raw objects and their typed views.
 
