@@ -22,6 +22,7 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
@@ -190,6 +191,10 @@ class Scheduler:
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
             else:
                 self.cache.update_pod(pod)
+            return
+        if is_terminating(pod):
+            # Upstream skipPodSchedule: a pod being deleted is not scheduled.
+            self.queue.delete(pod.uid)
             return
         if pod.terminated or not self.responsible_for(pod):
             return
