@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.manifests import LoadResult, ManifestObject
+from kubesched.batch.conf import default_batch_conf
 from kubesched.cli import result_document
 from kubesched.sim.simulation import Simulation
 
@@ -103,3 +104,29 @@ def test_evicted_pod_stays_in_the_output() -> None:
     assert pods["low"]["status"] == "Evicted"
     assert pods["low"]["node"] == "n1"
     assert pods["low"]["message"].startswith("evicted")
+
+
+def test_evicted_gang_member_leaves_the_podgroup_and_queue_tables() -> None:
+    volcano = "scheduling.volcano.sh/v1beta1"
+    sim = Simulation(seed=0, batch_conf=default_batch_conf())
+    create = sim.store.create
+    create(node("n1", cpu="2"))
+    create({"apiVersion": volcano, "kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+    group = {"name": "g", "namespace": "default"}
+    create({"apiVersion": volcano, "kind": "PodGroup", "metadata": group, "spec": {"minMember": 1}})
+    for i in range(2):
+        member = pod(
+            f"g-{i}", meta={"annotations": {"scheduling.k8s.io/group-name": "g"}}, schedulerName="volcano"
+        )
+        create(member)
+    sim.run()
+    create(pod("high", priority=1000))
+    result = sim.run()
+    doc = result_document(result, explain=False)
+    [evicted] = doc["evicted"]
+    assert evicted.startswith("default/g-")
+    [row] = doc["podGroups"]
+    assert row["bound"] == 1
+    [queue] = doc["queues"]
+    assert queue["podsBound"] == 1
+    assert queue["allocated"]["cpu"] == 1000

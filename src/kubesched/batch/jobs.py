@@ -104,6 +104,9 @@ class JobCache:
         self.missing: dict[str, tuple[PodGroup, str]] = {}
         #: Jobs to rebuild from their members before the next session (a member or the group changed).
         self.stale: set[str] = set()
+        #: A job lost a bound member to an eviction: its PodGroup and queue rows are stale
+        #: until a session recounts them.
+        self.members_lost = False
         #: Rebuild every job (first session, resource space, node slots, priority classes changed).
         self.rebuild_all = True
         #: Jobs whose PodGroup status the next session must work out again (see run_session).
