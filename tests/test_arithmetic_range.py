@@ -61,7 +61,7 @@ def test_requests_summing_past_int64_fit_nowhere(
     assert pod["status"] == "Unschedulable"
 
 
-def test_bound_pods_summing_past_int64_do_not_crash(
+def test_bound_pods_summing_past_int64_are_rejected_by_the_kubelet(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bound = "".join(
@@ -94,7 +94,13 @@ def test_bound_pods_summing_past_int64_do_not_crash(
         capsys,
     )
     assert code == EXIT_OK, err
-    assert pods_by_name(doc)["p"]["node"] is None
+    pods = pods_by_name(doc)
+    # The kubelet admits b0 alone (two would need 14Ei of 8Ei): the rest is what p fits in.
+    assert pods["b0"]["status"] == "Bound"
+    for name in ("b1", "b2"):
+        assert pods[name]["status"] == "Failed"
+        assert pods[name]["message"].startswith("OutOfmemory: Node didn't have enough resource: memory")
+    assert pods["p"]["node"] == "n1"
 
 
 def test_huge_node_scores_as_the_emptier_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -250,7 +250,9 @@ def test_scheduler_invariants(
 
     # 2. Every pod is accounted for; bound exactly once, or not bound with a reason.
     outcomes = {o.name: o for o in sim.outcomes()}
-    assert set(outcomes) == {p.name for p in pods}
+    evicted = {key.split("/", 1)[1] for key in sim.evicted}
+    assert set(outcomes) == {p.name for p in pods} | evicted
+    assert all(outcomes[name].status == "Evicted" for name in evicted)
     scheduled_events = [e["regarding"]["name"] for e in sim.store.list("Event") if e["reason"] == "Scheduled"]
     assert len(scheduled_events) == len(set(scheduled_events))
     for p in pods:
@@ -260,6 +262,8 @@ def test_scheduler_invariants(
             assert p.name in scheduled_events
             # 3. Never on a cordoned node or past an untolerated NoSchedule/NoExecute taint.
             assert allowed_on(p, by_node[o.node]), (p, by_node[o.node])
+        elif o.status == "Evicted":
+            assert p.name not in bound_to
         else:
             assert o.status in ("Unschedulable", "Pending")
             assert o.message, o

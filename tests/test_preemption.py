@@ -199,7 +199,8 @@ def test_cli_json_lists_evictions_and_explain_records_preemption(
     assert main(["simulate", str(path), "-o", "json", "--explain"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["evicted"] == ["default/lo"]
-    [hi] = doc["pods"]
+    hi, lo = doc["pods"]
+    assert lo["name"] == "lo" and lo["status"] == "Evicted" and lo["node"] == "n1"
     assert hi["node"] == "n1" and hi["status"] == "Scheduled"
     assert hi["preemption"] == {"nominatedNode": "n1", "victims": ["default/lo"]}
     assert main(["simulate", str(path)]) == 0

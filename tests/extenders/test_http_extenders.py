@@ -108,6 +108,11 @@ def pod(name: str, cpu: str = "100m", priority: int = 0, **spec: Any) -> dict[st
     }
 
 
+def uid_of(sim: Simulation, name: str) -> str:
+    """The uid the store gave the pod (a create ignores a client-set uid, as the API server does)."""
+    return str(sim.store.get("Pod", "default", name)["metadata"]["uid"])
+
+
 def sim_with(extenders: list[dict[str, Any]], nodes: int = 3, explain: bool = False) -> Simulation:
     registry = default_registry()
     config = config_from_dict({**API, "extenders": extenders}, registry)
@@ -226,7 +231,7 @@ def test_filter_failed_nodes_appear_in_the_fit_error_and_explain(server: Extende
     web = out["web"]
     assert web.status == "Unschedulable"
     assert web.message.startswith("0/3 nodes are available: 1 wrong rack, 2 no GPU left.")
-    explain = sim.scheduler.explain.get("uid-web")
+    explain = sim.scheduler.explain.get(uid_of(sim, "web"))
     assert explain["filter"]["n0"][server.url] == "no GPU left"
     assert explain["filter"]["n2"][server.url] == "wrong rack"
     assert explain["filter"]["n0"]["NodeResourcesFit"] == "passed"
@@ -370,7 +375,7 @@ def test_prioritize_scores_are_scaled_by_weight(server: ExtenderServer) -> None:
     sim = sim_with([{"urlPrefix": server.url, "prioritizeVerb": "prioritize", "weight": 3}], explain=True)
     web = one_cycle(sim, pod("web"))["web"]
     assert web.node == "n2"
-    explain = sim.scheduler.explain.get("uid-web")
+    explain = sim.scheduler.explain.get(uid_of(sim, "web"))
     assert explain["finalScore"]["n2"][server.url] == 10 * 3 * 10
     assert explain["finalScore"]["n0"][server.url] == 0
 
@@ -392,7 +397,7 @@ def test_prioritize_concurrent_extenders_add_up(server: ExtenderServer) -> None:
         web = one_cycle(sim, pod("web"))["web"]
         assert time.monotonic() - started < 0.39  # both called at once
         assert web.node == "n0"
-        explain = sim.scheduler.explain.get("uid-web")
+        explain = sim.scheduler.explain.get(uid_of(sim, "web"))
         assert explain["finalScore"]["n1"][other.url] == 80
         assert explain["finalScore"]["n0"][server.url] == 100
     finally:
@@ -435,7 +440,7 @@ def test_binding_extender_error_fails_the_binding(server: ExtenderServer) -> Non
     assert web.status == "Pending"
     assert web.message == f"binding rejected: extender '{server.url}' bind: quota exceeded"
     assert not sim.store.get("Pod", "default", "web")["spec"].get("nodeName")
-    assert not sim.scheduler.cache.pod_state("uid-web")  # the assumed pod was forgotten
+    assert not sim.scheduler.cache.pod_state(uid_of(sim, "web"))  # the assumed pod was forgotten
 
 
 # --------------------------------------------------------------------------------------------------
@@ -472,7 +477,7 @@ def test_preempt_node_cache_capable_gets_meta_victims(server: ExtenderServer) ->
     def preempt(args: dict[str, Any]) -> dict[str, Any]:
         assert args["NodeNameToVictims"] is None
         meta = args["NodeNameToMetaVictims"]
-        assert meta["n0"] == {"Pods": [{"UID": "uid-low0"}], "NumPDBViolations": 0}
+        assert meta["n0"] == {"Pods": [{"UID": uid_of(sim, "low0")}], "NumPDBViolations": 0}
         return {"NodeNameToMetaVictims": {"n0": meta["n0"]}}
 
     server.verbs["preempt"] = preempt

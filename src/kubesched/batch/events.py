@@ -20,6 +20,7 @@ from kubesched.api.objects import Pod
 from kubesched.batch.controller import PodGroupController
 from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import PodGroup, Queue, group_name_of
+from kubesched.runtime.ports import DISRUPTION_TARGET
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -106,6 +107,8 @@ class ClusterEvents:
                     if not members:
                         del self.jobs.members[job]
                 self.jobs.stale.add(job)
+                if pod.node_name and _evicted(event.obj):
+                    self.jobs.members_lost = True
             return
         job = self.jobs.job_of_pod.get(uid) or self.job_uid_of(pod)
         if job is not None:
@@ -145,3 +148,11 @@ class ClusterEvents:
 
 
 __all__ = ["KINDS", "ClusterEvents"]
+
+
+def _evicted(obj: Any) -> bool:
+    """Deleted as an eviction: the evictor marked it a disruption target first."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == DISRUPTION_TARGET and cond.get("status") == "True":
+            return True
+    return False

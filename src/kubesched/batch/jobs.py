@@ -34,6 +34,7 @@ from kubesched.batch.session import ParkedJobs, Session
 from kubesched.batch.shares import MIN_RESOURCE, ResourceSpace, Vector
 from kubesched.cache.cache import SchedulerCache
 from kubesched.cache.node_table import PODS_COL, NodeTable
+from kubesched.cache.pod_index import is_terminating
 
 
 @dataclass(slots=True, frozen=True)
@@ -58,6 +59,9 @@ def task_status(pod: Pod, assumed: bool) -> TaskStatus:
         return TaskStatus.SUCCEEDED
     if pod.phase == "Failed":
         return TaskStatus.FAILED
+    if is_terminating(pod):
+        # Volcano's getTaskStatus: a pod being deleted is Releasing, never allocated again.
+        return TaskStatus.RELEASING
     if not pod.node_name:
         return TaskStatus.PENDING
     if assumed:
@@ -100,6 +104,9 @@ class JobCache:
         self.missing: dict[str, tuple[PodGroup, str]] = {}
         #: Jobs to rebuild from their members before the next session (a member or the group changed).
         self.stale: set[str] = set()
+        #: A job lost a bound member to an eviction: its PodGroup and queue rows are stale
+        #: until a session recounts them.
+        self.members_lost = False
         #: Rebuild every job (first session, resource space, node slots, priority classes changed).
         self.rebuild_all = True
         #: Jobs whose PodGroup status the next session must work out again (see run_session).

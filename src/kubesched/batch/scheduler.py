@@ -116,8 +116,9 @@ class BatchScheduler:
     # -- state -----------------------------------------------------------------------------------
     @property
     def wants_session(self) -> bool:
-        """Pods wait and something changed since the last session that made no progress."""
-        return bool(self.jobs.pending) and self.jobs.dirty
+        """Pods wait and something changed since the last session that made no progress, or a job
+        lost a bound member to an eviction (its PodGroup and queue rows need recounting)."""
+        return (bool(self.jobs.pending) and self.jobs.dirty) or self.jobs.members_lost
 
     @property
     def incremental(self) -> bool:
@@ -153,6 +154,7 @@ class BatchScheduler:
 
     def run_session(self) -> Session | None:
         """One scheduling period. Returns the closed session (for tests and reports)."""
+        self.jobs.members_lost = False
         ssn = self.cycle.run_session()
         if ssn is not None:
             for w in ssn.warnings:

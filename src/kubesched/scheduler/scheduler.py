@@ -27,6 +27,7 @@ from kubesched.cache.affinity_terms import AffinityTerm, parse_pod_affinity_term
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
 from kubesched.cache.node_table import NodeTable
+from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
@@ -217,6 +218,10 @@ class Scheduler:
                 old = change.old_view
                 if old is not None:
                     self._assigned_pod_updated(old, pod)
+            return
+        if is_terminating(pod):
+            # Upstream skipPodSchedule: a pod being deleted is not scheduled.
+            self.queue.delete(pod.uid)
             return
         if pod.terminated or not self.responsible_for(pod):
             return

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.manifests import LoadResult
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.cache.feed import CacheFeed
@@ -31,6 +31,7 @@ from kubesched.runtime.driver import VirtualClockDriver
 from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.outcome import PENDING, PodOutcome
 from kubesched.scheduler.scheduler import Scheduler
+from kubesched.sim.admission import BOUND, FAILED, admission_check, rejected
 from kubesched.sim.clock import SimulatedClock
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.workload import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, parse_duration
@@ -53,6 +54,9 @@ LOAD_ORDER = (
     "PodDisruptionBudget",
     "Pod",
 )
+
+#: Output status of a pod deleted by an eviction (preemption, reclaim).
+EVICTED = "Evicted"
 
 #: Safety net: virtual seconds after which a run that keeps retrying (errors) is stopped.
 DEFAULT_HORIZON = 3600.0
@@ -126,6 +130,10 @@ class Simulation:
         self._timeline_seq = itertools.count()
         self.informers.informer("Pod").add_handler(self._on_pod, replay=False)
         self.completed: list[PodOutcome] = []
+        #: Pods bound in the input (``spec.nodeName``), by uid: what their kubelet made of them.
+        self.pinned: dict[str, PodOutcome] = {}
+        #: Outcomes of evicted pods (they are deleted, but stay in the output as Evicted).
+        self.evicted_outcomes: list[PodOutcome] = []
         # The batch (Volcano) scheduler: made now when a conf is given, else on the first batch
         # object loaded (with Volcano's default conf). A session runs every schedulePeriod while
         # batch pods wait.
@@ -159,11 +167,58 @@ class Simulation:
                     if arrival:
                         self._schedule_at(start + arrival, "arrive", mo.obj)
                     else:
-                        self.store.create(mo.obj)
+                        self._create(mo.obj)
                 except InputError as exc:
                     raise exc.located(file=mo.source, document=mo.document, obj=mo.ref) from None
         if self.batch is None and any(_is_batch_object(mo.kind, mo.obj) for mo in loaded.objects):
             self._start_batch()
+
+    def _create(self, obj: dict[str, Any]) -> None:
+        """Create one object; a pod bound in the input is first admitted by its node's kubelet."""
+        spec = obj.get("spec") or {}
+        node_name = spec.get("nodeName") if obj.get("kind") == "Pod" else None
+        phase = (obj.get("status") or {}).get("phase")
+        if not node_name or phase in ("Succeeded", "Failed"):
+            self.store.create(obj)
+            return
+        pod = Pod.from_dict({**obj, "metadata": {**(obj.get("metadata") or {}), "uid": ""}})
+        node_obj = self.store.get("Node", None, str(node_name))
+        outcome = PodOutcome(pod.namespace, pod.name, "", node=str(node_name), status=BOUND)
+        outcome.scheduler_name = pod.scheduler_name
+        outcome.message = "bound in the input (spec.nodeName)"
+        if node_obj is None:
+            outcome.node = None
+            outcome.status = PENDING
+            outcome.message = (
+                f"spec.nodeName names node {node_name!r}, which does not exist: no kubelet runs the pod"
+            )
+            self.warnings.append(f"pod {pod.key}: {outcome.message}")
+        else:
+            others = [
+                Pod.from_dict(o)
+                for o in self.store.list("Pod")
+                if (o.get("spec") or {}).get("nodeName") == node_name
+            ]
+            rejection = admission_check(pod, Node.from_dict(node_obj), others)
+            if rejection is not None:
+                obj = rejected(obj, rejection)
+                outcome.status = FAILED
+                outcome.message = f"{rejection.reason}: {rejection.message}"
+                self.warnings.append(
+                    f"pod {pod.key} names node {node_name!r} in spec.nodeName, and its kubelet rejects it: "
+                    f"{outcome.message}"
+                )
+        created = self.store.create(obj)
+        outcome.uid = str(created["metadata"]["uid"])
+        self.pinned[outcome.uid] = outcome
+
+    def _known_outcome(self, uid: str) -> PodOutcome | None:
+        outcome = self.scheduler.outcomes.get(uid)
+        if outcome is None and self.batch is not None:
+            outcome = self.batch.outcomes.get(uid)
+        if outcome is None:
+            outcome = self.pinned.get(uid)
+        return outcome
 
     def _start_batch(self) -> BatchScheduler:
         if self.batch is None:
@@ -200,7 +255,15 @@ class Simulation:
         obj = change.obj
         if change.type == EventType.DELETED and _disrupted(obj):
             meta = obj.get("metadata") or {}
-            self.evicted.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+            namespace, name = meta.get("namespace") or "default", str(meta.get("name"))
+            self.evicted.append(f"{namespace}/{name}")
+            known = self._known_outcome(str(meta.get("uid")))
+            outcome = PodOutcome(namespace, name, str(meta.get("uid")), status=EVICTED)
+            outcome.node = (obj.get("spec") or {}).get("nodeName") or None
+            outcome.scheduler_name = known.scheduler_name if known is not None else ""
+            outcome.attempts = known.attempts if known is not None else 0
+            outcome.message = _disruption_message(obj)
+            self.evicted_outcomes.append(outcome)
         if change.type == EventType.DELETED or not (obj.get("spec") or {}).get("nodeName"):
             return
         if change.old is not None and (change.old.get("spec") or {}).get("nodeName"):
@@ -216,12 +279,10 @@ class Simulation:
             _, _, action, obj = heapq.heappop(self._timeline)
             meta = obj.get("metadata") or {}
             if action == "arrive":
-                self.store.create(obj)
+                self._create(obj)
             elif self.store.get("Pod", meta.get("namespace"), str(meta.get("name"))) is not None:
                 self.store.delete("Pod", meta.get("namespace"), str(meta.get("name")))
-                outcome = self.scheduler.outcomes.get(str(meta.get("uid")))
-                if outcome is None and self.batch is not None:
-                    outcome = self.batch.outcomes.get(str(meta.get("uid")))
+                outcome = self._known_outcome(str(meta.get("uid")))
                 if outcome is not None:
                     self.completed.append(outcome)
             applied = True
@@ -263,21 +324,24 @@ class Simulation:
     def outcomes(self) -> list[PodOutcome]:
         """One outcome per pod that was pending at load: scheduled, unschedulable or never tried."""
         sched = self.scheduler
-        out: list[PodOutcome] = list(self.completed)
+        out: list[PodOutcome] = [*self.completed, *self.evicted_outcomes]
         for obj in self.store.list("Pod"):
             uid = str(obj["metadata"]["uid"])
-            outcome = sched.outcomes.get(uid)
-            if outcome is None and self.batch is not None:
-                outcome = self.batch.outcomes.get(uid)
+            outcome = self._known_outcome(uid)
             if outcome is None:
-                spec = obj.get("spec") or {}
-                if spec.get("nodeName") and uid not in sched.outcomes:
-                    continue  # bound before the simulation started
+                if (obj.get("spec") or {}).get("nodeName"):
+                    continue  # created bound in the store directly, not loaded: nothing to report
                 pod = Pod.from_dict(obj)
                 outcome = PodOutcome(pod.namespace, pod.name, uid, scheduler_name=pod.scheduler_name)
                 outcome.status = PENDING
                 batch_pod = self.batch is not None and self.batch.responsible_for(pod)
-                if not sched.responsible_for(pod) and not batch_pod:
+                if pod.terminated:
+                    # Schedulers do not watch finished pods (upstream's field selector drops them).
+                    outcome.status = pod.phase
+                    outcome.message = f"pod phase is {pod.phase}: not scheduled"
+                elif (obj.get("metadata") or {}).get("deletionTimestamp"):
+                    outcome.message = "being deleted (metadata.deletionTimestamp set): not scheduled"
+                elif not sched.responsible_for(pod) and not batch_pod:
                     outcome.no_profile = True
                     outcome.message = f"no scheduler profile named {pod.scheduler_name!r}"
             if outcome.status == PENDING and not outcome.message:
@@ -297,6 +361,13 @@ def _is_batch_object(kind: str, obj: Any) -> bool:
     if kind in ("PodGroup", "Queue"):
         return True
     return kind == "Pod" and ((obj.get("spec") or {}).get("schedulerName") == BATCH_SCHEDULER_NAME)
+
+
+def _disruption_message(obj: Any) -> str:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("message"):
+            return f"evicted: {cond['message']}"
+    return "evicted"
 
 
 def _disrupted(obj: Any) -> bool:

@@ -150,8 +150,10 @@ class MemoryStore:
         meta = dict(new.get("metadata") or {})
         if key[1]:
             meta["namespace"] = key[1]
-        meta.setdefault("uid", self._new_uid())
-        meta.setdefault("creationTimestamp", _timestamp(self._now()))
+        # The API server owns uid and creationTimestamp: it sets them on every create, whatever the
+        # client sent (two copies of one ``kubectl get -o yaml`` output are two objects).
+        meta["uid"] = self._new_uid()
+        meta["creationTimestamp"] = _timestamp(self._now())
         meta["resourceVersion"] = str(next(self._rv))
         new["metadata"] = meta
         if new.get("kind") == "Pod":

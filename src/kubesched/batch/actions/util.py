@@ -13,7 +13,13 @@ import numpy as np
 from kubesched.batch.job_info import TaskInfo, fit_threshold_of
 from kubesched.batch.session import BoolArray, Session
 from kubesched.batch.shares import Vector
-from kubesched.framework.types import IntArray
+from kubesched.cache.node_table import PODS_COL
+from kubesched.framework.types import IntArray, NodeFailure
+from kubesched.plugins.nodeports import ERR_REASON as NODE_PORTS_REASON
+from kubesched.plugins.nodeports import conflicting_nodes
+
+#: Volcano ``api.NodePodNumberExceeded``.
+POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
 
 T = TypeVar("T")
 
@@ -201,6 +207,8 @@ def predicate_nodes(ssn: Session, task: TaskInfo, *, check_resources: bool = Tru
         passed = ssn.predicate_mask(task) & ~short
     else:
         passed = ssn.predicate_mask(task)
+        for failure in capacity_failures(ssn, task):
+            passed = passed & ~failure.nodes
     to_find = ssn.num_feasible_nodes_to_find
     start = ssn.last_processed_node_index % n
     rotated = np.concatenate((order[start:], order[:start])) if start else order
@@ -215,6 +223,25 @@ def predicate_nodes(ssn: Session, task: TaskInfo, *, check_resources: bool = Tru
     if len(feasible):
         return NodeChoice(feasible, "")
     return NodeChoice(feasible, fit_error(ssn, task, check_resources=check_resources))
+
+
+def capacity_failures(ssn: Session, task: TaskInfo) -> list[NodeFailure]:
+    """What a node can hold whatever the conf's predicates: a free pod slot and the task's host
+    ports. Without the predicates plugin Volcano's backfill checks neither and over-fills nodes (a
+    kubelet would reject those pods); kubesched keeps them as node capacity, with the predicates
+    plugin's reasons."""
+    out: list[NodeFailure] = []
+    free = ssn.idle[:, PODS_COL]
+    if ssn.future_differs:
+        free = free + ssn.releasing[:, PODS_COL] - ssn.pipelined[:, PODS_COL]
+    exceeded = free <= 0
+    if exceeded.any():
+        out.append(NodeFailure(POD_NUMBER_EXCEEDED, exceeded))
+    if task.pod.host_ports:
+        ports = conflicting_nodes(ssn.table, task.pod.host_ports)
+        if ports.any():
+            out.append(NodeFailure(NODE_PORTS_REASON, ports))
+    return out
 
 
 def shortage_error(ssn: Session, task: TaskInfo) -> str:
@@ -256,10 +283,15 @@ def fit_error(ssn: Session, task: TaskInfo, *, check_resources: bool = True) -> 
             for c, k in zip(cols.tolist(), num.tolist(), strict=True):
                 counts[f"Insufficient {table.resource_names[c]}"] = k
         rest = evaluated & ~short
-    for f in res.failures:
-        k = int(np.count_nonzero(f.nodes & rest))
+    masks: dict[str, BoolArray] = {}
+    failures = res.failures if check_resources else [*res.failures, *capacity_failures(ssn, task)]
+    for f in failures:
+        # One reason counts a node once, also when both the predicates and the capacity give it.
+        masks[f.reason] = masks[f.reason] | f.nodes if f.reason in masks else f.nodes
+    for reason, nodes in masks.items():
+        k = int(np.count_nonzero(nodes & rest))
         if k:
-            counts[f.reason] = counts.get(f.reason, 0) + k
+            counts[reason] = k
     return fit_error_message(len(order), counts)
 
 
