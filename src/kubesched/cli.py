@@ -390,6 +390,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=6443, help="port to listen on (0: any free one)")
     serve.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
     serve.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
+    serve.add_argument(
+        "--no-auto-namespaces",
+        action="store_true",
+        help="refuse objects in missing namespaces (404, as kube-apiserver) instead of creating them",
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 
@@ -415,6 +420,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         objects=objects,
         config=config,
         batch_conf=batch_conf,
+        auto_create_namespaces=not args.no_auto_namespaces,
     )
     serve(options)
     return EXIT_OK

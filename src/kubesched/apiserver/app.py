@@ -153,11 +153,15 @@ class ApiServer:
         *,
         bookmark_interval: float = 60.0,
         git_version: str = "v1.32.0",
+        auto_create_namespaces: bool = True,
     ) -> None:
         self.store = store
         self.token = token
         self.bookmark_interval = bookmark_interval
         self.git_version = git_version
+        #: A playground convenience (upstream answers 404): creating an object in a namespace that
+        #: does not exist creates the namespace, so manifests made for ``simulate`` apply as they are.
+        self.auto_create_namespaces = auto_create_namespaces
         self._changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_pending = False
@@ -292,7 +296,12 @@ class ApiServer:
             doc = openapi.v3_group_version("/".join(parts[2:]))
             if doc is not None:
                 return _json(doc)
-        if parts == ["openapi", "v2"] and "protobuf" not in request.headers.get("Accept", ""):
+        if parts == ["openapi", "v2"]:
+            if "protobuf" in request.headers.get("Accept", ""):
+                return web.Response(
+                    body=openapi.v2_protobuf(),
+                    headers={"Content-Type": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"},
+                )
             return _json(openapi.v2())
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
@@ -466,7 +475,16 @@ class ApiServer:
                 )
             meta["namespace"] = namespace
             if creating and self.store.get("Namespace", None, str(namespace)) is None:
-                raise not_found("namespaces", "", str(namespace))
+                if not self.auto_create_namespaces:
+                    raise not_found("namespaces", "", str(namespace))
+                created: dict[str, Any] = {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": namespace},
+                }
+                admit(created)
+                with contextlib.suppress(AlreadyExists):
+                    self.store.create(created)
         else:
             meta.pop("namespace", None)
         causes: list[tuple[str, str, str]] = []

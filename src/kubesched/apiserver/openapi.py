@@ -70,6 +70,27 @@ def v3_group_version(path: str) -> dict[str, Any] | None:
     return None
 
 
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field."""
+    size = len(payload)
+    varint = bytearray()
+    while True:
+        byte = size & 0x7F
+        size >>= 7
+        varint.append(byte | (0x80 if size else 0))
+        if not size:
+            break
+    return bytes([number << 3 | 2]) + bytes(varint) + payload
+
+
+def v2_protobuf() -> bytes:
+    """An OpenAPI v2 document (gnostic's protobuf form, which is what kubectl asks for) with no
+    definitions: kubectl's client-side validation skips kinds it has no schema for, so manifests
+    that the v3 check cannot cover (``kind: List``) are still accepted and checked on the server."""
+    info = _field(1, b"Kubernetes") + _field(2, b"v1.32.0")
+    return _field(1, b"2.0") + _field(2, info)
+
+
 def v2() -> dict[str, Any]:
     return {
         "swagger": "2.0",

@@ -44,6 +44,7 @@ class ServeOptions:
     schedulers: bool = True
     bookmark_interval: float = 60.0
     tick: float = 0.05
+    auto_create_namespaces: bool = True
 
 
 def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
@@ -97,7 +98,12 @@ class Served:
         self.warnings = seed_cluster(self.store, options)
         hosts = [options.address] if options.address not in ("0.0.0.0", "::") else []
         self.identity = ensure_identity(options.data_dir, hosts)
-        self.api = ApiServer(self.store, self.identity.token, bookmark_interval=options.bookmark_interval)
+        self.api = ApiServer(
+            self.store,
+            self.identity.token,
+            bookmark_interval=options.bookmark_interval,
+            auto_create_namespaces=options.auto_create_namespaces,
+        )
         self.lifecycle = Lifecycle(self.store)
         self.schedulers = (
             SchedulerThread(self.store, options.config, options.batch_conf) if options.schedulers else None
