@@ -64,7 +64,7 @@ def _count_evaluated(config: dict[str, object], nodes: int) -> int:
         sim.store.create(node_default(i))
     sim.store.create(pod_default("p"))
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     seen: list[int] = []
     original = sched.prioritize_nodes
 

@@ -93,13 +93,13 @@ def test_waiting_pod_is_assumed_so_others_see_its_resources() -> None:
     sim = _sim()
     sim.store.create(_pod("waiting", "g", 2, cpu="3"))
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     assert sched.schedule_one()
     assert sched.binding_in_flight == 1
     assert sim.store.get("Pod", "default", "waiting")["spec"].get("nodeName") is None
     # The next cycle counts the 3 CPU held by the waiting pod: a 2 CPU pod no longer fits.
     sim.store.create(_pod("other", cpu="2"))
-    sched.handle_events()
+    sched.informers.pump()
     assert sched.schedule_one()
     assert sched.outcomes[sim.store.get("Pod", "default", "other")["metadata"]["uid"]].message == (
         "0/1 nodes are available: 1 Insufficient cpu."

@@ -56,9 +56,9 @@ def test_preemptor_evicts_nominates_then_binds() -> None:
     for obj in (node("n1"), node("n2"), pod("lo-1", "3", 1, "n1"), pod("lo-2", "3", 5, "n2")):
         sim.store.create(obj)
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     created = sim.store.create(pod("hi", "3", 100))
-    sched.handle_events()
+    sched.informers.pump()
     sched.schedule_one()
     # One cycle: not bound yet, nominated where the cheapest victim was, victim gone.
     hi = stored(sim, "hi")
@@ -100,13 +100,13 @@ def test_nominated_pod_reserves_its_node_from_lower_priority_pods() -> None:
     for obj in (node("n1"), pod("lo", "3", 1, "n1")):
         sim.store.create(obj)
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     sim.store.create(pod("hi", "3", 100))
-    sched.handle_events()
+    sched.informers.pump()
     sched.schedule_one()  # preempts lo, nominated to n1, backs off
-    sched.handle_events()  # lo's deletion reaches the cache: n1 is empty now
+    sched.informers.pump()  # lo's deletion reaches the cache: n1 is empty now
     sim.store.create(pod("mid", "3", 50))
-    sched.handle_events()
+    sched.informers.pump()
     sched.schedule_one()  # mid would fit n1, but hi's nomination holds it
     mid = outcome(sim, "mid")
     assert mid.status == "Unschedulable"
@@ -136,14 +136,14 @@ def test_lower_priority_nominations_on_the_node_are_cleared() -> None:
     for obj in (node("n1"), pod("lo", "3", 1, "n1"), pod("lo-small", "1", 1, "n1")):
         sim.store.create(obj)
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     mid = sim.store.create(pod("mid", "3", 50))
-    sched.handle_events()
+    sched.informers.pump()
     sched.schedule_one()  # mid preempts lo and is nominated to n1
     assert sched.queue.nominator.node_of(mid["metadata"]["uid"]) == "n1"
-    sched.handle_events()
+    sched.informers.pump()
     sim.store.create(pod("big", "4", 100))
-    sched.handle_events()
+    sched.informers.pump()
     sched.schedule_one()  # big needs all of n1: it evicts lo-small, and mid may no longer fit there
     assert sched.queue.nominator.node_of(mid["metadata"]["uid"]) == ""
     mid_obj = stored(sim, "mid")
@@ -181,11 +181,11 @@ def test_nominator_keeps_one_node_per_pod() -> None:
 def test_queue_nominates_from_status_and_forgets_deleted_pods() -> None:
     sim = Simulation(seed=0)
     created = sim.store.create(pod("p", "1", 0, nominated="n9"))
-    sim.scheduler.handle_events()
+    sim.informers.pump()
     uid = created["metadata"]["uid"]
     assert sim.scheduler.queue.nominator.node_of(uid) == "n9"
     sim.store.delete("Pod", "default", "p")
-    sim.scheduler.handle_events()
+    sim.informers.pump()
     assert sim.scheduler.queue.nominator.node_of(uid) == ""
 
 

@@ -211,7 +211,7 @@ def test_start_index_advances_by_evaluated_nodes_large_cluster() -> None:
         sim.store.create(pod_default(f"p{i}"))
     sched = sim.scheduler
     seen = spy_scoring(sched)
-    sched.handle_events()
+    sched.informers.pump()
     sched.cache.update_snapshot(sched.snapshot)
     order = [sched.snapshot.table.names[s] for s in sched.snapshot.table.order.tolist()]
     assert sched.next_start_node_index == 0
@@ -239,7 +239,7 @@ def test_start_index_counts_infeasible_nodes_evaluated_on_the_way() -> None:
     sim.store.create(pod_default("b"))
     sched = sim.scheduler
     seen = spy_scoring(sched)
-    sched.handle_events()
+    sched.informers.pump()
     sched.cache.update_snapshot(sched.snapshot)
     order = [sched.snapshot.table.names[s] for s in sched.snapshot.table.order.tolist()]
 
@@ -273,7 +273,7 @@ def test_small_cluster_evaluates_every_node_and_start_wraps() -> None:
     sim.store.create(pod_default("p"))
     sched = sim.scheduler
     seen = spy_scoring(sched)
-    sched.handle_events()
+    sched.informers.pump()
     assert sched.schedule_one()
     assert len(seen[0]) == 7
     assert sched.next_start_node_index == 0
@@ -315,7 +315,7 @@ def test_no_score_plugins_stops_at_first_feasible_node() -> None:
     sim.store.create(make_pod("p"))
     sim.store.create(make_pod("q"))
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     sched.cache.update_snapshot(sched.snapshot)
     order = [sched.snapshot.table.names[s] for s in sched.snapshot.table.order.tolist()]
     assert sched.schedule_one()
@@ -323,7 +323,7 @@ def test_no_score_plugins_stops_at_first_feasible_node() -> None:
     assert sched.next_start_node_index == 3
     assert sched.schedule_one()
     assert sched.next_start_node_index == 4
-    sched.handle_events()
+    sched.informers.pump()
     placed = {o.name: o.node for o in sim.outcomes()}
     assert placed == {"p": order[2], "q": order[3]}
 
@@ -391,14 +391,14 @@ def test_assumed_pod_is_counted_by_the_next_cycle() -> None:
     sim.store.create(make_pod("p1", cpu="700m"))
     sim.store.create(make_pod("p2", cpu="700m"))
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     # Two cycles back to back: the informer has not reported the first binding yet.
     assert sched.schedule_one()
     assert sched.schedule_one()
     nodes = {o.name: o.node for o in sched.outcomes.values()}
     assert {nodes["p1"], nodes["p2"]} == {"a", "b"}
     assert sum(1 for st in sched.cache.pods() if st.assumed) == 2
-    sched.handle_events()  # confirms both
+    sched.informers.pump()  # confirms both
     assert sum(1 for st in sched.cache.pods() if st.assumed) == 0
     assert len(sched.cache.pods()) == 2
 
@@ -434,7 +434,7 @@ def test_bind_failure_forgets_pod_and_retries_with_backoff(monkeypatch: pytest.M
         return real_bind(namespace, name, uid, node_name)
 
     monkeypatch.setattr(sim.store, "bind", flaky_bind)
-    sched.handle_events()
+    sched.informers.pump()
     assert sched.schedule_one()
     uid = next(iter(sched.outcomes))
     assert sched.cache.pod_state(uid) is None  # forgotten
@@ -466,12 +466,12 @@ class NodeVanishesBinder:
         self.deleted: list[str] = []
 
     def bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
-        store = self.handle.store
         if not self.deleted:
-            store.delete("Node", None, node_name)
+            # Someone else deletes the node, straight in the cluster.
+            self.handle.informers.store.delete("Node", None, node_name)
             self.deleted.append(node_name)
         try:
-            store.bind(pod.namespace, pod.name, pod.uid, node_name)
+            self.handle.ports.binder.bind(pod.namespace, pod.name, pod.uid, node_name)
         except StoreError as exc:
             return Status.error(str(exc))
         return None

@@ -122,7 +122,7 @@ def _faulty(point: ExtensionPoint, *, status: bool) -> type:
             if st is not None:
                 return st
             try:
-                self.handle.store.bind(pod.namespace, pod.name, pod.uid, node_name)
+                self.handle.ports.binder.bind(pod.namespace, pod.name, pod.uid, node_name)
             except StoreError as exc:
                 return Status.error(str(exc))
             return None

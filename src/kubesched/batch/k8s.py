@@ -60,7 +60,13 @@ def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> An
         return None
     # Parsed once per plugin and arguments (the plugins do not write to their args).
     args = _args(name, json.dumps(raw_args, sort_keys=True))
-    handle = Handle(store=None, snapshot=session_snapshot(ssn), now=lambda: ssn.now, rng=ssn.rng)  # type: ignore[arg-type]
+    handle = Handle(
+        informers=None,  # type: ignore[arg-type]
+        ports=None,  # type: ignore[arg-type]
+        snapshot=session_snapshot(ssn),
+        now=lambda: ssn.now,
+        rng=ssn.rng,
+    )
     return registry[name].factory(args, handle)
 
 

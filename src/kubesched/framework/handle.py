@@ -1,4 +1,9 @@
-"""What plugins may reach beyond their arguments (upstream framework.Handle)."""
+"""What plugins may reach beyond their arguments (upstream framework.Handle).
+
+Plugins read cluster objects only through the shared informers' listers (``informers.informer(kind)``)
+and write only through the side-effect ports, so the same plugin runs over the embedded store, the
+API server kubesched serves or a real cluster.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,14 @@ import numpy as np
 
 from kubesched.cache.cache import Snapshot
 from kubesched.framework.waiting_pods import WaitingPods
-from kubesched.store.base import ClusterStore
+from kubesched.runtime.ports import Ports
+from kubesched.store.informers import InformerFactory
 
 
 @dataclass(slots=True)
 class Handle:
-    store: ClusterStore
+    informers: InformerFactory
+    ports: Ports
     snapshot: Snapshot
     now: Callable[[], float]
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng())

@@ -12,7 +12,7 @@ This module is imported only by tests; it does not depend on pytest.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,9 +20,14 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin, ScoreNormalizer, ScorePlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult
+from kubesched.runtime.ports import StorePorts
+from kubesched.store.base import ClusterStore
+from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
 
 Quantity = str | int
 ResourceMap = Mapping[str, Quantity]
@@ -143,6 +148,18 @@ def build_snapshot(nodes: Sequence[Node], pods: Sequence[Pod] = ()) -> Snapshot:
     snapshot = Snapshot()
     cache.update_snapshot(snapshot)
     return snapshot
+
+
+def store_handle(
+    store: ClusterStore | None = None,
+    snapshot: Snapshot | None = None,
+    now: Callable[[], float] = lambda: 0.0,
+) -> Handle:
+    """A plugin handle over ``store`` (a fresh embedded store when None): informers that list it now
+    and the store ports. After writing to the store, a test applies the changes to the listers with
+    ``handle.informers.pump()``, as the driver does between scheduling steps."""
+    store = store if store is not None else MemoryStore()
+    return Handle(informer_factory(store), StorePorts(store).ports(), snapshot or Snapshot(), now)
 
 
 def node_statuses(result: FilterResult, snapshot: Snapshot) -> dict[str, Status | None]:

@@ -1,4 +1,9 @@
-"""The kube-scheduler pipeline: informer-style event handling and ``scheduleOne``.
+"""The kube-scheduler pipeline: informer event handlers and ``scheduleOne``.
+
+The scheduler subscribes to the shared Pod and Node informers (the driver pumps them between steps)
+and writes to the cluster only through its ports: bindings through the DefaultBinder plugin, the
+``PodScheduled`` condition and nominations through the pod status writer, events through the
+recorder.
 
 One call of :meth:`Scheduler.schedule_one` is one scheduling cycle for the pod at the head of the
 queue: snapshot → PreFilter → Filter (vectorized over the NodeTable, with upstream's rotating start
@@ -9,7 +14,6 @@ among ties) → assume → Reserve → Permit, then the binding cycle: PreBind �
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +32,13 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, IntArray, QueuedPodInfo
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
-from kubesched.store.base import ClusterStore, EventType, WatchEvent
-
-log = logging.getLogger(__name__)
+from kubesched.store.base import ClusterStore, EventType
+from kubesched.store.informers import Change, InformerFactory
+from kubesched.store.parsers import informer_factory
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_UPDATE = ClusterEvent("Node", ActionType.UPDATE)
@@ -67,7 +72,8 @@ class ScheduleResult:
 class Scheduler:
     def __init__(
         self,
-        store: ClusterStore,
+        informers: InformerFactory,
+        ports: Ports,
         config: SchedulerConfig,
         registry: Registry,
         *,
@@ -75,13 +81,14 @@ class Scheduler:
         seed: int | None = None,
         explain: bool = False,
     ) -> None:
-        self.store = store
+        self.informers = informers
+        self.ports = ports
         self.config = config
         self.now = now
         self.rng = np.random.default_rng(seed)
         self.cache = SchedulerCache()
         self.snapshot = Snapshot()
-        self.handle = Handle(store, self.snapshot, now, self.rng, config.parallelism)
+        self.handle = Handle(informers, ports, self.snapshot, now, self.rng, config.parallelism)
         self.profiles: dict[str, Framework] = {
             p.scheduler_name: Framework(p, registry, self.handle) for p in config.profiles
         }
@@ -103,9 +110,32 @@ class Scheduler:
         self.next_start_node_index = 0
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
-        self._watch = store.watch(frozenset({"Pod", "Node"}))
-        self._unparseable: set[tuple[str, str]] = set()
         self._binding_tasks: list[_BindingTask] = []
+        # Nodes first: pods already bound when the scheduler starts find their nodes in the cache.
+        informers.informer("Node").add_handler(self._on_node)
+        informers.informer("Pod").add_handler(self._on_pod)
+
+    @classmethod
+    def for_store(
+        cls,
+        store: ClusterStore,
+        config: SchedulerConfig,
+        registry: Registry,
+        *,
+        now: Callable[[], float],
+        seed: int | None = None,
+        explain: bool = False,
+    ) -> Scheduler:
+        """A scheduler with its own informers and ports over ``store`` (tests, one-off tools)."""
+        return cls(
+            informer_factory(store),
+            StorePorts(store).ports(),
+            config,
+            registry,
+            now=now,
+            seed=seed,
+            explain=explain,
+        )
 
     # -- informers -------------------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:
@@ -115,59 +145,34 @@ class Scheduler:
         fwk = self.profiles.get(pod.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else None
 
-    def handle_events(self) -> int:
-        """Apply every buffered watch event to the cache and queue, as informers would."""
-        n = 0
-        for event in self._watch.drain():
-            n += 1
-            if event.kind == "Node":
-                self._on_node(event)
-            else:
-                self._on_pod(event)
-        return n
-
-    def _on_node(self, event: WatchEvent) -> None:
-        if event.type == EventType.DELETED:
-            self.cache.remove_node(str(event.obj["metadata"]["name"]))
+    def _on_node(self, change: Change[Node]) -> None:
+        if change.type == EventType.DELETED:
+            self.cache.remove_node(str(change.obj["metadata"]["name"]))
             return
-        node = Node.from_dict(event.obj)
-        if event.type == EventType.ADDED:
+        node = change.view
+        if node is None:
+            return
+        if change.type == EventType.ADDED:
             self.cache.add_node(node)
             self.queue.move_all_to_active_or_backoff(NODE_ADD)
         else:
             self.cache.update_node(node)
             self.queue.move_all_to_active_or_backoff(NODE_UPDATE)
 
-    def _parse_pod(self, obj: Mapping[str, Any]) -> Pod | None:
-        st = self.cache.pod_state(str(obj["metadata"].get("uid")))
-        spec = obj.get("spec") or {}
-        if st is not None and st.pod.raw.get("spec", {}).get("containers") is spec.get("containers"):
-            # Same pod spec (typically: our own bind just set nodeName): reuse the parsed view.
-            pod = copy.copy(st.pod)
-            pod.node_name = str(spec.get("nodeName") or "")
-            pod.raw = obj
-            pod.phase = str((obj.get("status") or {}).get("phase") or "Pending")
-            return pod
-        try:
-            return Pod.from_dict(obj)
-        except Exception as exc:  # a bad object must not stop the scheduler
-            log.warning("ignoring pod %s: %s", obj.get("metadata", {}).get("name"), exc)
-            return None
-
-    def _on_pod(self, event: WatchEvent) -> None:
+    def _on_pod(self, change: Change[Pod]) -> None:
         if (
-            event.type == EventType.MODIFIED
-            and event.old is not None
-            and not (event.obj.get("spec") or {}).get("nodeName")
-            and not _spec_or_labels_changed(event.old, event.obj)
+            change.type == EventType.MODIFIED
+            and change.old is not None
+            and not (change.obj.get("spec") or {}).get("nodeName")
+            and not _spec_or_labels_changed(change.old, change.obj)
         ):
             # A status-only change of a pending pod (mostly the scheduler's own condition and
-            # nomination writes): nothing for the cache or the queue, so do not even parse it.
+            # nomination writes): nothing for the cache or the queue.
             return
-        pod = self._parse_pod(event.obj)
+        pod = change.view
         if pod is None:
-            return
-        if event.type == EventType.DELETED:
+            return  # did not parse: the informer logged it
+        if change.type == EventType.DELETED:
             if pod.node_name or self.cache.pod_state(pod.uid) is not None:
                 self.cache.remove_pod(pod)
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
@@ -188,12 +193,12 @@ class Scheduler:
             return
         if pod.terminated or not self.responsible_for(pod):
             return
-        if event.type == EventType.ADDED:
+        if change.type == EventType.ADDED:
             self.queue.add(pod)
             self.outcomes.setdefault(
                 pod.uid, PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
             )
-        elif event.old is not None and _spec_or_labels_changed(event.old, event.obj):
+        elif change.old is not None and _spec_or_labels_changed(change.old, change.obj):
             self.queue.update(pod)
 
     # -- scheduling cycle ------------------------------------------------------------------------
@@ -478,7 +483,7 @@ class Scheduler:
         outcome.node = node
         outcome.status = SCHEDULED
         outcome.message = ""
-        self.store.record_event(
+        self.ports.events.record(
             assumed.raw,
             "Normal",
             "Scheduled",
@@ -518,10 +523,10 @@ class Scheduler:
         outcome.status = UNSCHEDULABLE if not error else PENDING
         outcome.message = message
         outcome.node = None
-        self.store.record_event(
+        self.ports.events.record(
             pod.raw, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name
         )
-        self.store.update_pod_condition(
+        self.ports.pod_status.set_pod_condition(
             pod.namespace,
             pod.name,
             {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},

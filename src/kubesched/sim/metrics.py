@@ -1,8 +1,8 @@
 """What a simulation did over virtual time: allocation, queueing, latency, completion, fragmentation.
 
-A :class:`MetricsRecorder` is handed to :class:`~kubesched.sim.simulation.Simulation`. It opens its
-own watch on the store (pods, nodes, batch objects, events), so it sees every arrival, bind,
-completion and ``FailedScheduling`` event whichever scheduler caused it, and the simulation calls
+A :class:`MetricsRecorder` is handed to :class:`~kubesched.sim.simulation.Simulation`. It subscribes
+to the simulation's shared informers (pods, nodes, batch objects, events), so it sees every arrival,
+bind, completion and ``FailedScheduling`` event whichever scheduler caused it, and the simulation calls
 :meth:`MetricsRecorder.observe` each time it is about to move the virtual clock, and
 :meth:`MetricsRecorder.finish` at the end. Every time it records comes from the simulation's clock,
 never from the wall clock, so the same run gives the same numbers.
@@ -36,6 +36,7 @@ from kubesched.batch.shares import (
 from kubesched.errors import InputError
 from kubesched.sim.workload import ANNOTATION_DURATION, ANNOTATION_QUEUE, parse_duration
 from kubesched.store.base import EventType, WatchEvent
+from kubesched.store.informers import Change
 
 if TYPE_CHECKING:
     from kubesched.cache.node_table import NodeTable
@@ -296,10 +297,17 @@ class MetricsRecorder:
 
     # -- wiring ----------------------------------------------------------------------------------
     def attach(self, sim: Simulation) -> None:
-        """Start watching ``sim``'s store; called by the simulation before anything is loaded."""
+        """Subscribe to ``sim``'s informers; called by the simulation before anything is loaded."""
         self._sim = sim
         self._start = sim.clock.start
-        self._watch = sim.store.watch(_WATCHED_KINDS)
+        # Changes are kept as delivered and taken in at the next observation, so that each is
+        # stamped with the time the simulation settled at, whenever the driver pumped it.
+        self._changes: list[WatchEvent] = []
+        for kind in sorted(_WATCHED_KINDS):
+            sim.informers.informer(kind).add_handler(self._on_change, replay=False)
+
+    def _on_change(self, change: Change[Any]) -> None:
+        self._changes.append(WatchEvent(change.type, change.kind, change.obj, change.old))
 
     @property
     def now(self) -> float:
@@ -348,9 +356,10 @@ class MetricsRecorder:
         self._horizon = max(self._horizon, t)
         self.progress(t, self._horizon, self._bound_total)
 
-    # -- watch events ----------------------------------------------------------------------------
+    # -- informer events -------------------------------------------------------------------------
     def _drain(self, sim: Simulation, t: float) -> None:
-        for event in self._watch.drain():
+        changes, self._changes = self._changes, []
+        for event in changes:
             kind = event.kind
             if kind == "Event":
                 self._on_event(event)

@@ -1,10 +1,12 @@
 """The embedded simulation: manifests → in-memory cluster → scheduler, on virtual time.
 
-The loop alternates, like the real scheduler's goroutines would: deliver watch events to the
-scheduler (informers), flush the backoff queue, run one scheduling cycle. When the active queue is
-empty the virtual clock jumps to the next backoff expiry. It stops when no pod can be tried again
-without a new cluster event: active and backoff queues are empty (pods left in unschedulablePods
-would only be retried to the same result).
+One embedded store, one set of shared informers over it and one set of store ports serve both
+schedulers, the simulation's own bookkeeping (pod lifetimes, evictions) and the metrics recorder.
+The :class:`~kubesched.runtime.driver.VirtualClockDriver` runs the loop, as the real scheduler's
+goroutines would interleave: pump the informers, flush the backoff queue, run one scheduling cycle.
+When the active queue is empty the virtual clock jumps to the next timer. It stops when no pod can
+be tried again without a new cluster event: active and backoff queues are empty (pods left in
+unschedulablePods would only be retried to the same result).
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
+from kubesched.runtime.driver import VirtualClockDriver
+from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.outcome import PENDING, PodOutcome
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.clock import SimulatedClock
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.workload import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, parse_duration
 from kubesched.store.base import EventType
+from kubesched.store.informers import Change
 from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
 
 log = logging.getLogger(__name__)
 
@@ -95,16 +101,25 @@ class Simulation:
         self.config = config or default_config(self.registry)
         self.clock = SimulatedClock()
         self.store = MemoryStore(now=self.clock.now, uid_seed=0)
+        self.informers = informer_factory(self.store)
+        self.ports = StorePorts(self.store).ports()
         self.scheduler = Scheduler(
-            self.store, self.config, self.registry, now=self.clock.now, seed=seed, explain=explain
+            self.informers,
+            self.ports,
+            self.config,
+            self.registry,
+            now=self.clock.now,
+            seed=seed,
+            explain=explain,
         )
+        self.driver = VirtualClockDriver(self.informers, self.scheduler, self.clock, self)
         self.warnings: list[str] = []
         self.cycles = 0
         # Timed cluster changes: (virtual time, sequence, action, object). Arrivals create pods,
         # completions delete them, like a workload's pods coming and finishing.
         self._timeline: list[tuple[float, int, str, dict[str, Any]]] = []
         self._timeline_seq = itertools.count()
-        self._pod_watch = self.store.watch(frozenset({"Pod"}))
+        self.informers.informer("Pod").add_handler(self._on_pod, replay=False)
         self.completed: list[PodOutcome] = []
         # The batch (Volcano) scheduler: made now when a conf is given, else on the first batch
         # object loaded (with Volcano's default conf). A session runs every schedulePeriod while
@@ -119,7 +134,7 @@ class Simulation:
             self._start_batch()
         #: "namespace/name" of every pod evicted (deleted with a DisruptionTarget condition).
         self.evicted: list[str] = []
-        # Samples the run on the virtual clock (kubesched.sim.metrics); watches from before load.
+        # Samples the run on the virtual clock (kubesched.sim.metrics); subscribes before load.
         self.metrics = metrics
         if metrics is not None:
             metrics.attach(self)
@@ -173,22 +188,22 @@ class Simulation:
     def _schedule_at(self, when: float, action: str, obj: dict[str, Any]) -> None:
         heapq.heappush(self._timeline, (when, next(self._timeline_seq), action, obj))
 
-    def _watch_lifetimes(self) -> None:
-        """A pod that just got a node and has a duration finishes that long after (virtual time)."""
-        for event in self._pod_watch.drain():
-            obj = event.obj
-            if event.type == EventType.DELETED and _disrupted(obj):
-                meta = obj.get("metadata") or {}
-                self.evicted.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
-            if event.type == EventType.DELETED or not (obj.get("spec") or {}).get("nodeName"):
-                continue
-            if event.old is not None and (event.old.get("spec") or {}).get("nodeName"):
-                continue
-            duration = _annotation_seconds(obj, ANNOTATION_DURATION)
-            if duration is not None:
-                self._schedule_at(self.clock.now() + duration, "complete", dict(obj))
+    def _on_pod(self, change: Change[Any]) -> None:
+        """Evictions are recorded; a pod that just got a node and has a duration finishes that long
+        after (virtual time)."""
+        obj = change.obj
+        if change.type == EventType.DELETED and _disrupted(obj):
+            meta = obj.get("metadata") or {}
+            self.evicted.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+        if change.type == EventType.DELETED or not (obj.get("spec") or {}).get("nodeName"):
+            return
+        if change.old is not None and (change.old.get("spec") or {}).get("nodeName"):
+            return
+        duration = _annotation_seconds(obj, ANNOTATION_DURATION)
+        if duration is not None:
+            self._schedule_at(self.clock.now() + duration, "complete", dict(obj))
 
-    def _apply_due(self) -> bool:
+    def apply_due(self) -> bool:
         """Apply every timeline entry that is due; True if any was."""
         applied = False
         while self._timeline and self._timeline[0][0] <= self.clock.now():
@@ -206,53 +221,27 @@ class Simulation:
             applied = True
         return applied
 
+    # -- the world around the scheduler, as the virtual-clock driver sees it ----------------------
+    def next_change(self) -> float | None:
+        return self._timeline[0][0] if self._timeline else None
+
+    def batch_step(self) -> bool:
+        return self._batch_session()
+
+    def next_batch_session(self) -> float | None:
+        if self.batch is not None and self.batch.wants_session:
+            return max(self._batch_next, self.clock.now())
+        return None
+
+    def observe(self, until: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(self, until=until)
+
     def run(self, horizon: float = DEFAULT_HORIZON) -> SimulationResult:
-        sched = self.scheduler
-        queue = sched.queue
-        deadline = self.clock.now() + horizon
-        while True:
-            self._watch_lifetimes()
-            self._apply_due()
-            sched.handle_events()
-            queue.flush_backoff_completed()
-            if sched.schedule_one():
-                self.cycles += 1
-                continue
-            sched.run_binding_cycles()
-            sched.handle_events()
-            if queue.active_count:
-                continue
-            if self._batch_session():
-                continue
-            self._watch_lifetimes()
-            # Nothing to do now: jump to the next timer (an arrival or completion, a backoff expiry,
-            # a Permit timeout). Retries alone stop after ``horizon`` seconds without a cluster change.
-            if self._timeline:
-                deadline = max(deadline, self._timeline[0][0] + horizon)
-            timers = [
-                t
-                for t in (
-                    queue.next_backoff_expiry(),
-                    sched.next_permit_deadline(),
-                    self._timeline[0][0] if self._timeline else None,
-                    max(self._batch_next, self.clock.now())
-                    if self.batch is not None and self.batch.wants_session
-                    else None,
-                )
-                if t is not None
-            ]
-            if not timers:
-                break
-            nxt = min(timers)
-            if nxt > deadline:
-                self.warnings.append(
-                    f"stopped after {horizon:.0f} virtual seconds with "
-                    f"{queue.backoff_count} pod(s) still backing off"
-                )
-                break
-            if self.metrics is not None:
-                self.metrics.observe(self, until=nxt)
-            self.clock.advance_to(nxt)
+        run = self.driver.run(horizon)
+        self.cycles += run.cycles
+        if run.warning is not None:
+            self.warnings.append(run.warning)
         if self.metrics is not None:
             self.metrics.finish(self)
         return SimulationResult(

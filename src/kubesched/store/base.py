@@ -47,7 +47,10 @@ class Conflict(StoreError):
 
 
 class Watch:
-    """A buffered stream of watch events; the consumer drains it between scheduling cycles."""
+    """A buffered stream of watch events; the consumer drains it between scheduling cycles.
+
+    The store pushes from whichever thread writes while one consumer drains: a deque's append and
+    popleft are atomic, so neither side needs a lock."""
 
     def __init__(self, kinds: frozenset[str] | None) -> None:
         self.kinds = kinds
@@ -57,6 +60,12 @@ class Watch:
     def push(self, event: WatchEvent) -> None:
         if not self.closed and (self.kinds is None or event.kind in self.kinds):
             self._events.append(event)
+
+    def add_kinds(self, kinds: frozenset[str]) -> None:
+        """Follow more kinds from now on (the store's lock must be held so that no event of these
+        kinds is missed or seen twice by a listing made under the same lock)."""
+        if self.kinds is not None:
+            self.kinds = self.kinds | kinds
 
     def __len__(self) -> int:
         return len(self._events)

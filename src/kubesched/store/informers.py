@@ -1,4 +1,4 @@
-"""Shared informers: one watch per kind, each object parsed once, listers and fanned-out handlers.
+"""Shared informers: one store watch for every kind, each object parsed once, listers and handlers.
 
 As client-go's SharedInformerFactory: whoever needs a kind (a scheduler, a plugin through its
 handle, the simulation's bookkeeping) asks the factory for that kind's :class:`Informer`, registers
@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -76,6 +77,10 @@ class Informer(Generic[V]):
         if replay:
             for key, obj in list(self._raw.items()):
                 handler(Change(EventType.ADDED, self.kind, obj, None, self._views.get(key), None))
+
+    def remove_handler(self, handler: Handler) -> None:
+        """Unsubscribe (a consumer that is replaced, e.g. a plugin cache of a handle given up)."""
+        self._handlers = [h for h in self._handlers if h is not handler]
 
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Index the views by the values ``func`` gives (``by_index(name, value)`` then lists them)."""
@@ -154,16 +159,17 @@ class Informer(Generic[V]):
 
 
 class InformerFactory:
-    """The informers of one store. Kinds are registered with :meth:`informer` (before the first
-    :meth:`pump` keeps events of all kinds in one order); the factory lists each kind once and then
-    follows the store's watch."""
+    """The informers of one store. The factory follows the store through one watch, so events of all
+    kinds reach the handlers in the order the store made them (a bind after the node it names, an
+    Event after the pod it is about). A kind registered with :meth:`informer` is listed once and
+    followed from then on; listing and following start together under the store's lock, when it has
+    one, so writers on other threads cannot slip an event between them."""
 
     def __init__(self, store: ClusterStore, parsers: Mapping[str, Parser] | None = None) -> None:
         self.store = store
         self._parsers: dict[str, Parser] = dict(parsers or {})
         self._informers: dict[str, Informer[Any]] = {}
-        self._watches: list[Watch] = []
-        self._pending_kinds: list[str] = []
+        self._watch: Watch | None = None
 
     def register_parser(self, kind: str, parse: Parser) -> None:
         if kind in self._informers:
@@ -175,22 +181,24 @@ class InformerFactory:
         if inf is None:
             inf = Informer(kind, self._parsers.get(kind, _identity))
             self._informers[kind] = inf
-            self._pending_kinds.append(kind)
-            self._start_pending()
+            self._start(inf)
         return inf
 
-    def _start_pending(self) -> None:
-        """List then watch the newly registered kinds. The watch opens before the list is read, in
-        the same step, so nothing falls between them (the embedded store is not written meanwhile)."""
-        if not self._pending_kinds:
-            return
-        kinds = frozenset(self._pending_kinds)
-        self._pending_kinds = []
-        self._watches.append(self.store.watch(kinds))
-        for kind in sorted(kinds):
-            inf = self._informers[kind]
-            for obj in self.store.list(kind):
-                inf.apply(WatchEvent(EventType.ADDED, kind, obj))
+    def _store_lock(self) -> AbstractContextManager[Any]:
+        lock: AbstractContextManager[Any] | None = getattr(self.store, "lock", None)
+        return lock if lock is not None else nullcontext()
+
+    def _start(self, inf: Informer[Any]) -> None:
+        """List the new kind and follow it: its events enter the watch from the listing on."""
+        kinds = frozenset({inf.kind})
+        with self._store_lock():
+            if self._watch is None:
+                self._watch = self.store.watch(kinds)
+            else:
+                self._watch.add_kinds(kinds)
+            listed = self.store.list(inf.kind)
+        for obj in listed:
+            inf.apply(WatchEvent(EventType.ADDED, inf.kind, obj))
 
     @property
     def kinds(self) -> frozenset[str]:
@@ -198,23 +206,27 @@ class InformerFactory:
 
     def pending(self) -> int:
         """Events waiting to be applied."""
-        return sum(len(w) for w in self._watches)
+        return len(self._watch) if self._watch is not None else 0
 
     def pump(self) -> int:
-        """Apply every waiting event to its informer and its handlers; returns how many."""
+        """Apply every waiting event to its informer and its handlers; returns how many. Called by
+        the driver's thread only, between scheduling steps."""
+        watch = self._watch
+        if watch is None:
+            return 0
         n = 0
-        for watch in self._watches:
-            for event in watch.drain():
-                inf = self._informers.get(event.kind)
-                if inf is not None:
-                    inf.apply(event)
-                    n += 1
+        informers = self._informers
+        for event in watch.drain():
+            inf = informers.get(event.kind)
+            if inf is not None:
+                inf.apply(event)
+                n += 1
         return n
 
     def close(self) -> None:
-        for w in self._watches:
-            w.close()
-        self._watches.clear()
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
 
 def reuse_or_parse(parse: Callable[[Obj], V], same: Callable[[V, Obj], V | None]) -> Parser:

@@ -3,15 +3,20 @@
 It plays the API server's part for the simulation: admission fills in what the API server would
 (uid, creationTimestamp, the pod's priority from its PriorityClass), ``bind`` is the Binding
 subresource, and every change is pushed to the open watches as ADDED / MODIFIED / DELETED.
+
+Any thread may write: one re-entrant lock covers each operation together with the watch pushes it
+makes, so every watch sees changes in the order the store made them. Watches are drained by their
+consumer alone (the driver, through the informers), outside the lock.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
 from kubesched.errors import InputError
@@ -26,6 +31,21 @@ from kubesched.store.base import (
     object_key,
 )
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _locked(method: Callable[Concatenate[MemoryStore, P], R]) -> Callable[Concatenate[MemoryStore, P], R]:
+    """The method runs holding the store's lock."""
+
+    def wrapper(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    wrapper.__doc__ = method.__doc__
+
+    return wrapper
+
 
 def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -35,9 +55,12 @@ class MemoryStore:
     """ClusterStore kept in process memory. Objects handed out must be treated as read-only."""
 
     def __init__(self, now: Callable[[], float] | None = None, uid_seed: int | None = None) -> None:
+        #: Held by every read and write, and by whoever must list and start following kinds at once.
+        self.lock = threading.RLock()
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._by_kind: dict[str, dict[tuple[str, str, str], Obj]] = {}
         self._watches: list[Watch] = []
+        self._write_listeners: list[Callable[[], None]] = []
         self._rv = itertools.count(1)
         self._event_seq = itertools.count(1)
         self._now = now or (lambda: 0.0)
@@ -53,6 +76,19 @@ class MemoryStore:
     def _emit(self, event: WatchEvent) -> None:
         for w in self._watches:
             w.push(event)
+        for listener in self._write_listeners:
+            listener()
+
+    # -- write notification ----------------------------------------------------------------------
+    @_locked
+    def add_write_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every write, on the writing thread (a real-time driver waiting
+        for work uses it to wake up); it must be quick and must not write to the store."""
+        self._write_listeners.append(listener)
+
+    @_locked
+    def remove_write_listener(self, listener: Callable[[], None]) -> None:
+        self._write_listeners = [f for f in self._write_listeners if f is not listener]
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str, str]:
@@ -96,6 +132,7 @@ class MemoryStore:
         return 0, None
 
     # -- ClusterStore ----------------------------------------------------------------------------
+    @_locked
     def create(self, obj: Obj) -> Obj:
         key = self._key(obj)
         if key in self._objects:
@@ -114,6 +151,7 @@ class MemoryStore:
         self._emit(WatchEvent(EventType.ADDED, key[0], new))
         return new
 
+    @_locked
     def update(self, obj: Obj) -> Obj:
         key = self._key(obj)
         old = self._objects.get(key)
@@ -132,6 +170,7 @@ class MemoryStore:
         self._emit(WatchEvent(EventType.MODIFIED, key[0], new, old))
         return new
 
+    @_locked
     def delete(self, kind: str, namespace: str | None, name: str) -> Obj:
         key = object_key(kind, namespace, name)
         old = self._objects.pop(key, None)
@@ -141,17 +180,21 @@ class MemoryStore:
         self._emit(WatchEvent(EventType.DELETED, kind, old))
         return old
 
+    @_locked
     def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
         return self._objects.get(object_key(kind, namespace, name))
 
+    @_locked
     def list(self, kind: str) -> list[Obj]:
         return list(self._by_kind.get(kind, {}).values())
 
+    @_locked
     def watch(self, kinds: frozenset[str] | None = None) -> Watch:
         w = Watch(kinds)
         self._watches.append(w)
         return w
 
+    @_locked
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> Obj:
         """The Binding subresource: sets spec.nodeName once; binding a bound pod is a conflict."""
         key = object_key("Pod", namespace, name)

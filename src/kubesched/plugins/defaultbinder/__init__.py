@@ -1,4 +1,4 @@
-"""DefaultBinder: writes the Binding subresource through the store."""
+"""DefaultBinder: writes the Binding subresource through the binder port."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class DefaultBinder:
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         try:
-            self.handle.store.bind(pod.namespace, pod.name, pod.uid, node_name)
+            self.handle.ports.binder.bind(pod.namespace, pod.name, pod.uid, node_name)
         except StoreError as exc:
             return Status.error(str(exc), plugin=self.name)
         return None

@@ -1,23 +1,24 @@
 """DefaultBinder: after upstream's default_binder_test.go.
 
-Binding writes the Binding subresource (``spec.nodeName``) through the store; any API error comes back
-as an ``Error`` status naming the plugin, and leaves the stored pod untouched.
+Binding writes the Binding subresource (``spec.nodeName``) through the binder port (here over the
+store); any API error comes back as an ``Error`` status naming the plugin, and leaves the stored pod
+untouched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from kubesched.api.objects import Pod
-from kubesched.cache.cache import Snapshot
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
 from kubesched.framework.status import Code
 from kubesched.plugins.defaultbinder import DefaultBinder
-from kubesched.plugins.testing import node_dict, pod_dict
+from kubesched.plugins.testing import node_dict, pod_dict, store_handle
+from kubesched.store.informers import Change
 from kubesched.store.memory import MemoryStore
 
 
@@ -31,7 +32,7 @@ def setup(with_node: bool = True, with_pod: bool = True) -> tuple[MemoryStore, D
         manifest = dict(store.create(manifest))
     else:
         manifest["metadata"]["uid"] = "00000000-0000-0000-0000-000000000099"
-    binder = DefaultBinder(None, Handle(store=store, snapshot=Snapshot(), now=lambda: 0.0))
+    binder = DefaultBinder(None, store_handle(store))
     return store, binder, Pod.from_dict(manifest)
 
 
@@ -46,10 +47,12 @@ def test_bind_sets_node_name() -> None:
 
 
 def test_bind_emits_a_watch_event() -> None:
-    store, binder, pod = setup()
-    watch = store.watch(frozenset({"Pod"}))
+    _, binder, pod = setup()
+    informers = binder.handle.informers
+    events: list[Change[Any]] = []
+    informers.informer("Pod").add_handler(events.append, replay=False)
     assert binder.bind(CycleState(), pod, "node1") is None
-    events = list(watch.drain())
+    informers.pump()
     assert [(e.type.value, e.obj["spec"]["nodeName"]) for e in events] == [("MODIFIED", "node1")]
 
 

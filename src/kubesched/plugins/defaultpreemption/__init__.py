@@ -46,7 +46,6 @@ from kubesched.plugins.defaultpreemption.dry_run import (
     fast_path_applies,
 )
 from kubesched.plugins.defaultpreemption.victims import NodePodColumns
-from kubesched.store.base import NotFound
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
@@ -220,19 +219,19 @@ class DefaultPreemption:
     # -- PodDisruptionBudgets --------------------------------------------------------------------
     def disruption_budgets(self) -> tuple[list[PodDisruptionBudget], list[int]]:
         """The budgets and the disruptions each allows now (kept from one preemption to the next)."""
-        store = self.handle.store
+        informers = self.handle.informers
         budgets = self._budgets
-        if budgets is None or budgets.store is not store:
+        if budgets is None or budgets.informers is not informers:
             if budgets is not None:
                 budgets.close()
-            budgets = self._budgets = DisruptionBudgets(store)
+            budgets = self._budgets = DisruptionBudgets(informers)
         return budgets.current()
 
     # -- acting on the choice --------------------------------------------------------------------
     def prepare_candidate(self, fwk: Framework, pod: Pod, node: str, victims: list[Pod]) -> None:
         """Upstream ``prepareCandidate``: evict the victims, then drop the nominations of
         lower-priority pods on the node (they may no longer fit there)."""
-        store = self.handle.store
+        ports = self.handle.ports
         for victim in victims:
             if (victim.raw.get("metadata") or {}).get("deletionTimestamp"):
                 continue  # graceful deletion already under way: no second call, no event (upstream)
@@ -240,23 +239,15 @@ class DefaultPreemption:
             if waiting is not None:
                 waiting.reject(self.name, "preempted")
             else:
-                updated = store.update_pod_condition(
+                evicted = ports.evictor.evict(
                     victim.namespace,
                     victim.name,
-                    {
-                        "type": "DisruptionTarget",
-                        "status": "True",
-                        "reason": "PreemptionByScheduler",
-                        "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod",
-                    },
+                    "PreemptionByScheduler",
+                    f"{pod.scheduler_name}: preempting to accommodate a higher priority pod",
                 )
-                try:
-                    if updated is None:
-                        raise NotFound(victim.name)
-                    store.delete("Pod", victim.namespace, victim.name)
-                except NotFound:
+                if not evicted:
                     continue  # already gone: nothing to evict, and upstream records no event
-            store.record_event(
+            ports.events.record(
                 victim.raw,
                 "Normal",
                 "Preempted",
@@ -268,7 +259,7 @@ class DefaultPreemption:
             if other.priority < pod.priority:
                 fwk.nominator.delete(other.uid)
                 cleared = {"type": "PodScheduled", "status": "False"}
-                store.update_pod_condition(other.namespace, other.name, cleared, nominated_node="")
+                ports.pod_status.set_pod_condition(other.namespace, other.name, cleared, nominated_node="")
 
 
 __all__ = ["Candidates", "DefaultPreemption", "num_candidates"]

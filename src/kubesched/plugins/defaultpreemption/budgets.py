@@ -1,13 +1,11 @@
-"""The cluster's PodDisruptionBudgets as preemption reads them, kept current from watch events.
+"""The cluster's PodDisruptionBudgets as preemption reads them, kept current from informer events.
 
-Budgets are parsed once and re-parsed only when a watch event says one changed. A budget without
-``status.disruptionsAllowed`` needs its pods counted (see :mod:`kubesched.api.pdb`): those counts are
-taken with one pass over the pods when the set of budgets changes, and from then on adjusted by each
-pod event (the event's old and new object), so a preemption costs one step per budget rather than a
-pass over every pod in the cluster.
-
-The pod watch is open only while some budget needs counts. Its events wait in the watch until the
-next preemption drains them, so memory grows with the pod changes between two preemptions.
+Budgets come parsed from the PodDisruptionBudget informer and change only when it reports a change. A
+budget without ``status.disruptionsAllowed`` needs its pods counted (see :mod:`kubesched.api.pdb`):
+those counts are taken with one pass over the Pod lister when the set of budgets changes, and from
+then on adjusted by each pod change the Pod informer delivers (its old and new object), so a
+preemption costs one step per budget rather than a pass over every pod in the cluster. While no
+budget is counted, a pod change costs one dictionary lookup.
 """
 
 from __future__ import annotations
@@ -16,19 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubesched.api.pdb import PodDisruptionBudget, budget_standing
-from kubesched.store.base import ClusterStore, EventType, Watch, object_key
-
-_PDB_KINDS = frozenset({"PodDisruptionBudget"})
-_POD_KINDS = frozenset({"Pod"})
+from kubesched.store.base import EventType, object_key
+from kubesched.store.informers import Change, Informer, InformerFactory
 
 _Key = tuple[str, str, str]
-
-
-def _parse(obj: Mapping[str, Any]) -> PodDisruptionBudget | None:
-    try:
-        return PodDisruptionBudget.from_dict(obj)
-    except Exception:  # a budget that does not parse protects nothing (upstream: no match)
-        return None
 
 
 def _key(obj: Mapping[str, Any]) -> _Key:
@@ -37,37 +26,35 @@ def _key(obj: Mapping[str, Any]) -> _Key:
 
 
 class DisruptionBudgets:
-    """Parsed budgets of one store and the disruptions each allows now."""
+    """Parsed budgets of one cluster and the disruptions each allows now."""
 
-    def __init__(self, store: ClusterStore) -> None:
-        self.store = store
-        self._pdb_watch = store.watch(_PDB_KINDS)
-        # Same order as the store lists them: a new budget goes last, an updated one keeps its place.
+    def __init__(self, informers: InformerFactory) -> None:
+        self.informers = informers
+        self._pdb_informer: Informer[PodDisruptionBudget] = informers.informer("PodDisruptionBudget")
+        self._pod_informer: Informer[Any] = informers.informer("Pod")
+        # Same order as the lister gives them: a new budget goes last, an updated one keeps its place.
         # None for a budget that does not parse (it keeps its place in case an update fixes it).
-        self._by_key: dict[_Key, PodDisruptionBudget | None] = {
-            _key(obj): _parse(obj) for obj in store.list("PodDisruptionBudget")
-        }
-        self._pod_watch: Watch | None = None
+        self._by_key: dict[_Key, PodDisruptionBudget | None] = {}
+        for obj in self._pdb_informer.list_raw():
+            meta = obj.get("metadata") or {}
+            self._by_key[_key(obj)] = self._pdb_informer.get(meta.get("namespace"), str(meta.get("name")))
+        self._changed = False
+        #: A pod change could not be applied to the counts (no old object): count afresh.
+        self._recount = False
         self._pdbs: list[PodDisruptionBudget] = []
         #: Positions in ``_pdbs`` of the budgets counted from pods, by namespace.
         self._counted_by_ns: dict[str, list[int]] = {}
         self._expected: list[int] = []
         self._healthy: list[int] = []
         self._rebuild()
+        self._pdb_informer.add_handler(self._on_pdb, replay=False)
+        self._pod_informer.add_handler(self._on_pod, replay=False)
 
     def current(self) -> tuple[list[PodDisruptionBudget], list[int]]:
-        """The budgets (in store order) and the disruptions each allows, as of the store's state now."""
-        changed = False
-        for event in self._pdb_watch.drain():
-            changed = True
-            key = _key(event.obj)
-            if event.type == EventType.DELETED:
-                self._by_key.pop(key, None)
-            else:
-                self._by_key[key] = _parse(event.obj)
-        # A changed budget set is counted afresh; otherwise the pod changes since last time adjust it.
-        pods_ok = changed or self._pod_watch is None or self._apply_pod_events(self._pod_watch)
-        if changed or not pods_ok:
+        """The budgets (in lister order) and the disruptions each allows, as of the listers' state."""
+        # A changed budget set is counted afresh; otherwise the pod changes so far have adjusted it.
+        if self._changed or self._recount:
+            self._changed = self._recount = False
             self._rebuild()
         allowed = [
             pdb.status_disruptions_allowed
@@ -80,13 +67,32 @@ class DisruptionBudgets:
     @property
     def watching_pods(self) -> bool:
         """Whether some budget is counted from pods (and so pod changes are followed)."""
-        return self._pod_watch is not None
+        return bool(self._counted_by_ns)
 
     def close(self) -> None:
-        self._pdb_watch.close()
-        if self._pod_watch is not None:
-            self._pod_watch.close()
-            self._pod_watch = None
+        self._pdb_informer.remove_handler(self._on_pdb)
+        self._pod_informer.remove_handler(self._on_pod)
+
+    # -- informer events -------------------------------------------------------------------------
+    def _on_pdb(self, change: Change[PodDisruptionBudget]) -> None:
+        self._changed = True
+        key = _key(change.obj)
+        if change.type == EventType.DELETED:
+            self._by_key.pop(key, None)
+        else:
+            self._by_key[key] = change.view
+
+    def _on_pod(self, change: Change[Any]) -> None:
+        """Adjust the counts by one pod change (nothing to do while no budget is counted, or while a
+        recount is due anyway)."""
+        if not self._counted_by_ns or self._changed or self._recount:
+            return
+        if change.type == EventType.MODIFIED:
+            if change.old is None:
+                self._recount = True
+                return
+            self._account(change.old, -1)
+        self._account(change.obj, -1 if change.type == EventType.DELETED else 1)
 
     # -- counting pods ---------------------------------------------------------------------------
     def _rebuild(self) -> None:
@@ -99,27 +105,9 @@ class DisruptionBudgets:
         self._expected = [0] * len(self._pdbs)
         self._healthy = [0] * len(self._pdbs)
         if not self._counted_by_ns:
-            if self._pod_watch is not None:
-                self._pod_watch.close()
-                self._pod_watch = None
             return
-        if self._pod_watch is None:
-            self._pod_watch = self.store.watch(_POD_KINDS)
-        else:
-            for _ in self._pod_watch.drain():
-                pass  # the listing below already reflects these changes
-        for obj in self.store.list("Pod"):
+        for obj in self._pod_informer.list_raw():
             self._account(obj, 1)
-
-    def _apply_pod_events(self, watch: Watch) -> bool:
-        """Adjust the counts by each pod change; False when an event lacks what that needs."""
-        for event in watch.drain():
-            if event.type == EventType.MODIFIED:
-                if event.old is None:
-                    return False
-                self._account(event.old, -1)
-            self._account(event.obj, -1 if event.type == EventType.DELETED else 1)
-        return True
 
     def _account(self, obj: Mapping[str, Any], sign: int) -> None:
         meta = obj.get("metadata") or {}

@@ -1,4 +1,4 @@
-"""DisruptionBudgets: budgets parsed once and pod counts kept from watch events give what a fresh
+"""DisruptionBudgets: budgets parsed once and pod counts kept from informer events give what a fresh
 read of the store gives, and preemption sees budgets and pods that change between two cycles."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from kubesched.plugins.defaultpreemption.budgets import DisruptionBudgets
 from kubesched.plugins.defaultpreemption.test_defaultpreemption import node, pdb, plugin_of, pod
 from kubesched.sim.simulation import Simulation
 from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
 
 
 def fresh_read(store: MemoryStore) -> tuple[list[PodDisruptionBudget], list[int]]:
@@ -89,33 +90,39 @@ def _random_change(rng: random.Random, store: MemoryStore, serial: int) -> None:
         store.delete("Pod", meta["namespace"], meta["name"])
 
 
+def _current(budgets: DisruptionBudgets) -> tuple[list[PodDisruptionBudget], list[int]]:
+    """What preemption reads in the next cycle: the driver applies the store's changes first."""
+    budgets.informers.pump()
+    return budgets.current()
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_kept_budgets_equal_a_fresh_read(seed: int) -> None:
     rng = random.Random(seed)
     store = MemoryStore()
     store.create(node("n1"))
-    budgets = DisruptionBudgets(store)
+    budgets = DisruptionBudgets(informer_factory(store))
     for name in ("b0", "b1"):  # budgets counted from pods to start with; later changes may alter them
         _set_budget(store, name, "a", rng.choice(_SPECS[:-1]), None)
     for serial in range(150):
         _random_change(rng, store, serial)
         if rng.random() < 0.3:  # several changes may pile up between two reads
-            assert budgets.current() == fresh_read(store)
-    assert budgets.current() == fresh_read(store)
+            assert _current(budgets) == fresh_read(store)
+    assert _current(budgets) == fresh_read(store)
 
 
-def test_pod_watch_is_open_only_while_a_budget_needs_counts() -> None:
+def test_pods_are_followed_only_while_a_budget_needs_counts() -> None:
     store = MemoryStore()
-    budgets = DisruptionBudgets(store)
-    assert budgets.current() == ([], [])
+    budgets = DisruptionBudgets(informer_factory(store))
+    assert _current(budgets) == ([], [])
     store.create(pdb("db", "db", allowed=1))
-    budgets.current()
+    _current(budgets)
     assert not budgets.watching_pods  # status given: no pod is looked at
     store.update(pdb("db", "db", min_available=1))
-    budgets.current()
+    _current(budgets)
     assert budgets.watching_pods
     store.delete("PodDisruptionBudget", "default", "db")
-    assert budgets.current() == ([], [])
+    assert _current(budgets) == ([], [])
     assert not budgets.watching_pods
 
 

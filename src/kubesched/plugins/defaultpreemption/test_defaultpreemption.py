@@ -97,9 +97,9 @@ def preempt_once(
     for obj in sorted(objects, key=lambda o: o["kind"] != "Node"):
         sim.store.create(obj)
     sched = sim.scheduler
-    sched.handle_events()
+    sched.informers.pump()
     created = sim.store.create(preemptor)
-    sched.handle_events()
+    sched.informers.pump()
     assert sched.schedule_one()
     uid = created["metadata"]["uid"]
     entry = (sched.explain.get(uid) if sched.explain else None) or {}
@@ -408,9 +408,9 @@ def _one_cycle_nominated(
     sim = sim or Simulation(seed=0)
     for obj in sorted(objects, key=lambda o: o["kind"] != "Node"):
         sim.store.create(obj)
-    sim.scheduler.handle_events()
+    sim.informers.pump()
     created = sim.store.create({**preemptor, "status": {"nominatedNodeName": "n1"}})
-    sim.scheduler.handle_events()
+    sim.informers.pump()
     uid: str = created["metadata"]["uid"]
     assert sim.scheduler.queue.nominator.node_of(uid) == "n1"
     assert sim.scheduler.schedule_one()

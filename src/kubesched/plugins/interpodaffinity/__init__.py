@@ -51,7 +51,7 @@ from kubesched.framework.types import (
     PreFilterResult,
 )
 from kubesched.plugins.interpodaffinity.topology import DomainCounts, add_at_slot, fold_into_domains, per_node
-from kubesched.store.base import Watch
+from kubesched.store.informers import Change, Informer, InformerFactory
 
 __all__ = [
     "ERR_REASON_AFFINITY",
@@ -68,7 +68,6 @@ PRE_FILTER_KEY: Final = "PreFilterInterPodAffinity"
 PRE_SCORE_KEY: Final = "PreScoreInterPodAffinity"
 
 _NO_LABELS: Final[Mapping[str, str]] = {}
-_NAMESPACE_KINDS: Final = frozenset({"Namespace"})
 #: Merged terms kept at most; the cache starts over beyond it.
 _MERGED_LIMIT: Final = 4096
 
@@ -102,24 +101,25 @@ class _PreFilterState:
 
 
 class MergedTerms:
-    """Terms with their namespaceSelector unrolled into the namespaces it selects, remembered until a
-    watch reports a change to some Namespace (a pass over every Namespace per term and cycle otherwise)."""
+    """Terms with their namespaceSelector unrolled into the namespaces it selects, remembered until the
+    Namespace informer reports a change to some Namespace (a pass over every Namespace per term and
+    cycle otherwise)."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self._watch: Watch = store.watch(_NAMESPACE_KINDS)
+    def __init__(self, informers: InformerFactory) -> None:
+        self.informers = informers
+        self._namespaces: Informer[Any] = informers.informer("Namespace")
         self._terms: dict[AffinityTerm, AffinityTerm] = {}
+        self._namespaces.add_handler(self._on_namespace, replay=False)
+
+    def _on_namespace(self, _change: Change[Any]) -> None:
+        self._terms.clear()
 
     def get(self, term: AffinityTerm) -> AffinityTerm:
-        if len(self._watch):
-            for _ in self._watch.drain():
-                pass
-            self._terms.clear()
         merged = self._terms.get(term)
         if merged is None:
             selector = term.namespace_selector
             names = set(term.namespaces)
-            for obj in self.store.list("Namespace"):
+            for obj in self._namespaces.list_raw():
                 meta = obj.get("metadata") or {}
                 labels = meta.get("labels") or {}
                 if selector.matches(labels if isinstance(labels, Mapping) else _NO_LABELS):
@@ -131,7 +131,7 @@ class MergedTerms:
         return merged
 
     def close(self) -> None:
-        self._watch.close()
+        self._namespaces.remove_handler(self._on_namespace)
 
 
 def _merged_clause(term: AffinityTerm) -> Clause:
@@ -174,10 +174,10 @@ class InterPodAffinity:
     # -- namespaces ------------------------------------------------------------------------------
     def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
         """Labels of the pod's Namespace object; none when it does not exist (as upstream)."""
-        store = getattr(self.handle, "store", None)
-        if store is None:
+        informers = getattr(self.handle, "informers", None)
+        if informers is None:
             return _NO_LABELS
-        obj = store.get("Namespace", None, namespace)
+        obj = informers.informer("Namespace").get_raw(None, namespace)
         if obj is None:
             return _NO_LABELS
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -189,14 +189,14 @@ class InterPodAffinity:
         selector = term.namespace_selector
         if selector.is_empty or selector.match_nothing:
             return term
-        store = getattr(self.handle, "store", None)
-        if store is None:
+        informers = getattr(self.handle, "informers", None)
+        if informers is None:
             return AffinityTerm(term.namespaces, term.selector, term.topology_key, LabelSelector.nothing())
         merged = self._merged
-        if merged is None or merged.store is not store:
+        if merged is None or merged.informers is not informers:
             if merged is not None:
                 merged.close()
-            merged = self._merged = MergedTerms(store)
+            merged = self._merged = MergedTerms(informers)
         return merged.get(term)
 
     def _index(self) -> PodIndex:

@@ -16,7 +16,6 @@ import pytest
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
 from kubesched.framework.plugin_args import InterPodAffinityArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
@@ -26,7 +25,7 @@ from kubesched.plugins.interpodaffinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY,
     InterPodAffinity,
 )
-from kubesched.plugins.testing import node_statuses
+from kubesched.plugins.testing import node_statuses, store_handle
 from kubesched.store.memory import MemoryStore
 
 AFF = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [ERR_REASON_AFFINITY])
@@ -137,7 +136,7 @@ def setup(
     store = MemoryStore()
     for ns, labels in NAMESPACES.items():
         store.create({"kind": "Namespace", "metadata": {"name": ns, "labels": labels}})
-    return InterPodAffinity(args, Handle(store, snapshot, now=lambda: 0.0)), snapshot, cache
+    return InterPodAffinity(args, store_handle(store, snapshot)), snapshot, cache
 
 
 def run_filter(
@@ -1171,9 +1170,32 @@ def test_events_to_register_cover_pods_and_node_changes() -> None:
 # ---------------------------------------------------------------------------- namespaces between cycles
 
 
-def _store_of(plugin: InterPodAffinity) -> MemoryStore:
-    store: MemoryStore = plugin.handle.store
-    return store
+class _Pumped:
+    """The plugin's store, whose writes reach the informers before the next cycle (as the driver
+    pumps them between cycles)."""
+
+    def __init__(self, plugin: InterPodAffinity) -> None:
+        self.handle = plugin.handle
+        self.store = self.handle.informers.store
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Any:
+        return self.store.get(kind, namespace, name)
+
+    def create(self, obj: dict[str, Any]) -> None:
+        self.store.create(obj)
+        self.handle.informers.pump()
+
+    def update(self, obj: dict[str, Any]) -> None:
+        self.store.update(obj)
+        self.handle.informers.pump()
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> None:
+        self.store.delete(kind, namespace, name)
+        self.handle.informers.pump()
+
+
+def _store_of(plugin: InterPodAffinity) -> _Pumped:
+    return _Pumped(plugin)
 
 
 def test_namespace_changes_between_cycles_reach_a_namespace_selector() -> None:

@@ -30,7 +30,7 @@ the node table (``bincount`` per domain, one gather per node).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -79,7 +79,7 @@ from kubesched.framework.types import (
 )
 from kubesched.plugins.nodeaffinity import ParsedNodeAffinity, parse_pod_node_affinity
 from kubesched.plugins.tainttoleration import HARD_EFFECTS
-from kubesched.store.base import Watch
+from kubesched.store.informers import Change, InformerFactory
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
@@ -217,7 +217,9 @@ class PreScoreState:
         return self  # read-only after PreScore, as upstream
 
 
-def default_selector(pod: Pod, store: Any, parsed: _ObjectCache | None = None) -> LabelSelector:
+def default_selector(
+    pod: Pod, informers: InformerFactory, parsed: _ObjectCache | None = None
+) -> LabelSelector:
     """Upstream ``helper.DefaultSelector``: the selector of the pod's workload.
 
     The ``spec.selector`` of every Service in the pod's namespace that selects the pod, merged, plus
@@ -225,12 +227,20 @@ def default_selector(pod: Pod, store: Any, parsed: _ObjectCache | None = None) -
     (``ownerReferences`` with ``controller: true``) when it exists. An empty result means "no workload".
     """
     cache = parsed if parsed is not None else _ObjectCache()
-    services = (cache.get(obj, Service) for obj in store.list("Service"))
-    return _workload_selector(pod, store, cache, services)
+    return _workload_selector(pod, informers, cache, _services_in_order(informers))
+
+
+def _services_in_order(informers: InformerFactory) -> Iterator[Service | None]:
+    """Every Service's parsed view in the lister's order (the store's: a new one last, an updated one
+    in its place); None for one that did not parse."""
+    services = informers.informer("Service")
+    for obj in services.list_raw():
+        meta = obj.get("metadata") or {}
+        yield services.get(meta.get("namespace"), str(meta.get("name")))
 
 
 def _workload_selector(
-    pod: Pod, store: Any, cache: _ObjectCache, services: Iterable[Service | None]
+    pod: Pod, informers: InformerFactory, cache: _ObjectCache, services: Iterable[Service | None]
 ) -> LabelSelector:
     """:func:`default_selector` given the Services (parsed, in store order; those of other namespaces
     are skipped)."""
@@ -245,60 +255,63 @@ def _workload_selector(
     if owner is None:
         return LabelSelector(requirements)
     if owner.api_version == CORE_V1 and owner.kind == "ReplicationController":
-        rc = cache.get(store.get("ReplicationController", pod.namespace, owner.name), ReplicationController)
+        rc: ReplicationController | None = informers.informer("ReplicationController").get(
+            pod.namespace, owner.name
+        )
         if rc is not None:
             label_set.update(rc.selector)
             requirements = LabelSelector.from_match_labels(label_set).requirements
     elif owner.api_version == APPS_V1 and owner.kind in ("ReplicaSet", "StatefulSet"):
-        kind: type[ReplicaSet] | type[StatefulSet] = ReplicaSet if owner.kind == "ReplicaSet" else StatefulSet
-        workload = cache.get(store.get(owner.kind, pod.namespace, owner.name), kind)
+        workload: ReplicaSet | StatefulSet | None = informers.informer(owner.kind).get(
+            pod.namespace, owner.name
+        )
         if workload is not None and not workload.selector.match_nothing:
             requirements = (*requirements, *workload.selector.requirements)
     return LabelSelector(requirements)
 
 
 class WorkloadSelectors:
-    """:func:`default_selector` for many pods of one store, without a pass over every Service per pod.
+    """:func:`default_selector` for many pods, without a pass over every Service per pod.
 
-    Services are parsed and grouped by namespace once, and each result is remembered by what it depends
-    on (the pod's namespace, labels and controller); both are dropped when a watch reports a change to
-    a Service, ReplicationController, ReplicaSet or StatefulSet."""
+    Services are grouped by namespace once, and each result is remembered by what it depends on (the
+    pod's namespace, labels and controller); both are dropped when the informers report a change to a
+    Service, ReplicationController, ReplicaSet or StatefulSet."""
 
-    KINDS: Final = frozenset({"Service", "ReplicationController", "ReplicaSet", "StatefulSet"})
+    KINDS: Final = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
-    def __init__(self, store: Any, parsed: _ObjectCache) -> None:
-        self.store = store
-        self._watch: Watch = store.watch(self.KINDS)
+    def __init__(self, informers: InformerFactory, parsed: _ObjectCache) -> None:
+        self.informers = informers
         self._objects = parsed
         self._services: dict[str, list[Service]] | None = None
         self._selectors: dict[
             tuple[str, frozenset[tuple[str, str]], OwnerReference | None], LabelSelector
         ] = {}
+        for kind in self.KINDS:
+            informers.informer(kind).add_handler(self._on_change, replay=False)
+
+    def _on_change(self, _change: Change[Any]) -> None:
+        self._services = None
+        self._selectors.clear()
 
     def selector(self, pod: Pod) -> LabelSelector:
-        if len(self._watch):
-            for _ in self._watch.drain():
-                pass
-            self._services = None
-            self._selectors.clear()
         key = (pod.namespace, frozenset(pod.labels.items()), _controller(pod, self._objects))
         hit = self._selectors.get(key)
         if hit is None:
             services = self._services_by_namespace().get(pod.namespace, ())
-            hit = _workload_selector(pod, self.store, self._objects, services)
+            hit = _workload_selector(pod, self.informers, self._objects, services)
             if len(self._selectors) >= _CACHE_LIMIT:
                 self._selectors.clear()
             self._selectors[key] = hit
         return hit
 
     def close(self) -> None:
-        self._watch.close()
+        for kind in self.KINDS:
+            self.informers.informer(kind).remove_handler(self._on_change)
 
     def _services_by_namespace(self) -> dict[str, list[Service]]:
         if self._services is None:
             grouped: dict[str, list[Service]] = {}
-            for obj in self.store.list("Service"):
-                svc = self._objects.get(obj, Service)
+            for svc in _services_in_order(self.informers):
                 if svc is not None and svc.selector is not None:
                     grouped.setdefault(svc.namespace, []).append(svc)
             self._services = grouped
@@ -314,27 +327,11 @@ def _controller(pod: Pod, cache: _ObjectCache) -> OwnerReference | None:
 
 
 class _ObjectCache:
-    """Parsed views of store objects, keyed by the identity of the object (the store replaces an
+    """Parsed owner references of pods, keyed by the identity of the list (the store replaces an
     object on every update, so identity means "unchanged")."""
 
     def __init__(self) -> None:
-        self._views: dict[int, tuple[Any, Any]] = {}
         self._refs: dict[int, tuple[Any, tuple[OwnerReference, ...] | None]] = {}
-
-    def get(self, obj: Any, kind: Any) -> Any:
-        if obj is None:
-            return None
-        hit = self._views.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        try:
-            view = kind.from_dict(obj)
-        except InputError:
-            view = None  # an object the API server would have refused: it selects nothing
-        if len(self._views) >= _CACHE_LIMIT:
-            self._views.clear()
-        self._views[id(obj)] = (obj, view)
-        return view
 
     def get_refs(self, meta: Mapping[str, Any]) -> tuple[OwnerReference, ...] | None:
         raw = meta.get("ownerReferences")
@@ -418,15 +415,15 @@ class PodTopologySpread:
             cached: LabelSelector | None = state.get(_DEFAULT_SELECTOR_KEY)
             if cached is not None:
                 return cached
-        store = getattr(self.handle, "store", None)
-        if store is None:
+        informers = getattr(self.handle, "informers", None)
+        if informers is None:
             selector = LabelSelector()
         else:
             workloads = self._workloads
-            if workloads is None or workloads.store is not store:
+            if workloads is None or workloads.informers is not informers:
                 if workloads is not None:
                     workloads.close()
-                workloads = self._workloads = WorkloadSelectors(store, self._objects)
+                workloads = self._workloads = WorkloadSelectors(informers, self._objects)
             selector = workloads.selector(pod)
         if state is not None:
             state.write(_DEFAULT_SELECTOR_KEY, selector)

@@ -22,7 +22,6 @@ from kubesched.api.topology_spread import parse_topology_spread_constraints
 from kubesched.cache.cache import Snapshot
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
 from kubesched.framework.plugin_args import PodTopologySpreadArgs
 from kubesched.framework.status import Code
 from kubesched.plugins.podtopologyspread import (
@@ -33,8 +32,9 @@ from kubesched.plugins.podtopologyspread import (
     PreFilterState,
     default_selector,
 )
-from kubesched.plugins.testing import build_snapshot, make_node, node_statuses, pod_dict
+from kubesched.plugins.testing import build_snapshot, make_node, node_statuses, pod_dict, store_handle
 from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
 
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
@@ -120,7 +120,7 @@ def required_in(key: str, values: Sequence[str], operator: str = "In") -> dict[s
 def plugin(
     snapshot: Snapshot, *, args: PodTopologySpreadArgs | None = None, store: MemoryStore | None = None
 ) -> PodTopologySpread:
-    handle = Handle(store=store or MemoryStore(), snapshot=snapshot, now=lambda: 0.0)
+    handle = store_handle(store, snapshot)
     return PodTopologySpread(args or PodTopologySpreadArgs(defaulting_type="List"), handle)
 
 
@@ -1128,6 +1128,7 @@ def test_system_defaulting_nodes_without_zone_still_spread_by_hostname() -> None
 
 def _soft_selector(pl: PodTopologySpread, p: Pod) -> LabelSelector | None:
     """The selector the system default constraints would use for ``p`` in a new cycle (None: none)."""
+    pl.handle.informers.pump()  # the driver applies the store's changes before each cycle
     soft = pl.constraints(CycleState(), p, SA)
     return soft[0].selector if soft else None
 
@@ -1187,9 +1188,10 @@ def test_kept_selectors_equal_a_fresh_read() -> None:
         else:
             (store.update if exists else store.create)(service(name, selector, ns))
         if rng.random() < 0.4:
+            pl.handle.informers.pump()
             for p in pods:
                 kept = pl.constraints(CycleState(), p, SA)
-                fresh = default_selector(p, store)
+                fresh = default_selector(p, informer_factory(store))
                 assert (kept[0].selector if kept else LabelSelector()) == fresh
 
 
