@@ -16,7 +16,7 @@ from aiohttp import web
 from kubesched.apiserver.app import ApiServer, admit
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.lifecycle import Lifecycle, simulated_node
-from kubesched.apiserver.schedulers import SchedulerThread
+from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
 from kubesched.framework.config import SchedulerConfig
 from kubesched.sim.simulation import LOAD_ORDER
@@ -106,7 +106,7 @@ class Served:
         )
         self.lifecycle = Lifecycle(self.store)
         self.schedulers = (
-            SchedulerThread(self.store, options.config, options.batch_conf) if options.schedulers else None
+            ServedSchedulers(self.store, options.config, options.batch_conf) if options.schedulers else None
         )
         self.kubeconfig = options.data_dir / "kubeconfig"
         self.port = options.port
@@ -142,17 +142,24 @@ class Served:
         self._ticker = asyncio.create_task(self._tick())
 
     async def _tick(self) -> None:
+        reported = False
         while True:
             try:
                 self.lifecycle.tick()
             except Exception:
                 log.exception("simulated kubelets and controllers")
+            if self.schedulers is not None and not self.schedulers.running and not reported:
+                reported = True
+                try:
+                    self.schedulers.stop()
+                except Exception:
+                    log.exception("the schedulers stopped; the API keeps serving")
             await asyncio.sleep(self.options.tick)
 
     async def stop(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
-        if self.schedulers is not None:
+        if self.schedulers is not None and self.schedulers.running:
             self.schedulers.stop()
         if self._runner is not None:
             await self._runner.cleanup()

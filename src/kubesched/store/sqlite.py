@@ -18,8 +18,7 @@ import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,6 @@ from kubesched.store.memory import MemoryStore
 
 #: Changes kept for watches that start from a resourceVersion.
 DEFAULT_HISTORY = 100_000
-
-#: Replayed kinds in this order: what others refer to first (priority classes before pods, nodes before
-#: the pods bound to them).
-REPLAY_ORDER = ("Namespace", "PriorityClass", "Node", "Queue", "PodGroup", "PodDisruptionBudget", "Pod")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -88,7 +83,6 @@ class SqliteStore(MemoryStore):
         #: Watches may start from any version after this one (older ones were dropped or predate
         #: this process).
         self._oldest_rv = last
-        self._replay = False
         # Event names carry a sequence number; starting it from the clock keeps the names of this
         # run clear of those an earlier run stored (upstream names events by UnixNano too).
         self._event_seq = itertools.count(time.time_ns())
@@ -159,37 +153,7 @@ class SqliteStore(MemoryStore):
 
     def watch(self, kinds: frozenset[str] | None = None) -> Watch:
         with self.lock:
-            w = super().watch(kinds)
-            if self._replay:
-                # What the store already holds comes first, as a list before a watch would give it:
-                # the kinds others refer to before the objects referring to them, each in write order.
-                rank = {k: i for i, k in enumerate(REPLAY_ORDER)}
-                held = [
-                    o
-                    for k, objs in self._by_kind.items()
-                    if kinds is None or k in kinds
-                    for o in objs.values()
-                ]
-                held.sort(
-                    key=lambda o: (
-                        rank.get(str(o.get("kind")), len(rank)),
-                        int(o["metadata"]["resourceVersion"]),
-                    )
-                )
-                for obj in held:
-                    w.push(WatchEvent(EventType.ADDED, str(obj.get("kind")), obj))
-            return w
-
-    @contextmanager
-    def replaying(self) -> Iterator[None]:
-        """Watches opened inside start with an ADDED event for every object already stored (for
-        consumers that only watch, opened over a store that outlived their previous run)."""
-        with self.lock:
-            self._replay = True
-            try:
-                yield
-            finally:
-                self._replay = False
+            return super().watch(kinds)
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> Obj:
         with self.lock:
