@@ -21,7 +21,7 @@ from kubesched.batch.conf import BatchConf
 from kubesched.framework.config import SchedulerConfig
 from kubesched.sim.simulation import LOAD_ORDER
 from kubesched.store.base import AlreadyExists
-from kubesched.store.sqlite import SqliteStore
+from kubesched.store.sqlite import DEFAULT_HISTORY, SqliteStore
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,8 @@ class ServeOptions:
     bookmark_interval: float = 60.0
     tick: float = 0.05
     auto_create_namespaces: bool = True
+    #: Changes kept for watches that start from a resourceVersion.
+    history: int = DEFAULT_HISTORY
 
 
 def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
@@ -94,7 +96,7 @@ class Served:
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
         options.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteStore(options.data_dir / "cluster.db", now=_wall_clock())
+        self.store = SqliteStore(options.data_dir / "cluster.db", now=_wall_clock(), history=options.history)
         self.warnings = seed_cluster(self.store, options)
         hosts = [options.address] if options.address not in ("0.0.0.0", "::") else []
         self.identity = ensure_identity(options.data_dir, hosts)
@@ -121,7 +123,9 @@ class Served:
         return f"https://{host}:{self.port}"
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.api.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(
+            self.api.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         site = web.TCPSite(
             self._runner,
