@@ -334,7 +334,12 @@ class ApiServer:
                 raise method_not_allowed()
             return self._evict(namespace or "default", name, await self._body(request))
         if method == "GET":
-            return _json(self._served(res, self._get(res, namespace, name)))
+            view = self._served(res, self._get(res, namespace, name))
+            if _wants_table(request):
+                return _json(
+                    table(res.kind, [view], {"resourceVersion": view["metadata"]["resourceVersion"]})
+                )
+            return _json(view)
         if method == "PUT":
             return self._update(res, namespace, name, sub, await self._body(request), query)
         if method == "PATCH":
