@@ -108,6 +108,22 @@ def test_cordon_label_delete_and_watch(make_cluster):
     assert "uncordoned" in kubectl(cluster, "uncordon", "node-0")
 
 
+def test_deployment_scale_and_garbage_collection(make_cluster):
+    cluster = make_cluster(nodes=3)
+    kubectl(cluster, "create", "deployment", "web", "--image=nginx", "--replicas=5")
+
+    def count() -> int:
+        rows = kubectl(cluster, "get", "pods", "-l", "app=web").splitlines()[1:]
+        return len([r for r in rows if "Running" in r])
+
+    assert _until(lambda: count() == 5)
+    kubectl(cluster, "scale", "deployment", "web", "--replicas=2")
+    assert _until(lambda: count() == 2)
+    assert _until(lambda: "2/2" in kubectl(cluster, "get", "deployment", "web"))
+    kubectl(cluster, "delete", "deployment", "web")
+    assert _until(lambda: "No resources" in kubectl(cluster, "get", "pods,rs", check=False))
+
+
 def test_bad_manifest_is_refused_cleanly(make_cluster, tmp_path):
     cluster = make_cluster(nodes=1)
     bad = tmp_path / "bad.yaml"

@@ -24,7 +24,7 @@ from aiohttp import web
 
 from kubesched import __version__
 from kubesched.api.selectors import label_value_error, qualified_name_error
-from kubesched.apiserver import openapi
+from kubesched.apiserver import openapi, protobuf
 from kubesched.apiserver.convert import served
 from kubesched.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubesched.apiserver.query import Match, parse_field_selector, parse_label_selector
@@ -333,6 +333,8 @@ class ApiServer:
             if method != "POST":
                 raise method_not_allowed()
             return self._evict(namespace or "default", name, await self._body(request))
+        if sub == "scale":
+            return await self._scale(request, res, namespace, name)
         if method == "GET":
             view = self._served(res, self._get(res, namespace, name))
             if _wants_table(request):
@@ -380,6 +382,8 @@ class ApiServer:
     @staticmethod
     def _decode(raw: bytes, content_type: str) -> Any:
         try:
+            if "protobuf" in content_type:
+                return protobuf.decode(raw)
             if "yaml" in content_type:
                 return yaml.safe_load(raw.decode("utf-8"))
             return orjson.loads(raw)
@@ -770,6 +774,58 @@ class ApiServer:
             {"kind": f"{res.kind}List", "apiVersion": res.group_version, "metadata": {}, "items": deleted}
         )
 
+    async def _scale(
+        self, request: web.Request, res: Resource, namespace: str | None, name: str
+    ) -> web.Response:
+        """The autoscaling/v1 Scale subresource: spec.replicas of a workload, read and written."""
+        method = request.method
+        if method not in ("GET", "PUT", "PATCH"):
+            raise method_not_allowed()
+        for _ in range(10):
+            obj = self._get(res, namespace, name)
+            scale = _scale_of(obj)
+            if method == "GET":
+                return _json(scale)
+            raw = await self._raw_body(request)
+            ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+            if method == "PUT":
+                wanted = self._decode(raw, ctype)
+            elif ctype == "application/json-patch+json":
+                wanted = json_patch(scale, self._decode(raw, ctype))
+            elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                wanted = merge_patch(scale, self._decode(raw, ctype))
+            else:
+                raise unsupported_media_type(ctype)
+            if not isinstance(wanted, dict):
+                raise bad_request("a Scale must be an object")
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise invalid(
+                    "Scale",
+                    "autoscaling",
+                    name,
+                    [
+                        (
+                            "FieldValueInvalid",
+                            "spec.replicas",
+                            f"Invalid value: {replicas!r}: must be greater than or equal to 0",
+                        )
+                    ],
+                )
+            given = (wanted.get("metadata") or {}).get("resourceVersion")
+            if given and given != obj["metadata"]["resourceVersion"]:
+                raise conflict(res.plural, res.group, name, STALE)
+            spec = dict(obj.get("spec") or {})
+            spec["replicas"] = replicas
+            generation = int(obj["metadata"].get("generation") or 1)
+            new = {**obj, "spec": spec, "metadata": {**obj["metadata"], "generation": generation + 1}}
+            try:
+                updated = self.store.update(new)
+            except Conflict:
+                continue
+            return _json(_scale_of(updated))
+        raise conflict(res.plural, res.group, name, STALE)
+
     def _bind(self, namespace: str, name: str, body: Any) -> web.Response:
         if not isinstance(body, dict) or not isinstance(body.get("target"), dict):
             raise invalid("Binding", "", name, [("FieldValueRequired", "target", "Required value")])
@@ -985,6 +1041,28 @@ def _matches(
     if labels is not None and not labels(obj):
         return False
     return fields is None or fields(obj)
+
+
+def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    labels = ((spec.get("selector") or {}).get("matchLabels")) or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+        },
+        "spec": {"replicas": spec.get("replicas", 1)},
+        "status": {
+            "replicas": status.get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+        },
+    }
 
 
 def _sort_key(obj: Mapping[str, Any]) -> tuple[str, str]:

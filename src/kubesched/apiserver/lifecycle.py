@@ -159,10 +159,10 @@ class Lifecycle:
         self._finish_due()
         rv = self.store.resource_version
         if rv != self._seen_rv:
+            # Another pass follows whatever this one writes (a ReplicaSet's new status reaches its
+            # Deployment on the next tick); a pass that writes nothing ends it.
             self._seen_rv = rv
             self._reconcile()
-            # What the controllers wrote needs no second pass at once; new events will come.
-            self._seen_rv = self.store.resource_version
 
     # -- kubelet ---------------------------------------------------------------------------------
     def _pod_lifecycle(self) -> None:

@@ -48,9 +48,15 @@ RESOURCES: tuple[Resource, ...] = (
         ("status",),
     ),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
-    Resource("apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",), ("status",), _ALL),
-    Resource("apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("status",), _ALL),
-    Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, ("sts",), ("status",), _ALL),
+    Resource(
+        "apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",), ("status", "scale"), _ALL
+    ),
+    Resource(
+        "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("status", "scale"), _ALL
+    ),
+    Resource(
+        "apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, ("sts",), ("status", "scale"), _ALL
+    ),
     Resource("batch", "v1", "jobs", "job", "Job", True, (), ("status",), _ALL),
     Resource("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",)),
     Resource(
@@ -120,6 +126,18 @@ def api_resource_list(group: str, version: str) -> dict[str, object]:
                         "singularName": "",
                         "namespaced": r.namespaced,
                         "kind": r.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+            elif sub == "scale":
+                items.append(
+                    {
+                        "name": f"{r.plural}/scale",
+                        "singularName": "",
+                        "namespaced": True,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
                         "verbs": ["get", "patch", "update"],
                     }
                 )
