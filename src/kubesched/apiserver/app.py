@@ -1078,7 +1078,12 @@ def _wants_table(request: web.Request) -> bool:
 def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
     if not warnings:
         return None
-    return {"Warning": ", ".join(f'299 - "{w.replace(chr(34), "")}"' for w in warnings)}
+    return {"Warning": ", ".join(f'299 - "{_header_text(w)}"' for w in warnings)}
+
+
+def _header_text(text: str) -> str:
+    """Printable ASCII only: a field name from a request body must not break the header."""
+    return "".join(c if 32 <= ord(c) < 127 and c not in '\\"' else f"\\u{ord(c):04x}" for c in text)
 
 
 def admit(obj: dict[str, Any]) -> None:

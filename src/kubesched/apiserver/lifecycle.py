@@ -79,12 +79,16 @@ def node_defaults(obj: dict[str, Any]) -> None:
     status.setdefault(
         "nodeInfo",
         {
-            "kubeletVersion": "v1.32.0-kwok",
-            "osImage": "kubesched simulated node",
-            "kernelVersion": "simulated",
-            "containerRuntimeVersion": "kwok://simulated",
-            "operatingSystem": "linux",
             "architecture": "amd64",
+            "bootID": "",
+            "containerRuntimeVersion": "kwok://simulated",
+            "kernelVersion": "simulated",
+            "kubeProxyVersion": "",
+            "kubeletVersion": "v1.32.0-kwok",
+            "machineID": "",
+            "operatingSystem": "linux",
+            "osImage": "kubesched simulated node",
+            "systemUUID": "",
         },
     )
     status.setdefault("phase", "Running")
