@@ -953,11 +953,24 @@ class ApiServer:
         deadline = time.monotonic() + timeout
         assert self._changed is not None
 
-        async def send(kind: str, obj: Mapping[str, Any]) -> None:
+        pending: list[bytes] = []
+
+        def line(kind: str, obj: Mapping[str, Any]) -> None:
             body = obj
             if as_table and kind not in ("ERROR", "BOOKMARK"):
                 body = table(res.kind, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
-            await resp.write(orjson.dumps({"type": kind, "object": body}) + b"\n")
+            pending.append(orjson.dumps({"type": kind, "object": body}) + b"\n")
+
+        async def flush() -> None:
+            # One write per batch of events: a burst of changes costs one TLS record, not one each.
+            if pending:
+                data = b"".join(pending)
+                pending.clear()
+                await resp.write(data)
+
+        async def send(kind: str, obj: Mapping[str, Any]) -> None:
+            line(kind, obj)
+            await flush()
 
         try:
             if start_rv is None:
@@ -965,7 +978,8 @@ class ApiServer:
                 for obj in sorted(items, key=_sort_key):
                     view = self._served(res, obj)
                     if _matches(view, namespace, labels, fields):
-                        await send("ADDED", view)
+                        line("ADDED", view)
+                await flush()
             rv = start_rv
             last_sent = time.monotonic()
             while True:
@@ -981,8 +995,10 @@ class ApiServer:
                         continue
                     typed = _event_for(event, res, namespace, labels, fields)
                     if typed is not None:
-                        await send(typed[0], typed[1])
-                        last_sent = time.monotonic()
+                        line(typed[0], typed[1])
+                if pending:
+                    await flush()
+                    last_sent = time.monotonic()
                 now = time.monotonic()
                 if now >= deadline:
                     break

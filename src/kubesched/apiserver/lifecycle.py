@@ -276,6 +276,11 @@ class Lifecycle:
 
     # -- controllers -----------------------------------------------------------------------------
     def _reconcile(self) -> None:
+        workloads = [
+            (kind, self.store.list(kind)) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+        ]
+        if not any(objs for _, objs in workloads):
+            return
         pods_by_owner: dict[str, list[Obj]] = {}
         for pod in self.store.list("Pod"):
             uid = _controller_uid(pod)
