@@ -14,6 +14,7 @@ from kubesched.batch.job_info import TaskStatus
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
+from kubesched.batch.statement import Statement
 from kubesched.batch.testing import node, open_on, pod, pod_group, queue, run, run_conf
 
 
@@ -141,7 +142,7 @@ def test_statement_events_keep_shares_current_and_discard_restores_them() -> Non
     ssn, drf = open_with(objects, [{"name": "drf"}])
     a, b = ssn.jobs["c1/a"], ssn.jobs["c1/b"]
     assert [j.name for j in sorted(ssn.jobs.values(), key=ssn.job_key)] == ["b", "a"]
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     slot = ssn.table.slot_of["n1"]
     for t in list(b.tasks.values()):
         stmt.allocate(t, slot)
@@ -162,7 +163,7 @@ def test_statement_events_keep_shares_current_and_discard_restores_them() -> Non
 
 def _bound_per_job(sched: BatchScheduler) -> dict[str, int]:
     out: dict[str, int] = {}
-    for p in sched.store.list("Pod"):
+    for p in sched.informers.store.list("Pod"):
         if p["spec"].get("nodeName"):
             group = p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
             out[group] = out.get(group, 0) + 1

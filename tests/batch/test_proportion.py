@@ -18,6 +18,7 @@ from kubesched.batch.job_info import PERMIT, REJECT
 from kubesched.batch.plugins.proportion import ProportionPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
+from kubesched.batch.statement import Statement
 from kubesched.batch.testing import node, one_tier, open_on, plugin, pod, pod_group, queue, run, scheduler_on
 
 
@@ -155,7 +156,7 @@ def test_event_handlers_move_allocation_and_share() -> None:
     """10 pod slots, 8 cpu: a deserves 4 cpu and 5 pods (its share of the slots), and runs 3."""
     ssn, prop = open_with(_two_queues(3, 1))
     before = prop.attrs["a"].share
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     waiting = [t for t in ssn.jobs["c1/a"].tasks.values() if not t.node_name]
     stmt.allocate(waiting[0], "n1")
     assert prop.attrs["a"].share == before + 0.25
@@ -215,7 +216,7 @@ def test_job_enqueueable_checks_min_resources_against_real_capability() -> None:
 def _bound(sched: BatchScheduler) -> dict[str, str]:
     return {
         f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["nodeName"]
-        for p in sched.store.list("Pod")
+        for p in sched.informers.store.list("Pod")
         if p["spec"].get("nodeName") and p["status"].get("phase") != "Running"
     }
 
@@ -318,7 +319,7 @@ def test_volcano_no_double_counting_of_admitted_jobs_holding_resources() -> None
         objects,
         one_tier("enqueue, allocate", [plugin("proportion", "allocatable", "overused", "job_enqueued")]),
     )
-    store = sched.store
+    store = sched.informers.store
     sched.run_session()
     assert len(_bound(sched)) == 3
     store.create(_with_min(pod_group("pgB", "q1", 1, "Pending"), "1", "1Gi"))
@@ -375,7 +376,7 @@ def test_no_queue_exceeds_its_capability(objects: list[dict[str, Any]]) -> None:
             ],
         },
     )
-    store = sched.store
+    store = sched.informers.store
     for _ in range(2):
         sched.run_session()
         sched.handle_events()

@@ -188,7 +188,7 @@ def test_reclaimed_task_is_pipelined_and_bound_next_session() -> None:
     sched = run(objects, "reclaim", DEFAULT_TIER)
     assert len(sched.evicted) == 1
     assert sched.evicted[0] in ("c1/a1", "c1/a2")
-    assert sched.store.get("Pod", "c1", sched.evicted[0].split("/")[1]) is None
+    assert sched.informers.store.get("Pod", "c1", sched.evicted[0].split("/")[1]) is None
 
 
 def test_gang_is_never_broken_below_min_member() -> None:
@@ -256,4 +256,4 @@ def test_job_not_pipelined_restores_every_eviction() -> None:
     ]
     sched = run(objects, "reclaim", DEFAULT_TIER)
     assert sched.evicted == []
-    assert {p["metadata"]["name"] for p in sched.store.list("Pod")} == {"a1", "a2", "b1", "b2"}
+    assert {p["metadata"]["name"] for p in sched.informers.store.list("Pod")} == {"a1", "a2", "b1", "b2"}

@@ -18,6 +18,7 @@ from kubesched.batch.objects import PodGroup
 from kubesched.batch.plugins.binpack import binpack_scores
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import EventHandler, Session
+from kubesched.batch.statement import Statement
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.store.memory import MemoryStore
 
@@ -181,7 +182,7 @@ def _real_session() -> tuple[Session, BatchScheduler]:
         ),
         "t",
     )
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     snap, _ = sched.build_snapshot()
     return open_session(snap, conf), sched
 
@@ -195,7 +196,7 @@ def test_statement_discard_restores_the_session_exactly() -> None:
     ssn.add_event_handler(
         EventHandler(lambda e: events.append("+" + e.task.name), lambda e: events.append("-" + e.task.name))
     )
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     t0, t1 = sorted(job.tasks.values(), key=lambda t: t.name)
     stmt.allocate(t0, "n0")
     stmt.allocate(t1, "n1")
@@ -212,7 +213,7 @@ def test_statement_discard_restores_the_session_exactly() -> None:
 def test_statement_commit_turns_allocations_into_binds() -> None:
     ssn, _ = _real_session()
     job = ssn.jobs["ns/g"]
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     for t, n in zip(sorted(job.tasks.values(), key=lambda t: t.name), ("n0", "n1"), strict=True):
         stmt.allocate(t, n)
     stmt.commit()
@@ -224,12 +225,12 @@ def test_evict_and_pipeline_move_future_idle() -> None:
     ssn, _ = _real_session()
     job = ssn.jobs["ns/g"]
     t0, t1 = sorted(job.tasks.values(), key=lambda t: t.name)
-    stmt = ssn.statement()
+    stmt = Statement(ssn)
     stmt.allocate(t0, "n0")
     stmt.commit()
     slot = ssn.slot_of("n0")
     before = ssn.node_future_idle(slot).copy()
-    s2 = ssn.statement()
+    s2 = Statement(ssn)
     s2.evict(t0, "test")
     assert t0.status == TaskStatus.RELEASING
     assert ssn.node_future_idle(slot)[0] == before[0] + 1000

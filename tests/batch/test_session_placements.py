@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import yaml
 
 from kubesched.batch.conf import SWITCHES, batch_conf_from_dict, default_batch_conf
 from kubesched.batch.framework import open_session
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.scheduler import BatchScheduler
+from kubesched.batch.statement import Statement
 from kubesched.sim.simulation import Simulation, SimulationResult
 from kubesched.store.memory import MemoryStore
 
@@ -170,7 +172,7 @@ def test_drf_share_counts_pods() -> None:
     for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "drf"}]}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     sched.handle_events()
     snap, _ = sched.build_snapshot()
     ssn = open_session(snap, conf)
@@ -207,7 +209,7 @@ def test_reclaim_evicts_to_free_a_pod_slot() -> None:
         plugin("proportion", "reclaimable", "queue_order", "preemptive"),
     ]
     conf = batch_conf_from_dict({"actions": "reclaim", "tiers": [{"plugins": tier}]})
-    sched = BatchScheduler(store, conf, now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
     sched.handle_events()
     sched.run_session()
     assert len(sched.evicted) == 1 and sched.evicted[0] in ("ns/a-0", "ns/a-1")
@@ -264,3 +266,43 @@ def test_preferred_affinity_score_sees_the_first_member() -> None:
     result, _ = simulate([*(node(f"n{i}") for i in range(4)), *members])
     nodes = set(placed(result).values())
     assert len(nodes) == 1 and None not in nodes
+
+
+def test_session_counts_placements_on_its_own_table_in_integers() -> None:
+    """Allocating, evicting and pipelining change the session's fork only; idle is allocatable less
+    requested on every row, and the releasing/pipelined columns are integers in the table's units."""
+    objs = [
+        node("n1", cpu="4", pods="10"),
+        group("a", 1, phase="Running"),
+        group("b", 1, phase="Inqueue"),
+        pod("a-0", "a", node_name="n1"),
+        pod("b-0", "b", cpu="2"),
+    ]
+    store = MemoryStore()
+    for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
+        store.create(obj)
+    conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]})
+    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
+    sched.handle_events()
+    snap, _ = sched.build_snapshot()
+    base = sched.snapshot.table
+    before = (base.requested.copy(), base.nonzero_requested.copy())
+    ssn = open_session(snap, conf)
+    assert ssn.table is not base and ssn.table.is_fork
+    slot = ssn.table.slot_of["n1"]
+    running = ssn.jobs["ns/a"].tasks
+    pending = ssn.jobs["ns/b"].tasks
+    (a0,) = running.values()
+    (b0,) = pending.values()
+    stmt = Statement(ssn)
+    stmt.allocate(b0, slot)
+    stmt.evict(a0, "test")
+    assert ssn.idle.dtype == ssn.releasing.dtype == ssn.pipelined.dtype == np.int64
+    r = len(ssn.space)
+    assert (ssn.idle == ssn.table.allocatable[:, :r] - ssn.table.requested[:, :r]).all()
+    assert ssn.idle[slot, 0] == 4000 - 1000 - 2000
+    assert ssn.releasing[slot, 0] == 1000
+    stmt.discard()
+    assert (ssn.idle == ssn.table.allocatable[:, :r] - ssn.table.requested[:, :r]).all()
+    assert ssn.idle[slot, 0] == 3000 and not ssn.releasing.any()
+    assert (base.requested == before[0]).all() and (base.nonzero_requested == before[1]).all()

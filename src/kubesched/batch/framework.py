@@ -1,23 +1,29 @@
-"""Plugin and action registries, and opening/closing a session (Volcano ``framework``).
+"""Opening and closing a session (Volcano ``framework``); registries: :mod:`~kubesched.batch.factory`.
 
 ``open_session`` builds a :class:`Session` on a :class:`BatchSnapshot` and calls every configured,
 supported plugin's ``on_session_open`` in tier order; ``close_session`` calls ``on_session_close``
 and then works out what the session changes in the cluster (Volcano's job updater): each job's
-PodGroup phase and conditions, events, and the PodScheduled condition of tasks left pending. The
-:class:`~kubesched.batch.scheduler.BatchScheduler` writes those to the store.
+PodGroup phase and conditions, events, and the PodScheduled condition of tasks left pending, which
+:mod:`~kubesched.batch.apply` writes through the ports. ``abort_session`` closes a session whose
+actions or writes failed.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 import numpy as np
 
-from kubesched.batch.conf import BatchConf, PluginOption
+from kubesched.batch.conf import BatchConf
+from kubesched.batch.factory import (
+    BatchAction,
+    BatchPlugin,
+    get_action,
+    get_plugin_builder,
+    register_action,
+    register_plugin,
+)
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import BoolArray, PodGroupConditionUpdate, Session
@@ -25,94 +31,10 @@ from kubesched.batch.shares import ResourceSpace
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import PodIndex
+from kubesched.runtime.ports import Ports
+from kubesched.store.informers import InformerFactory
 
 log = logging.getLogger(__name__)
-
-
-class BatchPlugin(Protocol):
-    name: str
-
-    def on_session_open(self, ssn: Session) -> None: ...
-    def on_session_close(self, ssn: Session) -> None: ...
-
-
-class BatchAction(Protocol):
-    name: str
-
-    def execute(self, ssn: Session) -> None: ...
-
-
-PluginBuilder = Callable[[PluginOption], BatchPlugin]
-ActionBuilder = Callable[[], BatchAction]
-
-#: Module of each plugin/action kubesched provides; loaded on first use (a module another helper has
-#: not written yet is reported as missing, not fatal).
-_PLUGIN_MODULES = {
-    "priority": "kubesched.batch.plugins.priority",
-    "gang": "kubesched.batch.plugins.gang",
-    "conformance": "kubesched.batch.plugins.conformance",
-    "overcommit": "kubesched.batch.plugins.overcommit",
-    "predicates": "kubesched.batch.plugins.predicates",
-    "nodeorder": "kubesched.batch.plugins.nodeorder",
-    "binpack": "kubesched.batch.plugins.binpack",
-    "drf": "kubesched.batch.plugins.drf",
-    "proportion": "kubesched.batch.plugins.proportion",
-}
-_ACTION_MODULES = {
-    "enqueue": "kubesched.batch.actions.enqueue",
-    "allocate": "kubesched.batch.actions.allocate",
-    "backfill": "kubesched.batch.actions.backfill",
-    "preempt": "kubesched.batch.actions.preempt",
-    "reclaim": "kubesched.batch.actions.reclaim",
-}
-
-_plugins: dict[str, PluginBuilder] = {}
-_actions: dict[str, ActionBuilder] = {}
-
-
-def register_plugin(name: str, builder: PluginBuilder) -> None:
-    _plugins[name] = builder
-
-
-def register_action(name: str, builder: ActionBuilder) -> None:
-    _actions[name] = builder
-
-
-def _find_class(module: Any, attr: str) -> Any:
-    """The class in ``module`` whose ``name`` attribute is ``attr``."""
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and getattr(value, "name", None) == attr
-            and value.__module__ == module.__name__
-        ):
-            return value
-    return None
-
-
-def get_plugin_builder(name: str) -> PluginBuilder | None:
-    if name not in _plugins and name in _PLUGIN_MODULES:
-        try:
-            module = importlib.import_module(_PLUGIN_MODULES[name])
-        except ImportError:
-            return None
-        cls = _find_class(module, name)
-        if cls is not None:
-            _plugins[name] = cls
-    return _plugins.get(name)
-
-
-def get_action(name: str) -> BatchAction | None:
-    if name not in _actions and name in _ACTION_MODULES:
-        try:
-            module = importlib.import_module(_ACTION_MODULES[name])
-        except ImportError:
-            return None
-        cls = _find_class(module, name)
-        if cls is not None:
-            _actions[name] = cls
-    builder = _actions.get(name)
-    return builder() if builder is not None else None
 
 
 def unavailable(conf: BatchConf) -> list[str]:
@@ -144,6 +66,10 @@ class BatchSnapshot:
     pod_index: PodIndex | None = None
     #: Per-queue sums over ``jobs`` kept by the scheduler (``None``: plugins sum the jobs).
     queue_totals: QueueTotals | None = None
+    #: The scheduler's informers and ports, handed to the plugins it runs (``None``: an empty
+    #: cluster, for sessions opened on a hand-made snapshot).
+    informers: InformerFactory | None = None
+    ports: Ports | None = None
 
 
 def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
@@ -160,6 +86,8 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
         pod_index=snapshot.pod_index,
     )
     ssn.queue_totals = snapshot.queue_totals
+    ssn.informers = snapshot.informers
+    ssn.ports = snapshot.ports
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = get_plugin_builder(opt.name)
@@ -169,6 +97,14 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
             ssn.plugins[opt.name] = plugin
             plugin.on_session_open(ssn)
     return ssn
+
+
+def abort_session(ssn: Session) -> None:
+    """Close a session whose actions or writes failed: its plugins close, and the cache's pod
+    index is put back as the session found it; nothing it decided is carried out."""
+    ssn.restore_pod_index()
+    for plugin in ssn.plugins.values():
+        plugin.on_session_close(ssn)
 
 
 @dataclass(slots=True)
@@ -286,6 +222,7 @@ __all__ = [
     "BatchPlugin",
     "BatchSnapshot",
     "JobUpdate",
+    "abort_session",
     "close_session",
     "get_action",
     "get_plugin_builder",

@@ -24,6 +24,9 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, IntArray
 from kubesched.plugins import default_registry
+from kubesched.runtime.ports import StorePorts
+from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
 
 
 @functools.cache
@@ -60,14 +63,18 @@ def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> An
         return None
     # Parsed once per plugin and arguments (the plugins do not write to their args).
     args = _args(name, json.dumps(raw_args, sort_keys=True))
-    handle = Handle(
-        informers=None,  # type: ignore[arg-type]
-        ports=None,  # type: ignore[arg-type]
-        snapshot=session_snapshot(ssn),
-        now=lambda: ssn.now,
-        rng=ssn.rng,
+    return registry[name].factory(args, session_handle(ssn))
+
+
+def session_handle(ssn: Session) -> Handle:
+    """The handle of the kube-scheduler plugins a session runs: the scheduler's informers and ports
+    (an empty cluster for a session opened without a scheduler), the session's nodes as their
+    snapshot, its clock and random source."""
+    informers = ssn.informers if ssn.informers is not None else informer_factory(MemoryStore())
+    ports = ssn.ports if ssn.ports is not None else StorePorts(informers.store).ports()
+    return Handle(
+        informers=informers, ports=ports, snapshot=session_snapshot(ssn), now=lambda: ssn.now, rng=ssn.rng
     )
-    return registry[name].factory(args, handle)
 
 
 def run_filter(plugin: Any, pod: Pod, snapshot: Snapshot) -> FilterResult | None:

@@ -1,15 +1,141 @@
-"""Batch outcomes for the command line: per-queue and per-PodGroup tables and JSON."""
+"""Batch outcomes: the per-PodGroup and per-queue reports a scheduler keeps, and their tables and JSON
+for the command line."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kubesched.batch.job_info import JobInfo, TaskStatus
+from kubesched.batch.queue_totals import QueueTotals
+from kubesched.batch.session import Session
+from kubesched.batch.shares import ResourceSpace, Vector
+
 if TYPE_CHECKING:
     from kubesched.sim.simulation import SimulationResult
+
+
+@dataclass(slots=True)
+class JobReport:
+    """Last known outcome of one PodGroup, for reports."""
+
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    phase: str = "Pending"
+    bound: int = 0
+    pending: int = 0
+    message: str = ""
+    #: Task name → why it fits no node (last session).
+    fit_errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class QueueReport:
+    name: str
+    weight: int
+    allocated: dict[str, int] = field(default_factory=dict)
+    deserved: dict[str, int] | None = None
+    bound: int = 0
+    pending: int = 0
+
+
+@dataclass(slots=True)
+class SessionStats:
+    #: Wall time of the whole period: snapshot, actions, binds, status writes.
+    seconds: float
+    pending_before: int
+    bound: int
+    #: Of which: the actions (the scheduling decisions).
+    decide_seconds: float = 0.0
+    #: CPU time of the whole period (this process), for measurements on a busy machine.
+    cpu_seconds: float = 0.0
+    #: Virtual time the session ran at.
+    at: float = 0.0
+
+
+@dataclass(slots=True)
+class QueueState:
+    """Per queue: weight, allocated (``None``: no jobs), tasks placed, tasks pending; and each
+    queue's deserved resources (``None``: no proportion plugin)."""
+
+    space: ResourceSpace
+    queues: dict[str, tuple[int, Vector | None, int, int]]
+    deserved: dict[str, Vector] | None
+
+
+class BatchReports:
+    """The last known outcome of every PodGroup and queue the scheduler has seen."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, JobReport] = {}
+        self.queue_reports: dict[str, QueueReport] = {}
+        #: The queue report's inputs as of the last session (materialized by queue_report_list).
+        self.queue_state: QueueState | None = None
+
+    def report_job(self, job: JobInfo, phase: str, conditions: list[dict[str, str]]) -> None:
+        report = self.jobs.setdefault(
+            job.uid, JobReport(job.namespace, job.name, job.queue, job.min_available)
+        )
+        report.queue = job.queue
+        report.min_member = job.min_available
+        report.phase = phase
+        report.bound = sum(
+            len(job.task_status_index.get(s, ()))
+            for s in (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
+        )
+        report.pending = len(job.task_status_index.get(TaskStatus.PENDING, ())) + len(
+            job.task_status_index.get(TaskStatus.PIPELINED, ())
+        )
+        unsched = next(
+            (c for c in conditions if c.get("type") == "Unschedulable" and c.get("status") == "True"), None
+        )
+        report.message = unsched.get("message", "") if unsched is not None and report.pending else ""
+        report.fit_errors = {
+            job.tasks[uid].name: msg for uid, msg in job.fit_errors.items() if uid in job.tasks
+        }
+
+    def keep_queues(self, ssn: Session, totals: QueueTotals) -> None:
+        """Keep what the queue report needs as of this session; the report itself is made when read
+        (queue_report_list)."""
+        queues: dict[str, tuple[int, Vector | None, int, int]] = {}
+        for name, q in ssn.queues.items():
+            qs = totals.queues.get(name)
+            if qs is None:
+                queues[name] = (q.weight, None, 0, 0)
+            else:
+                queues[name] = (q.weight, qs.allocated.copy(), qs.holding, qs.pending)
+        state = QueueState(ssn.space, queues, ssn.queue_deserved)
+        last = self.queue_state
+        if last is not None and not last.queues.keys() <= queues.keys():
+            self.materialize(last)  # a queue went away: keep what it last showed
+        self.queue_state = state
+
+    def materialize(self, state: QueueState) -> None:
+        space = state.space
+        for name, (weight, allocated, bound, pending) in state.queues.items():
+            rep = self.queue_reports.setdefault(name, QueueReport(name, weight))
+            rep.weight = weight
+            vec = allocated if allocated is not None else space.zeros()
+            rep.allocated = {k: v for k, v in space.to_dict(vec).items() if k != "pods"}
+            rep.bound, rep.pending = bound, pending
+            if state.deserved is not None:
+                # A queue without jobs in the session deserves nothing.
+                d = state.deserved.get(name)
+                rep.deserved = {} if d is None else {k: v for k, v in space.to_dict(d).items() if k != "pods"}
+
+    def job_reports(self) -> list[JobReport]:
+        return sorted(self.jobs.values(), key=lambda r: (r.namespace, r.name))
+
+    def queue_report_list(self) -> list[QueueReport]:
+        if self.queue_state is not None:
+            self.materialize(self.queue_state)
+        return sorted(self.queue_reports.values(), key=lambda r: r.name)
 
 
 def batch_document(result: SimulationResult, explain: bool) -> dict[str, Any]:

@@ -1,11 +1,14 @@
 """One batch scheduling session (Volcano ``framework.Session``): the snapshot the actions work on and
 the functions the plugins registered, dispatched with Volcano's tier precedence.
 
-Node state is columnar like the framework side: ``table`` is a private copy of the scheduler's
-:class:`NodeTable` whose ``requested`` rows the session updates as tasks are allocated, so the
-framework Filter and Score plugins that the ``predicates`` and ``nodeorder`` plugins reuse see the
-session's own placements. ``releasing`` and ``pipelined`` hold, per slot, what evicted tasks will
-free and what pipelined tasks wait for (Volcano's ``NodeInfo.Releasing`` / ``Pipelined``).
+Node state is columnar like the framework side: ``table`` is a fork of the scheduler's
+:class:`NodeTable` (:meth:`NodeTable.fork`) on which the session counts the tasks it allocates
+through the table's accounting API, so the framework Filter and Score plugins that the
+``predicates`` and ``nodeorder`` plugins reuse see the session's own placements and the scheduler's
+table stays as the cache left it. ``idle`` (allocatable less requested, refreshed per row from the
+table), ``releasing`` and ``pipelined`` (what evicted tasks will free and what pipelined tasks wait
+for: Volcano's ``NodeInfo.Idle`` / ``Releasing`` / ``Pipelined``) are int64 arrays in the table's
+units (milli-CPU, bytes, counts); Volcano's tolerance applies only where they are compared.
 
 Every change to a row bumps ``row_version[slot]``; plugins that cache per-spec results re-evaluate
 only the rows whose version moved since (the predicate/score caches of issue item 6).
@@ -36,6 +39,7 @@ from kubesched.batch.job_info import (
     TaskInfo,
     ValidateResult,
 )
+from kubesched.batch.operations import Evictee
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
@@ -45,10 +49,11 @@ if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
     from kubesched.batch.queue_totals import QueueTotals
-    from kubesched.batch.statement import Statement
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
     from kubesched.cache.pod_index import PodIndex
+    from kubesched.runtime.ports import Ports
+    from kubesched.store.informers import InformerFactory
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -85,12 +90,6 @@ class PodGroupConditionUpdate:
     reason: str
     message: str
     transition_id: str
-
-
-@dataclass(slots=True)
-class Evictee:
-    task: TaskInfo
-    reason: str
 
 
 class ParkedJobs:
@@ -143,7 +142,9 @@ class Session:
         self.conf = conf
         self.tiers: list[Tier] = list(conf.tiers)
         self.space = space
-        self.table = table
+        #: The session's own table: placements are counted here, never on the scheduler's.
+        self.table = table if table.is_fork else table.fork()
+        table = self.table
         self.node_infos = node_infos
         #: Ready nodes as a mask over slots and as slots in NodeTree order.
         self.node_mask = node_mask
@@ -155,15 +156,17 @@ class Session:
         cap = table.capacity
         r = len(space)
         #: Allocatable of every slot in the session's space (``node_idle`` etc. build on it).
-        self.node_allocatable: FloatArray = table.allocatable[:, :r].astype(np.float64)
-        #: Idle resources per slot, kept current as tasks are placed (the allocate hot path reads it).
-        self.idle: FloatArray = self.node_allocatable - table.requested[:, :r].astype(np.float64)
+        self.node_allocatable: IntArray = table.allocatable[:, :r].copy()
+        #: Idle resources per slot: allocatable less requested, refreshed on every row the session
+        #: counts a task on or off (the allocate hot path reads it; treat it as read-only).
+        self.idle: IntArray = self.node_allocatable - table.requested[:, :r]
         #: Tasks currently counted in ``releasing`` / ``pipelined`` (0: future idle equals idle).
         self.releasing_tasks = 0
         self.pipelined_tasks = 0
-        self.releasing: FloatArray = np.zeros((cap, r), dtype=np.float64)
-        self.pipelined: FloatArray = np.zeros((cap, r), dtype=np.float64)
-        self.total_resource: Vector = self.node_allocatable[self.node_slots].sum(axis=0)
+        self.releasing: IntArray = np.zeros((cap, r), dtype=np.int64)
+        self.pipelined: IntArray = np.zeros((cap, r), dtype=np.int64)
+        # A share-space vector (shares.py works in float64, with inf for "no limit").
+        self.total_resource: Vector = self.node_allocatable[self.node_slots].sum(axis=0).astype(np.float64)
         #: Where the next node search starts (Volcano ``lastProcessedNodeIndex``).
         self.last_processed_node_index = 0
         #: How many feasible nodes a search looks for (kube-scheduler's adaptive percentage).
@@ -208,6 +211,10 @@ class Session:
         self.queue_deserved: dict[str, Vector] | None = None
         #: The framework ``Snapshot`` the reused kube-scheduler plugins read (see ``batch.k8s``).
         self.framework_snapshot: object | None = None
+        #: The cluster the reused kube-scheduler plugins read through their handle, and the ports
+        #: they write through (``None`` for a session opened without a scheduler).
+        self.informers: InformerFactory | None = None
+        self.ports: Ports | None = None
         #: Committed evictions, deleted when the session closes.
         self.to_evict: list[Evictee] = []
         #: Jobs the session dropped as invalid (jobValid said no): uid → the verdict.
@@ -246,29 +253,31 @@ class Session:
         self.victim_tasks_fns: dict[str, Callable[[list[TaskInfo]], list[TaskInfo]]] = {}
 
     # -- node state ------------------------------------------------------------------------------
-    def used_array(self) -> FloatArray:
+    def used_array(self) -> IntArray:
         """Requested resources of every slot (all pods the cache knows plus this session's
         allocations), in the session's space."""
-        used: FloatArray = self.table.requested[:, : len(self.space)].astype(np.float64)
+        used: IntArray = self.table.requested[:, : len(self.space)].copy()
         return used
 
-    def idle_array(self) -> FloatArray:
-        idle: FloatArray = self.node_allocatable - self.used_array()
+    def idle_array(self) -> IntArray:
+        idle: IntArray = self.idle.copy()
         return idle
 
-    def future_idle_array(self) -> FloatArray:
+    def future_idle_array(self) -> IntArray:
         """Idle plus what evicted tasks release minus what pipelined tasks wait for."""
-        return self.idle_array() + self.releasing - self.pipelined
+        future: IntArray = self.idle + self.releasing - self.pipelined
+        return future
 
-    def node_used(self, slot: int) -> Vector:
-        return self.table.requested[slot, : len(self.space)].astype(np.float64)
+    def node_used(self, slot: int) -> IntArray:
+        used: IntArray = self.table.requested[slot, : len(self.space)].copy()
+        return used
 
-    def node_idle(self, slot: int) -> Vector:
-        idle: Vector = self.node_allocatable[slot] - self.node_used(slot)
+    def node_idle(self, slot: int) -> IntArray:
+        idle: IntArray = self.idle[slot].copy()
         return idle
 
-    def node_future_idle(self, slot: int) -> Vector:
-        future: Vector = self.node_idle(slot) + self.releasing[slot] - self.pipelined[slot]
+    def node_future_idle(self, slot: int) -> IntArray:
+        future: IntArray = self.idle[slot] + self.releasing[slot] - self.pipelined[slot]
         return future
 
     def slot_of(self, node_name: str) -> int:
@@ -621,11 +630,6 @@ class Session:
         return found
 
     # -- statements and events -------------------------------------------------------------------
-    def statement(self) -> Statement:
-        from kubesched.batch.statement import Statement
-
-        return Statement(self)
-
     def fire_allocate(self, task: TaskInfo) -> None:
         ev = Event(task)
         for h in self.event_handlers:
@@ -648,9 +652,8 @@ class Session:
     def place(self, task: TaskInfo, slot: int) -> None:
         """Count ``task`` on a node row (allocate)."""
         table = self.table
-        pod = task.pod
-        _add_row(table, slot, pod, +1)
-        self.idle[slot] -= task.resreq
+        table.add_pod(slot, task.pod)
+        self._refresh_idle(slot)
         task.slot = slot
         task.node_name = table.names[slot]
         self.touch(slot)
@@ -658,11 +661,27 @@ class Session:
     def unplace(self, task: TaskInfo) -> None:
         slot = task.slot
         if slot >= 0:
-            _add_row(self.table, slot, task.pod, -1)
-            self.idle[slot] += task.resreq
+            self.table.remove_pod(slot, task.pod)
+            self._refresh_idle(slot)
             self.touch(slot)
         task.slot = -1
         task.node_name = ""
+
+    def _refresh_idle(self, slot: int) -> None:
+        idle = self.idle
+        np.subtract(self.node_allocatable[slot], self.table.requested[slot, : idle.shape[1]], out=idle[slot])
+
+    def add_releasing(self, slot: int, task: TaskInfo, sign: int = 1) -> None:
+        """Count (``sign`` 1) or stop counting (-1) an evicted task's request as releasing on a row."""
+        self.releasing[slot] += sign * _task_vector(task)
+        self.releasing_tasks += sign
+        self.touch(slot)
+
+    def add_pipelined(self, slot: int, task: TaskInfo, sign: int = 1) -> None:
+        """Count (``sign`` 1) or stop counting (-1) a pipelined task's request on a row."""
+        self.pipelined[slot] += sign * _task_vector(task)
+        self.pipelined_tasks += sign
+        self.touch(slot)
 
     # -- the pod index (inter-pod affinity, topology spread) -------------------------------------
     def _index_changed(self, pod: Pod) -> None:
@@ -717,32 +736,10 @@ def _passed_of(fn: PredicateFn) -> PredicateMaskFn:
     return passed
 
 
-def _add_row(table: NodeTable, slot: int, pod: Pod, sign: int) -> None:
-    req = table.requested
-    for name, value in pod.requests.items():
-        col = table.resource_col.get(name)
-        if col is None:
-            col = table.column(name)
-            req = table.requested
-        req[slot, col] += sign * value
-    req[slot, 3] += sign  # pods
-    table.nonzero_requested[slot, 0] += sign * pod.nonzero_cpu
-    table.nonzero_requested[slot, 1] += sign * pod.nonzero_memory
-    if pod.host_ports:
-        for hp in pod.host_ports:
-            mask = table.host_ports.get(hp)
-            if mask is None:
-                mask = np.zeros(table.capacity, dtype=np.bool_)
-                table.host_ports[hp] = mask
-            else:
-                mask = mask.copy()  # copy on write: the scheduler's own table shares the masks
-                table.host_ports[hp] = mask
-            mask[slot] = sign > 0
-            pp = (hp.protocol, hp.port)
-            any_mask = table.host_ports_any.get(pp)
-            any_mask = np.zeros(table.capacity, dtype=np.bool_) if any_mask is None else any_mask.copy()
-            any_mask[slot] = sign > 0
-            table.host_ports_any[pp] = any_mask
+def _task_vector(task: TaskInfo) -> IntArray:
+    """A task's request in the table's integer units (its float vector holds canonical integers)."""
+    vec: IntArray = task.resreq.astype(np.int64)
+    return vec
 
 
 __all__ = [

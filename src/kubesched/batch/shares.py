@@ -26,6 +26,9 @@ import numpy.typing as npt
 from kubesched.api.resources import CPU, MEMORY, PODS
 
 Vector = npt.NDArray[np.float64]
+#: Node amounts as the batch session keeps them (int64, the table's units) or share-space vectors:
+#: the comparisons below take either.
+Amounts = npt.NDArray[np.float64] | npt.NDArray[np.int64]
 
 #: Per-dimension tolerance of every comparison (Volcano's ``minResource``).
 MIN_RESOURCE = 0.1
@@ -95,11 +98,11 @@ def less_equal(left: Vector, right: Vector) -> bool:
     return bool(np.all((left < right) | (np.abs(left - right) < MIN_RESOURCE)))
 
 
-def _less_equal_rows(left: Vector, right: Vector) -> npt.NDArray[np.bool_]:
+def _less_equal_rows(left: Vector, right: Amounts) -> npt.NDArray[np.bool_]:
     return np.all((left < right) | (np.abs(left - right) < MIN_RESOURCE), axis=-1)  # type: ignore[no-any-return]
 
 
-def fits_rows(request: Vector, available: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+def fits_rows(request: Vector, available: Amounts) -> npt.NDArray[np.bool_]:
     """:func:`less_equal` of one request against every row of ``available`` (e.g. per node slot)."""
     return _less_equal_rows(request[np.newaxis, :], available)
 

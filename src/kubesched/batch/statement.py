@@ -9,30 +9,9 @@ into pod deletions, which the scheduler carries out when the session closes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING
-
 from kubesched.batch.job_info import TaskInfo, TaskStatus
-from kubesched.batch.session import Evictee
-
-if TYPE_CHECKING:
-    from kubesched.batch.session import Session
-
-
-class Op(Enum):
-    EVICT = "evict"
-    PIPELINE = "pipeline"
-    ALLOCATE = "allocate"
-
-
-@dataclass(slots=True)
-class Operation:
-    op: Op
-    task: TaskInfo
-    reason: str = ""
-    #: Status the task had before (restored by discard).
-    previous: TaskStatus = TaskStatus.PENDING
+from kubesched.batch.operations import Evictee, Op, Operation
+from kubesched.batch.session import Session
 
 
 class Statement:
@@ -56,9 +35,7 @@ class Statement:
             task.status = TaskStatus.RELEASING
         slot = ssn.table.slot_of.get(task.node_name, -1)
         if slot >= 0:
-            ssn.releasing[slot] += task.resreq
-            ssn.releasing_tasks += 1
-            ssn.touch(slot)
+            ssn.add_releasing(slot, task)
         ssn.index_remove(task)
         ssn.fire_deallocate(task)
         self.operations.append(Operation(Op.EVICT, task, reason, previous))
@@ -74,9 +51,7 @@ class Statement:
             task.status = o.previous
         slot = ssn.table.slot_of.get(task.node_name, -1)
         if slot >= 0:
-            ssn.releasing[slot] -= task.resreq
-            ssn.releasing_tasks -= 1
-            ssn.touch(slot)
+            ssn.add_releasing(slot, task, -1)
         ssn.index_add(task, slot)
         ssn.fire_allocate(task)
 
@@ -91,9 +66,7 @@ class Statement:
         task.node_name = ssn.table.names[slot]
         task.last_node = task.node_name
         task.last_status = TaskStatus.PIPELINED
-        ssn.pipelined[slot] += task.resreq
-        ssn.pipelined_tasks += 1
-        ssn.touch(slot)
+        ssn.add_pipelined(slot, task)
         ssn.index_add(task, slot)
         ssn.fire_allocate(task)
         self.operations.append(Operation(Op.PIPELINE, task, "", previous))
@@ -104,9 +77,7 @@ class Statement:
         task = o.task
         slot = task.slot
         if slot >= 0:
-            ssn.pipelined[slot] -= task.resreq
-            ssn.pipelined_tasks -= 1
-            ssn.touch(slot)
+            ssn.add_pipelined(slot, task, -1)
         ssn.jobs[task.job].update_task_status(task, o.previous)
         ssn.index_remove(task)
         task.slot = -1

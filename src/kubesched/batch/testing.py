@@ -134,7 +134,7 @@ def store_of(objects: list[dict[str, Any]]) -> MemoryStore:
 
 def scheduler_on(objects: list[dict[str, Any]], conf_dict: dict[str, Any]) -> BatchScheduler:
     """A batch scheduler on a store holding ``objects``, events handled, no session run yet."""
-    sched = BatchScheduler(store_of(objects), batch_conf_from_dict(conf_dict), now=lambda: 0.0)
+    sched = BatchScheduler.over_store(store_of(objects), batch_conf_from_dict(conf_dict), now=lambda: 0.0)
     sched.handle_events()
     return sched
 

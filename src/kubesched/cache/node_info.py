@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kubesched.api.objects import HostPort, Node, Pod
 from kubesched.api.resources import ResourceList
+from kubesched.cache.accounting import add_requests, count_ports
 
 
 class NodeInfo:
@@ -36,17 +37,20 @@ class NodeInfo:
         self._account(existing, -1)
         return True
 
+    def clone(self) -> NodeInfo:
+        """A copy that can be changed without touching this one (upstream ``NodeInfo.Snapshot``)."""
+        out = NodeInfo(self.node)
+        out.pods = dict(self.pods)
+        out.requested = dict(self.requested)
+        out.nonzero_cpu = self.nonzero_cpu
+        out.nonzero_memory = self.nonzero_memory
+        out.used_ports = dict(self.used_ports)
+        out.generation = self.generation
+        return out
+
     def _account(self, pod: Pod, sign: int) -> None:
-        req = self.requested
-        for name, value in pod.requests.items():
-            req[name] = req.get(name, 0) + sign * value
+        add_requests(self.requested, pod, sign)
         self.nonzero_cpu += sign * pod.nonzero_cpu
         self.nonzero_memory += sign * pod.nonzero_memory
         if pod.host_ports:
-            used = self.used_ports
-            for hp in pod.host_ports:
-                n = used.get(hp, 0) + sign
-                if n > 0:
-                    used[hp] = n
-                else:
-                    used.pop(hp, None)
+            count_ports(self.used_ports, pod, sign)

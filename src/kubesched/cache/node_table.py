@@ -9,11 +9,23 @@ toleration check costs one Python evaluation per distinct taint list, then one g
 Host ports in use get one boolean column per ``(ip, protocol, port)`` and one per ``(protocol, port)``
 (used with any IP), so a NodePorts check costs a few mask operations per wanted port. Images get one
 size column per image name (0 = the node does not have it) and a count of the nodes holding it.
+
+Pods are counted on a row through one accounting API, :meth:`NodeTable.add_pod` /
+:meth:`NodeTable.remove_pod` (one pod) and :meth:`NodeTable.add_usage` (summed rows), or copied from a
+:class:`NodeInfo` by :meth:`NodeTable.set_usage`; nothing else writes the ``requested``,
+``nonzero_requested`` or port columns. "What if" users — a batch session, a preemption dry run, a
+nominated-pod check — work on a :meth:`NodeTable.fork`: a table of their own that shares everything
+with the snapshot's table except what they change, so the snapshot's table is never written to
+(and needs nothing put back) by anyone but the cache.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +33,7 @@ from numpy.typing import NDArray
 from kubesched.api.objects import HostPort
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.api.taints import Taint
+from kubesched.cache.accounting import PodUsage
 from kubesched.cache.node_info import NodeInfo
 
 FIXED_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -48,7 +61,8 @@ class LabelColumn:
 
 
 class NodeTable:
-    """NumPy arrays indexed by node slot. Only the cache's snapshot writes to it."""
+    """NumPy arrays indexed by node slot. Only the cache's snapshot writes rows (:meth:`write`);
+    forks change pod usage only, through the accounting API."""
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
@@ -78,6 +92,21 @@ class NodeTable:
         self._images_of: list[dict[str, int]] = [{}] * capacity
         #: Slots of schedulable-candidate nodes in NodeTree (zone-interleaved) order.
         self.order: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: In a fork: the array attributes still shared with the table it was forked from, and the
+        #: port masks it has made its own (``None``: not a fork, everything is its own).
+        self._shared: set[str] = set()
+        self._own_masks: set[object] | None = None
+        #: Per slot, when its usage last changed in this (base) table: a counter bumped on every
+        #: row write, so a reused fork (:meth:`refork`) knows which rows to copy again.
+        self.row_stamp: IntArray = np.zeros(capacity, dtype=np.int64)
+        self._stamp = 0
+        #: In a fork made by :meth:`refork`: its base, the base's stamps it has copied, and the rows
+        #: it has changed since (``None`` elsewhere).
+        self._base: NodeTable | None = None
+        self._synced: IntArray | None = None
+        self._touched: list[int | IntArray] | None = None
+        #: The fork the last :meth:`what_if` block used, kept for the next one.
+        self._spare: NodeTable | None = None
 
     # -- shape -----------------------------------------------------------------------------------
     @property
@@ -88,13 +117,187 @@ class NodeTable:
         """Column of a resource, adding one (all zeros) the first time a name is seen."""
         col = self.resource_col.get(resource)
         if col is None:
+            self._own("resource_names")
+            self._own("resource_col")
             col = len(self.resource_names)
             self.resource_names.append(resource)
             self.resource_col[resource] = col
             pad = np.zeros((self.capacity, 1), dtype=np.int64)
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
+            self._shared.discard("allocatable")
         return col
+
+    # -- forks -----------------------------------------------------------------------------------
+    @property
+    def is_fork(self) -> bool:
+        return self._own_masks is not None
+
+    def fork(self, resources: Iterable[str] = ()) -> NodeTable:
+        """A table that starts equal to this one and that the accounting API may change without
+        touching this one: the usage columns are copied, port masks and the rest are shared until
+        the fork writes them. ``resources`` get columns in the fork (in the order given) if this
+        table has none. Rows cannot be rewritten in a fork (:meth:`write`), only their usage.
+
+        A fork lives for one cycle or session: what it shares still follows its base, so the base
+        must not be rewritten (a snapshot refresh) while the fork is in use."""
+        # Every user of a fork changes usage at once, and readers may hold these arrays: copy now.
+        t = self._fork_with(self.requested.copy(), self.nonzero_requested.copy())
+        for name in resources:
+            t.column(name)
+        return t
+
+    def refork(self, previous: NodeTable | None) -> NodeTable:
+        """:meth:`fork`, reusing the usage arrays of ``previous`` — an earlier ``refork`` of this
+        table that nobody uses any more — when it can: then only the rows ``previous`` changed and
+        the rows this table rewrote since are copied, instead of every row. For what-if checks run
+        once per cycle (nominated pods), where copying the whole usage would cost more than the
+        check."""
+        prev = previous
+        if (
+            prev is None
+            or prev._base is not self
+            or prev._synced is None
+            or prev._touched is None
+            or prev.requested.shape != self.requested.shape
+            or prev.nonzero_requested.shape != self.nonzero_requested.shape
+        ):
+            t = self.fork()
+            t._synced = self.row_stamp.copy()
+        else:
+            synced = prev._synced
+            stale = np.flatnonzero(self.row_stamp != synced)
+            rows = (
+                np.concatenate([stale, *(np.atleast_1d(r) for r in prev._touched)])
+                if prev._touched
+                else stale
+            )
+            if len(rows):
+                prev.requested[rows] = self.requested[rows]
+                prev.nonzero_requested[rows] = self.nonzero_requested[rows]
+                synced[stale] = self.row_stamp[stale]
+            t = self._fork_with(prev.requested, prev.nonzero_requested)
+            t._synced = synced
+            prev._touched = prev._synced = None  # its arrays are the new fork's now
+        t._base = self
+        t._touched = []
+        return t
+
+    def _fork_with(self, requested: IntArray, nonzero: IntArray) -> NodeTable:
+        t = NodeTable.__new__(NodeTable)
+        t.__dict__.update(self.__dict__)
+        t.requested = requested
+        t.nonzero_requested = nonzero
+        # Shared until the fork writes them (a new column, a port mask, a row's ports).
+        t._shared = {
+            "allocatable",
+            "_ports_of",
+            "resource_names",
+            "resource_col",
+            "host_ports",
+            "host_ports_any",
+        }
+        t._own_masks = set()
+        t._base = t._synced = t._touched = t._spare = None
+        return t
+
+    @contextmanager
+    def what_if(self) -> Iterator[NodeTable]:
+        """A fork for one what-if check (see :meth:`refork`); once the block ends its arrays serve
+        the next check, so do not keep the fork or its arrays."""
+        fork = self.refork(self._spare)
+        self._spare = None  # a check nested in this one gets a fork of its own
+        try:
+            yield fork
+        finally:
+            self._spare = fork
+
+    def _changed(self, slots: int | IntArray) -> None:
+        """Note a change of usage on rows: stamped in a base table, remembered in a reused fork."""
+        if self._own_masks is None:
+            self._stamp += 1
+            self.row_stamp[slots] = self._stamp
+        elif self._touched is not None:
+            self._touched.append(slots)
+
+    def __copy__(self) -> NodeTable:
+        # A shallow copy written to like a private table must not write the shared port masks.
+        return self.fork()
+
+    def _own(self, attr: str) -> None:
+        if attr in self._shared:
+            self._shared.discard(attr)
+            setattr(self, attr, copy.copy(getattr(self, attr)))
+
+    def _mask(self, attr: str, key: Any) -> BoolArray:
+        """The port mask of ``key`` in ``host_ports`` or ``host_ports_any`` (created if absent),
+        safe for this table to write."""
+        self._own(attr)
+        masks: dict[Any, BoolArray] = getattr(self, attr)
+        mask = masks.get(key)
+        own = self._own_masks
+        if mask is None:
+            mask = np.zeros(self.capacity, dtype=np.bool_)
+            masks[key] = mask
+            if own is not None:
+                own.add(key)
+        elif own is not None and key not in own:
+            mask = mask.copy()
+            masks[key] = mask
+            own.add(key)
+        return mask
+
+    # -- accounting ------------------------------------------------------------------------------
+    def add_pod(self, slot: int, pod: PodUsage) -> None:
+        """Count a pod on a row: its requests, one pod, its non-zero cpu/memory, its host ports."""
+        self._account(slot, pod, 1)
+
+    def remove_pod(self, slot: int, pod: PodUsage) -> None:
+        """Stop counting a pod on a row (the reverse of :meth:`add_pod`; its host ports are freed
+        on the row, as no two pods of one node bind the same port)."""
+        self._account(slot, pod, -1)
+
+    def _account(self, slot: int, pod: PodUsage, sign: int) -> None:
+        req = self.requested
+        col_of = self.resource_col
+        for name, value in pod.requests.items():
+            col = col_of.get(name)
+            if col is None:
+                col = self.column(name)
+                req = self.requested
+            req[slot, col] += sign * value
+        req[slot, PODS_COL] += sign
+        nonzero = self.nonzero_requested
+        nonzero[slot, 0] += sign * pod.nonzero_cpu
+        nonzero[slot, 1] += sign * pod.nonzero_memory
+        self._changed(slot)
+        if pod.host_ports:
+            on = sign > 0
+            for hp in pod.host_ports:
+                self._mask("host_ports", hp)[slot] = on
+                self._mask("host_ports_any", (hp.protocol, hp.port))[slot] = on
+
+    def add_usage(self, slots: IntArray, requests: IntArray, nonzero: IntArray) -> None:
+        """Add summed pod vectors (see :meth:`pod_vector`, pod count included) and non-zero
+        cpu/memory to the rows of ``slots`` (distinct): pods that bind no host port."""
+        self.requested[slots] += requests
+        self.nonzero_requested[slots] += nonzero
+        self._changed(slots)
+
+    def set_usage(self, slot: int, info: NodeInfo) -> None:
+        """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
+        req = self.requested[slot]
+        req[:] = 0
+        for name, value in info.requested.items():
+            col = self.column(name)
+            req = self.requested[slot]
+            req[col] = value
+        self.requested[slot, PODS_COL] = len(info.pods)
+        self.nonzero_requested[slot, 0] = info.nonzero_cpu
+        self.nonzero_requested[slot, 1] = info.nonzero_memory
+        self._changed(slot)
+        if info.used_ports or self._ports_of[slot]:
+            self._write_ports(slot, frozenset(info.used_ports))
 
     def _grow(self, need: int) -> None:
         new_cap = max(need, self.capacity * 2)
@@ -109,6 +312,7 @@ class NodeTable:
         self.nonzero_requested = grow(self.nonzero_requested)  # type: ignore[assignment]
         self.unschedulable = grow(self.unschedulable)  # type: ignore[assignment]
         self.taint_sig = grow(self.taint_sig)  # type: ignore[assignment]
+        self.row_stamp = grow(self.row_stamp)  # type: ignore[assignment]
         for col in self.labels.values():
             col.codes = np.concatenate([col.codes, np.full(extra, -1, dtype=np.int32)])
         for ports in (self.host_ports, self.host_ports_any):
@@ -140,6 +344,8 @@ class NodeTable:
 
     def write(self, slot: int, info: NodeInfo) -> None:
         """Copy one node's current state into its row."""
+        if self.is_fork:
+            raise ValueError("a fork's rows change only through the accounting API")
         if slot >= self.capacity:
             self._grow(slot + 1)
         node = info.node
@@ -155,15 +361,7 @@ class NodeTable:
             col = self.column(name)
             alloc = self.allocatable[slot]
             alloc[col] = value
-        req = self.requested[slot]
-        req[:] = 0
-        for name, value in info.requested.items():
-            col = self.column(name)
-            req = self.requested[slot]
-            req[col] = value
-        self.requested[slot, PODS_COL] = len(info.pods)
-        self.nonzero_requested[slot, 0] = info.nonzero_cpu
-        self.nonzero_requested[slot, 1] = info.nonzero_memory
+        self.set_usage(slot, info)
         self.unschedulable[slot] = node.unschedulable
         self.taint_sig[slot] = self.signature_id(node.taints)
         old_keys = self._label_keys_of[slot]
@@ -174,8 +372,6 @@ class NodeTable:
             label_col = self.label_column(key)
             label_col.codes[slot] = label_col.code(label_value)
         self._label_keys_of[slot] = tuple(node.labels)
-        if info.used_ports or self._ports_of[slot]:
-            self._write_ports(slot, frozenset(info.used_ports))
         if node.images is not self._images_of[slot]:
             self._write_images(slot, node.images)
 
@@ -184,22 +380,15 @@ class NodeTable:
         if ports == old:
             return
         for hp in old - ports:
-            self.host_ports[hp][slot] = False
+            self._mask("host_ports", hp)[slot] = False
         for hp in ports - old:
-            mask = self.host_ports.get(hp)
-            if mask is None:
-                mask = np.zeros(self.capacity, dtype=np.bool_)
-                self.host_ports[hp] = mask
-            mask[slot] = True
+            self._mask("host_ports", hp)[slot] = True
         in_use = {(hp.protocol, hp.port) for hp in ports}
         for pp in {(hp.protocol, hp.port) for hp in old} - in_use:
-            self.host_ports_any[pp][slot] = False
+            self._mask("host_ports_any", pp)[slot] = False
         for pp in in_use:
-            mask = self.host_ports_any.get(pp)
-            if mask is None:
-                mask = np.zeros(self.capacity, dtype=np.bool_)
-                self.host_ports_any[pp] = mask
-            mask[slot] = True
+            self._mask("host_ports_any", pp)[slot] = True
+        self._own("_ports_of")
         self._ports_of[slot] = ports
 
     def _write_images(self, slot: int, images: dict[str, int]) -> None:
@@ -222,6 +411,8 @@ class NodeTable:
         self._images_of[slot] = images
 
     def clear(self, slot: int) -> None:
+        if self.is_fork:
+            raise ValueError("a fork's rows change only through the accounting API")
         if slot >= self.capacity:
             return
         name = self.names[slot]
@@ -232,6 +423,7 @@ class NodeTable:
         self.allocatable[slot] = 0
         self.requested[slot] = 0
         self.nonzero_requested[slot] = 0
+        self._changed(slot)
         self.unschedulable[slot] = False
         self.taint_sig[slot] = 0
         for key in self._label_keys_of[slot]:
@@ -241,6 +433,17 @@ class NodeTable:
             self._write_ports(slot, frozenset())
         if self._images_of[slot]:
             self._write_images(slot, {})
+
+    def fill_pod_vector(self, requests: Mapping[str, int], out: IntArray) -> None:
+        """Write a pod's request over this table's existing columns into ``out`` (zeroed first; one in
+        the pods column); resources without a column are left out. Never adds a column."""
+        out[:] = 0
+        col_of = self.resource_col
+        for name, value in requests.items():
+            col = col_of.get(name)
+            if col is not None:
+                out[col] = value
+        out[PODS_COL] = 1
 
     def pod_vector(self, requests: dict[str, int]) -> IntArray:
         """A pod's request as a row vector over this table's resource columns."""

@@ -57,7 +57,7 @@ from kubesched.framework.types import (
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
 from kubesched.queue.nominator import NominatedColumns, Nominator
 
-__all__ = ["ALL_EVENTS", "Framework", "FrameworkError", "PluginError", "ScoreDetails", "copy_node_info"]
+__all__ = ["ALL_EVENTS", "Framework", "FrameworkError", "PluginError", "ScoreDetails"]
 
 log = logging.getLogger(__name__)
 
@@ -365,49 +365,28 @@ class Framework:
         nominator.subscribe(self.nominated_columns)
 
     @contextmanager
-    def adjusted_rows(
-        self, table: NodeTable, slots: IntArray, requests: IntArray, nonzero: IntArray
-    ) -> Iterator[None]:
-        """Add ``requests`` (over the table's resource columns, pod count included) and ``nonzero``
-        to the rows of ``slots`` until the block ends: what table-only filters see of extra pods that
-        bind no host port."""
-        table.requested[slots] += requests
-        table.nonzero_requested[slots] += nonzero
-        try:
-            yield
-        finally:
-            table.requested[slots] -= requests
-            table.nonzero_requested[slots] -= nonzero
-
-    @contextmanager
-    def node_overlay(self, slots_infos: dict[int, NodeInfo]) -> Iterator[None]:
-        """Let each given NodeInfo stand in for the node at its slot (its NodeTable row and its
-        snapshot entry) until the block ends; then the real rows come back."""
+    def node_overlay(self, slots_infos: dict[int, NodeInfo]) -> Iterator[NodeTable]:
+        """A fork of the snapshot's table whose rows at the given slots count the pods of the given
+        NodeInfos, and those NodeInfos standing in for the nodes' snapshot entries, until the block
+        ends (NodeInfo-reading plugins look nodes up in the snapshot). The snapshot's table is never
+        written; its NodeInfo entries come back however the block ends."""
         snapshot = self.handle.snapshot
-        table = snapshot.table
-        saved: list[tuple[int, str, NodeInfo | None]] = []
+        infos = snapshot.node_infos
+        saved: list[tuple[str, NodeInfo | None]] = []
         try:
-            for slot, info in slots_infos.items():
-                name = table.names[slot]
-                saved.append((slot, name, snapshot.node_infos.get(name)))
-                table.write(slot, info)
-                snapshot.node_infos[name] = info
-        except BaseException:
-            self._restore_rows(saved)
-            raise
-        try:
-            yield
+            with snapshot.table.what_if() as table:
+                for slot, info in slots_infos.items():
+                    name = table.names[slot]
+                    saved.append((name, infos.get(name)))
+                    table.set_usage(slot, info)
+                    infos[name] = info
+                yield table
         finally:
-            self._restore_rows(saved)
-
-    def _restore_rows(self, saved: list[tuple[int, str, NodeInfo | None]]) -> None:
-        snapshot = self.handle.snapshot
-        for slot, name, original in reversed(saved):
-            if original is None:
-                snapshot.node_infos.pop(name, None)
-                continue
-            snapshot.table.write(slot, original)
-            snapshot.node_infos[name] = original
+            for name, original in reversed(saved):
+                if original is None:
+                    infos.pop(name, None)
+                else:
+                    infos[name] = original
 
     def run_filters_with_nominated_pods(
         self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
@@ -431,8 +410,9 @@ class Framework:
             if not ports:
                 rows = np.zeros(table.capacity, dtype=np.bool_)
                 rows[slots] = True
-                with self.adjusted_rows(table, slots, requests, nonzero):
-                    w_passed, w_results, w_failed_by = self.run_filters(state, pod, table, rows)
+                with table.what_if() as with_nominated:
+                    with_nominated.add_usage(slots, requests, nonzero)
+                    w_passed, w_results, w_failed_by = self.run_filters(state, pod, with_nominated, rows)
                 return _merge_with_pass(passed, results, failed_by, rows, w_passed, w_results, w_failed_by)
         nominated = self.nominated_pods_for(pod, table, candidates)
         if not nominated:
@@ -446,7 +426,7 @@ class Framework:
             overlays: dict[int, NodeInfo] = {}
             with_state = state.clone() if extensions else state
             for slot, pods in group.items():
-                info = copy_node_info(snapshot.node_infos[table.names[slot]])
+                info = snapshot.node_infos[table.names[slot]].clone()
                 for p in pods:
                     info.add_pod(p)
                     if extensions:
@@ -454,8 +434,8 @@ class Framework:
                 overlays[slot] = info
             rows = np.zeros(table.capacity, dtype=np.bool_)
             rows[list(group)] = True
-            with self.node_overlay(overlays):
-                w_passed, w_results, w_failed_by = self.run_filters(with_state, pod, table, rows)
+            with self.node_overlay(overlays) as overlay:
+                w_passed, w_results, w_failed_by = self.run_filters(with_state, pod, overlay, rows)
             passed, results, failed_by = _merge_with_pass(
                 passed, results, failed_by, rows, w_passed, w_results, w_failed_by
             )
@@ -479,7 +459,7 @@ class Framework:
                 if p.priority >= pod.priority and p.uid != pod.uid
             ]
         if nominated:
-            with_info = copy_node_info(info)
+            with_info = info.clone()
             with_state = state.clone()
             for p in nominated:
                 with_info.add_pod(p)
@@ -492,9 +472,8 @@ class Framework:
     def _node_status(
         self, state: CycleState, pod: Pod, slot: int, info: NodeInfo, rows: BoolArray
     ) -> Status | None:
-        table = self.handle.snapshot.table
-        with self.node_overlay({slot: info}):
-            passed, results, failed_by = self.run_filters(state, pod, table, rows)
+        with self.node_overlay({slot: info}) as overlay:
+            passed, results, failed_by = self.run_filters(state, pod, overlay, rows)
         if passed[slot]:
             return None
         idx = int(failed_by[slot])
@@ -717,18 +696,6 @@ class Framework:
                 pl.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind plugin %s failed on pod %s", pl.name, pod.key)
-
-
-def copy_node_info(info: NodeInfo) -> NodeInfo:
-    """A NodeInfo that can be changed without touching the cache's (upstream ``NodeInfo.Snapshot``)."""
-    out = NodeInfo(info.node)
-    out.pods = dict(info.pods)
-    out.requested = dict(info.requested)
-    out.nonzero_cpu = info.nonzero_cpu
-    out.nonzero_memory = info.nonzero_memory
-    out.used_ports = dict(info.used_ports)
-    out.generation = info.generation
-    return out
 
 
 def _merge_with_pass(

@@ -163,7 +163,7 @@ class Simulation:
     def _start_batch(self) -> BatchScheduler:
         if self.batch is None:
             conf = self.batch_conf or default_batch_conf()
-            self.batch = BatchScheduler(self.store, conf, now=self.clock.now, seed=self._seed)
+            self.batch = BatchScheduler(self.informers, self.ports, conf, now=self.clock.now, seed=self._seed)
             if self.schedule_period is not None:
                 self.batch.schedule_period = self.schedule_period
             self._batch_next = self.clock.now()
@@ -176,7 +176,6 @@ class Simulation:
         batch = self.batch
         if batch is None:
             return False
-        batch.handle_events()
         if not batch.wants_session or self.clock.now() < self._batch_next:
             return False
         batch.run_session()

@@ -140,7 +140,7 @@ class AllocateAction:
     def allocate_tasks(
         self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: SortedQueue[TaskInfo]
     ) -> Statement | None:
-        stmt = ssn.statement()
+        stmt = Statement(ssn)
         while not tasks.empty():
             task = tasks.pop()
             if not ssn.allocatable(queue, task):

@@ -22,7 +22,7 @@ class BackfillAction:
                 job.fit_errors[task.uid] = choice.fit_error
                 continue
             slot = select_best(ssn, task, choice.feasible)
-            stmt = statements.setdefault(job.uid, ssn.statement())
+            stmt = statements.setdefault(job.uid, Statement(ssn))
             stmt.allocate(task, slot)
             job.fit_errors.pop(task.uid, None)
             if ssn.job_ready(job):

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from kubesched.batch.actions.util import PriorityQueue
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Session
-from kubesched.batch.shares import MIN_RESOURCE, Vector, fits_rows
+from kubesched.batch.shares import MIN_RESOURCE, Amounts, Vector, fits_rows
 from kubesched.batch.statement import Statement
 
 BoolArray = NDArray[np.bool_]
@@ -145,14 +145,14 @@ class Demand:
         self.want: Vector = req[self.cols]
         self.want_list: list[float] = self.want.tolist()
 
-    def fits(self, available: Vector) -> bool:
+    def fits(self, available: Amounts) -> bool:
         # Plain floats: for a handful of dimensions this beats NumPy's per-call overhead.
         for want, have in zip(self.want_list, available[self.cols].tolist(), strict=True):
             if not (want < have or abs(want - have) < MIN_RESOURCE):
                 return False
         return True
 
-    def fits_rows(self, available: NDArray[np.float64]) -> BoolArray:
+    def fits_rows(self, available: Amounts) -> BoolArray:
         return fits_rows(self.want, available[:, self.cols])
 
 
@@ -259,7 +259,7 @@ class PreemptAction:
             # Between jobs of the queue.
             while not jobs.empty():
                 job = jobs.pop()
-                stmt = ssn.statement()
+                stmt = Statement(ssn)
                 tasks = pending[job.uid]
                 other_jobs = in_queue & (victims.job != victims.job_index(job.uid))
                 while ssn.job_starving(job) and not tasks.empty():
@@ -274,7 +274,7 @@ class PreemptAction:
                 same_job = victims.job == victims.job_index(job.uid)
                 tasks = task_queue(ssn, job.pending_tasks())
                 while not tasks.empty():
-                    stmt = ssn.statement()
+                    stmt = Statement(ssn)
                     if not self.preempt(ssn, stmt, tasks.pop(), queue, victims, same_job):
                         stmt.discard()
                         victims.revive()
@@ -332,7 +332,7 @@ class PreemptAction:
                 continue
             if len(not_enough) and bool(np.all(not_enough >= freeing, axis=1).any()):
                 continue
-            node_stmt = ssn.statement()
+            node_stmt = Statement(ssn)
             fitted = fits(slot)
             for victim in sorted(chosen, key=by_victim):
                 if fitted:

@@ -31,6 +31,7 @@ from kubesched.batch.actions.preempt import (
 from kubesched.batch.actions.util import PriorityQueue
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Session
+from kubesched.batch.shares import Amounts
 from kubesched.batch.statement import Statement
 
 #: Reclaim takes only running tasks (Volcano checks ``Status == Running``).
@@ -81,7 +82,7 @@ class ReclaimAction:
             # next job at once; the re-queued entry finds no jobs left, so this loop is the same.
             while not jobs.empty():
                 job = jobs.pop()
-                stmt = ssn.statement()
+                stmt = Statement(ssn)
                 tasks = pending[job.uid]
                 while ssn.job_starving(job) and not tasks.empty():
                     task = tasks.pop()
@@ -117,10 +118,10 @@ class ReclaimAction:
             if not reclaimees:
                 continue
             chosen = ssn.reclaimable(task, reclaimees)
-            available = ssn.node_future_idle(slot)
+            available: Amounts = ssn.node_future_idle(slot)
             if not demand.fits(available + sum((v.resreq for v in chosen), ssn.space.zeros())):
                 continue
-            node_stmt = ssn.statement()
+            node_stmt = Statement(ssn)
             for victim in sorted(chosen, key=by_victim):
                 if demand.fits(available):
                     break

@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from kubesched.batch.job_info import TaskInfo, fit_threshold_of
-from kubesched.batch.session import BoolArray, FloatArray, Session
+from kubesched.batch.session import BoolArray, Session
 from kubesched.batch.shares import Vector
 from kubesched.framework.types import IntArray
 
@@ -155,7 +155,7 @@ def fit_columns(task: TaskInfo) -> list[tuple[int, float]]:
     return columns
 
 
-def _idle(ssn: Session, future: bool) -> FloatArray:
+def _idle(ssn: Session, future: bool) -> IntArray:
     if future and ssn.future_differs:
         return ssn.idle + ssn.releasing - ssn.pipelined
     return ssn.idle

@@ -16,6 +16,7 @@ from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import TaskInfo
 from kubesched.batch.plugins.args import get_int
 from kubesched.batch.session import FloatArray, Session
+from kubesched.batch.shares import Amounts
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.types import IntArray
 
@@ -67,7 +68,7 @@ class BinpackPlugin:
 
 
 def binpack_scores(
-    request: FloatArray, allocatable: FloatArray, used: FloatArray, weights: FloatArray, binpack_weight: int
+    request: FloatArray, allocatable: Amounts, used: FloatArray, weights: FloatArray, binpack_weight: int
 ) -> FloatArray:
     """Volcano's ``BinPackingScore`` for many nodes: ``request`` [R], ``allocatable``/``used`` [N, R]."""
     n = allocatable.shape[0]

@@ -38,7 +38,7 @@ from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import PODS_COL, NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.runtime import FrameworkError, copy_node_info
+from kubesched.framework.runtime import FrameworkError
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.defaultpreemption.candidates import PRIORITY_OFFSET, Candidates
 from kubesched.plugins.defaultpreemption.victims import (
@@ -120,7 +120,7 @@ def select_victims_on_node(
 ) -> tuple[list[Pod], int, Status | None]:
     """Upstream ``SelectVictimsOnNode`` on a copy of the node and a clone of the state: (victims most
     important first, PDB violations, None) or ([], 0, the node's status)."""
-    work = copy_node_info(info)
+    work = info.clone()
     st = state.clone()
     potential = [p for p in info.pods.values() if p.priority < pod.priority]
     for p in potential:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from kubesched.api.objects import Pod
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.cache.node_info import NodeInfo
-from kubesched.cache.node_table import PODS_COL, NodeTable
+from kubesched.cache.node_table import NodeTable
 
 NOT_STARTED = float("inf")
 
@@ -180,7 +180,6 @@ class NodePodColumns:
         widest = max(len(infos[names[s]].pods) for s in stale)
         if widest > self._width:
             self._reshape(table.capacity, max(widest, 2 * self._width), table.num_resources)
-        col = table.resource_col
         for s in stale:
             info = infos[names[s]]
             pods = by_importance(list(info.pods.values()))
@@ -192,10 +191,6 @@ class NodePodColumns:
             self.start[s, :n] = [start_time(p) for p in pods]
             self.start[s, n:] = NOT_STARTED
             row = self.requests[s]
-            row[:] = 0
+            row[n:] = 0
             for j, p in enumerate(pods):
-                for name, value in p.requests.items():
-                    c = col.get(name)
-                    if c is not None:
-                        row[j, c] = value
-                row[j, PODS_COL] = 1
+                table.fill_pod_vector(p.requests, row[j])

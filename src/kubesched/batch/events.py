@@ -1,0 +1,168 @@
+"""Informer handlers of the batch scheduler: cluster changes into the scheduler cache and the job cache.
+
+Subscribed to the Pod, Node, PodGroup, Queue and PriorityClass informers. Nodes and placed pods go
+to the :class:`SchedulerCache` (the same class the framework scheduler keeps), so binds made by
+either scheduler are seen by the other; pods, PodGroups, Queues and priority classes go to the
+:class:`JobCache`, marking the jobs they touch for a rebuild.
+
+Pods served: those whose ``spec.schedulerName`` is one of the batch profile's names (``volcano``
+unless configured). A pod in a PodGroup (annotation ``scheduling.k8s.io/group-name`` or label
+``scheduling.x-k8s.io/pod-group``) is a task of that group's job; a batch pod in no group gets a
+PodGroup of its own from the :class:`PodGroupController`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.api.objects import Node, Pod
+from kubesched.batch.controller import PodGroupController
+from kubesched.batch.jobs import JobCache
+from kubesched.batch.objects import PodGroup, Queue, group_name_of
+from kubesched.cache.cache import SchedulerCache
+from kubesched.scheduler.outcome import PodOutcome
+from kubesched.store.base import EventType
+from kubesched.store.informers import Change, InformerFactory
+
+#: The kinds the batch scheduler follows, in the order their handlers are subscribed: each handler
+#: first gets what its informer already holds, so queues and priority classes come before the jobs
+#: that name them, and PodGroups before their pods.
+KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+
+
+class ClusterEvents:
+    def __init__(
+        self,
+        jobs: JobCache,
+        cache: SchedulerCache,
+        controller: PodGroupController,
+        outcomes: dict[str, PodOutcome],
+        scheduler_names: frozenset[str],
+    ) -> None:
+        self.jobs = jobs
+        self.cache = cache
+        self.controller = controller
+        self.outcomes = outcomes
+        self.scheduler_names = scheduler_names
+
+    def subscribe(self, informers: InformerFactory) -> None:
+        for kind in KINDS:
+            informers.informer(kind).add_handler(self.dispatch)
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.scheduler_names
+
+    def dispatch(self, event: Change[Any]) -> None:
+        kind = event.kind
+        if kind in ("Node", "Queue", "PriorityClass") or event.type != EventType.MODIFIED:
+            self.jobs.dirty = True
+        elif event.old is not None:
+            old_spec, new_spec = event.old.get("spec") or {}, event.obj.get("spec") or {}
+            if old_spec.get("nodeName") != new_spec.get("nodeName") or (
+                kind == "PodGroup" and old_spec != new_spec
+            ):
+                self.jobs.dirty = True
+        if kind == "Node":
+            self.on_node(event)
+        elif kind == "Pod":
+            self.on_pod(event)
+        elif kind == "PodGroup":
+            self.on_pod_group(event)
+        elif kind == "Queue":
+            self.on_queue(event)
+        elif kind == "PriorityClass":
+            name = str(event.obj["metadata"]["name"])
+            if event.type == EventType.DELETED:
+                self.jobs.priority_classes.pop(name, None)
+            else:
+                self.jobs.priority_classes[name] = int(event.obj.get("value") or 0)
+            self.jobs.rebuild_all = True
+
+    def on_node(self, event: Change[Any]) -> None:
+        # Tasks keep node slots, and parked jobs keep their order, which may read the cluster's
+        # total resources: every job is rebuilt.
+        self.jobs.ready = None
+        self.jobs.rebuild_all = True
+        if event.type == EventType.DELETED:
+            self.cache.remove_node(str(event.obj["metadata"]["name"]))
+            return
+        node = event.view
+        if not isinstance(node, Node):
+            return
+        if event.type == EventType.ADDED:
+            self.cache.add_node(node)
+        else:
+            self.cache.update_node(node)
+
+    def job_uid_of(self, pod: Pod) -> str | None:
+        group = group_name_of(pod.raw)
+        if group is not None:
+            return f"{pod.namespace}/{group[1]}"
+        if self.responsible_for(pod):
+            return f"{pod.namespace}/podgroup-{pod.uid}"
+        return None
+
+    def on_pod(self, event: Change[Any]) -> None:
+        pod = event.view
+        if not isinstance(pod, Pod):
+            return
+        uid = pod.uid
+        if event.type == EventType.DELETED:
+            self.jobs.drop_pending(uid)
+            self.cache.remove_pod(pod)
+            self.jobs.spec_keys.pop(uid, None)
+            job = self.jobs.job_of_pod.pop(uid, None)
+            if job is not None:
+                members = self.jobs.members.get(job)
+                if members is not None:
+                    members.pop(uid, None)
+                    if not members:
+                        del self.jobs.members[job]
+                self.jobs.stale.add(job)
+            return
+        job = self.jobs.job_of_pod.get(uid) or self.job_uid_of(pod)
+        if job is not None:
+            self.jobs.job_of_pod[uid] = job
+            self.jobs.members.setdefault(job, {})[uid] = pod
+            self.jobs.stale.add(job)
+        if pod.node_name:
+            self.jobs.drop_pending(uid)
+            if pod.terminated:
+                self.cache.remove_pod(pod)
+                return
+            st = self.cache.pod_state(uid)
+            if st is None or st.assumed:
+                self.cache.add_pod(pod)
+            else:
+                self.cache.update_pod(pod)
+            return
+        if pod.terminated or not self.responsible_for(pod):
+            return
+        self.jobs.set_pending(pod)
+        self.outcomes.setdefault(
+            uid, PodOutcome(pod.namespace, pod.name, uid, scheduler_name=pod.scheduler_name)
+        )
+        if group_name_of(pod.raw) is None:
+            self.controller.ensure_own_group(pod)
+
+    def on_pod_group(self, event: Change[Any]) -> None:
+        meta = event.obj.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        if event.type == EventType.DELETED:
+            self.jobs.set_pod_group(key, None)
+            return
+        if isinstance(event.view, PodGroup):  # else: not parsed (the informer logged why)
+            self.jobs.set_pod_group(key, event.view)
+
+    def on_queue(self, event: Change[Any]) -> None:
+        name = str((event.obj.get("metadata") or {}).get("name"))
+        self.jobs.queue_infos = None
+        self.jobs.rebuild_all = True  # which jobs have a queue
+        if event.type == EventType.DELETED:
+            self.jobs.queues.pop(name, None)
+            return
+        if isinstance(event.view, Queue):  # else: not parsed (the informer logged why)
+            self.jobs.queues[name] = event.view
+
+
+__all__ = ["KINDS", "ClusterEvents"]

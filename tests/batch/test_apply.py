@@ -1,0 +1,124 @@
+"""Carrying out a session's decisions through the ports: a refused bind or an eviction of a pod
+already gone is reported and tolerated; any other failure propagates, and the session still closes."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.plugins.gang import GangPlugin
+from kubesched.batch.scheduler import BatchScheduler
+from kubesched.batch.session import Session
+from kubesched.batch.testing import node, one_tier, pod, pod_group, queue, store_of
+from kubesched.runtime.ports import StorePorts
+from kubesched.scheduler.outcome import PENDING, SCHEDULED
+from kubesched.store.base import Conflict
+from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
+
+TIER = [{"name": "priority"}, {"name": "gang"}, {"name": "predicates"}, {"name": "proportion"}]
+
+
+class _Binder:
+    """Binds through the store, or raises ``fail`` (once) instead."""
+
+    def __init__(self, store: MemoryStore, fail: Exception | None) -> None:
+        self.store = store
+        self.fail = fail
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        if self.fail is not None:
+            exc, self.fail = self.fail, None
+            raise exc
+        self.store.bind(namespace, name, uid, node_name)
+
+
+def _scheduler(objects: list[dict[str, Any]], actions: str, binder_fails: Exception | None = None) -> Any:
+    store = store_of(objects)
+    binder = _Binder(store, binder_fails)
+    ports = dataclasses.replace(StorePorts(store).ports(), binder=binder)
+    conf = batch_conf_from_dict(one_tier(actions, TIER))
+    sched = BatchScheduler(informer_factory(store), ports, conf, now=lambda: 0.0)
+    sched.handle_events()
+    return sched, store
+
+
+def _one_pod() -> list[dict[str, Any]]:
+    return [node("n1", "4", "4Gi"), queue("q1"), pod_group("pg", "q1", 1, "Inqueue"), pod("p", "", "pg")]
+
+
+def test_a_refused_bind_leaves_the_pod_pending_and_a_later_session_binds_it() -> None:
+    sched, store = _scheduler(_one_pod(), "allocate", binder_fails=Conflict("pod p changed"))
+    sched.run_session()
+    uid = store.get("Pod", "c1", "p")["metadata"]["uid"]
+    outcome = sched.outcomes[uid]
+    assert outcome.status == PENDING and outcome.message.startswith("binding rejected")
+    assert sched.cache.pod_state(uid) is None  # the assumed pod was forgotten
+    assert not store.get("Pod", "c1", "p")["spec"].get("nodeName")
+    sched.handle_events()
+    sched.run_session()
+    assert store.get("Pod", "c1", "p")["spec"]["nodeName"] == "n1"
+    assert sched.outcomes[uid].status == SCHEDULED
+
+
+def test_a_bind_failing_otherwise_propagates() -> None:
+    sched, _ = _scheduler(_one_pod(), "allocate", binder_fails=RuntimeError("binder bug"))
+    with pytest.raises(RuntimeError, match="binder bug"):
+        sched.run_session()
+
+
+def test_a_failing_action_still_closes_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[Session] = []
+    original = GangPlugin.on_session_close
+
+    def spy(self: GangPlugin, ssn: Session) -> None:
+        closed.append(ssn)
+        original(self, ssn)
+
+    class Boom:
+        name = "boom"
+
+        def execute(self, ssn: Session) -> None:
+            raise RuntimeError("action bug")
+
+    monkeypatch.setattr(GangPlugin, "on_session_close", spy)
+    sched, _ = _scheduler(_one_pod(), "allocate")
+    sched.cycle.actions = [Boom()]
+    with pytest.raises(RuntimeError, match="action bug"):
+        sched.run_session()
+    assert len(closed) == 1
+
+
+def test_an_eviction_of_a_pod_already_gone_is_skipped() -> None:
+    objects = [
+        node("n1", "2", "2Gi"),
+        queue("q1"),
+        queue("q2"),
+        pod_group("pg1", "q1", 1, "Running"),
+        pod_group("pg2", "q2", 1, "Inqueue"),
+        pod("a1", "n1", "pg1"),
+        pod("a2", "n1", "pg1"),
+        pod("b1", "", "pg2"),
+    ]
+    sched, store = _scheduler(objects, "reclaim")
+    evictor = _GoneFirst(store)
+    sched.ports.evictor = evictor
+    sched.run_session()
+    assert len(evictor.tried) == 1
+    assert sched.evicted == []
+
+
+class _GoneFirst:
+    """An evictor that finds every pod already deleted (by someone else, just before)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.ports = StorePorts(store)
+        self.tried: list[str] = []
+
+    def evict(self, namespace: str, name: str, reason: str, message: str) -> bool:
+        self.tried.append(name)
+        self.ports.store.delete("Pod", namespace, name)
+        return self.ports.evict(namespace, name, reason, message)
