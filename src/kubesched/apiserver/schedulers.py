@@ -1,6 +1,6 @@
 """Both schedulers inside the served cluster, run by the real-time driver on their own thread.
 
-The default scheduler reads through shared informers and writes through the store's ports; the
+Both schedulers read through one set of shared informers and write through the store's ports; the
 driver pumps the informers between steps, runs ``scheduleOne`` back to back while pods are ready and
 a batch session every schedule period while batch work waits, and otherwise waits until the store
 takes a write (from the API's thread, or the simulated kubelets').
@@ -8,6 +8,7 @@ takes a write (from the API's thread, or the simulated kubelets').
 
 from __future__ import annotations
 
+import logging
 import time
 
 from kubesched.batch.conf import BatchConf, default_batch_conf
@@ -20,17 +21,18 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.parsers import informer_factory
 from kubesched.store.sqlite import SqliteStore
 
+log = logging.getLogger(__name__)
+
 
 class _BatchSessions:
-    """The batch scheduler as the driver runs it: its watch is drained before the driver asks
-    whether a session is wanted, on the driver's thread."""
+    """The batch scheduler as the driver runs it; the warnings of each session are logged, not
+    kept (a long-running server would otherwise collect them without end)."""
 
     def __init__(self, batch: BatchScheduler) -> None:
         self.batch = batch
 
     @property
     def wants_session(self) -> bool:
-        self.batch.handle_events()
         return self.batch.wants_session
 
     @property
@@ -39,6 +41,8 @@ class _BatchSessions:
 
     def run_session(self) -> None:
         self.batch.run_session()
+        for warning in self.batch.warnings:
+            log.warning("batch scheduler: %s", warning)
         self.batch.warnings = []
 
 
@@ -53,15 +57,18 @@ class ServedSchedulers:
     ) -> None:
         registry = default_registry()
         self.informers = informer_factory(store)
+        ports = StorePorts(store).ports()
         self.scheduler = Scheduler(
             self.informers,
-            StorePorts(store).ports(),
+            ports,
             config or default_config(registry),
             registry,
             now=time.time,
             seed=None,
         )
-        self.batch = BatchScheduler(store, batch_conf or default_batch_conf(), now=time.time, seed=None)
+        self.batch = BatchScheduler(
+            self.informers, ports, batch_conf or default_batch_conf(), now=time.time, seed=None
+        )
         self.driver = RealTimeDriver(
             self.informers, self.scheduler, store, batch=_BatchSessions(self.batch), max_idle=max_idle
         )
