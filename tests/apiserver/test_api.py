@@ -68,7 +68,7 @@ def test_create_get_list_delete(cluster):
     code, listed, _ = cluster.request("GET", PODS)
     assert listed["kind"] == "PodList" and [p["metadata"]["name"] for p in listed["items"]] == ["web-1"]
     assert int(listed["metadata"]["resourceVersion"]) >= int(meta["resourceVersion"])
-    code, gone, _ = cluster.request("DELETE", f"{PODS}/web-1")
+    code, gone, _ = cluster.request("DELETE", f"{PODS}/web-1", {"gracePeriodSeconds": 0})
     assert code == 200 and gone["metadata"]["name"] == "web-1"
     code, missing, _ = cluster.request("GET", f"{PODS}/web-1")
     assert code == 404 and missing["reason"] == "NotFound" and missing["details"]["kind"] == "pods"
@@ -410,3 +410,19 @@ def test_restart_keeps_objects_and_versions(make_cluster, tmp_path):
     _code, created, _ = second.request("POST", PODS, pod("new"))
     assert int(created["metadata"]["resourceVersion"]) > rv
     _wait(lambda: second.request("GET", f"{PODS}/new")[1]["spec"].get("nodeName"))
+
+
+def test_graceful_pod_deletion(cluster):
+    cluster.request("POST", PODS, pod("slow"))
+    _wait(lambda: cluster.request("GET", f"{PODS}/slow")[1]["status"]["phase"] == "Running")
+    code, marked, _ = cluster.request("DELETE", f"{PODS}/slow")
+    assert code == 200 and marked["metadata"]["deletionTimestamp"]
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
+    # The simulated kubelet stops it at once, and the pod goes.
+    _wait(lambda: cluster.request("GET", f"{PODS}/slow")[0] == 404)
+    # A pod not on a node goes at once.
+    cluster.request("POST", PODS, pod("huge", cpu="1000"))
+    code, gone, _ = cluster.request("DELETE", f"{PODS}/huge?gracePeriodSeconds=10")
+    assert code == 200 and "deletionTimestamp" not in gone["metadata"]
+    assert cluster.request("GET", f"{PODS}/huge")[0] == 404
+    assert cluster.request("DELETE", f"{PODS}/x?gracePeriodSeconds=soon")[0] in (400, 404)

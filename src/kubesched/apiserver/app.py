@@ -355,6 +355,16 @@ class ApiServer:
             options = self._decode(raw, request.headers.get("Content-Type", "")) if raw.strip() else {}
             if not isinstance(options, dict):
                 raise bad_request("DeleteOptions must be an object")
+            for key in ("gracePeriodSeconds", "propagationPolicy"):
+                if key in query and key not in options:
+                    value = query[key]
+                    if key == "gracePeriodSeconds":
+                        try:
+                            options[key] = int(value)
+                        except ValueError:
+                            raise bad_request(f"gracePeriodSeconds: Invalid value: {value!r}") from None
+                    else:
+                        options[key] = value
             return self._delete(res, namespace, name, options)
         raise method_not_allowed()
 
@@ -753,12 +763,41 @@ class ApiServer:
                 raise conflict(res.plural, res.group, name, STALE)
         if options.get("dryRun") == ["All"]:
             return _json(self._served(res, old))
+        if res.kind == "Pod":
+            terminating = self._terminate(old, options)
+            if terminating is not None:
+                return _json(self._served(res, terminating))
         gone_obj = delete_cascading(
             self.store, res.kind, namespace, name, str(options.get("propagationPolicy") or "Background")
         )
         if gone_obj is None:
             raise not_found(res.plural, res.group, name)
         return _json(self._served(res, gone_obj))
+
+    def _terminate(self, pod: Obj, options: Mapping[str, Any]) -> Obj | None:
+        """A pod on a node with a grace period is marked terminating (deletionTimestamp), as
+        upstream; its kubelet removes it. Returns None when it goes at once: not bound, finished,
+        or a grace period of 0."""
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        grace = options.get("gracePeriodSeconds")
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        if not isinstance(grace, int) or isinstance(grace, bool):
+            raise bad_request(f"gracePeriodSeconds: Invalid value: {grace!r}")
+        if grace <= 0 or not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return None
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return pod
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + grace))
+        marked = {
+            **pod,
+            "metadata": {**meta, "deletionTimestamp": stamp, "deletionGracePeriodSeconds": grace},
+        }
+        try:
+            return self.store.update(marked)
+        except Conflict:
+            raise conflict("pods", "", meta["name"], STALE) from None
 
     def _delete_collection(self, request: web.Request, res: Resource, namespace: str | None) -> web.Response:
         items = self._select(request, res, namespace)

@@ -35,6 +35,13 @@ def _timestamp(seconds: float | None = None) -> str:
     )
 
 
+def _seconds(stamp: Any) -> float | None:
+    try:
+        return datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
 def node_defaults(obj: dict[str, Any]) -> None:
     """A node as its kubelet would report it: Ready, with capacity and the usual labels."""
     meta = obj.setdefault("metadata", {})
@@ -157,6 +164,10 @@ class Lifecycle:
         self._finishing: list[tuple[float, str, str, str]] = []
         self._seen_rv = -1
         self._ip = 0
+        # What an earlier run left half done: bound pods not started, terminating pods not removed.
+        self._leftover = [
+            (str(p["metadata"].get("namespace")), str(p["metadata"]["name"])) for p in store.list("Pod")
+        ]
 
     def tick(self) -> None:
         self._pod_lifecycle()
@@ -171,11 +182,27 @@ class Lifecycle:
     # -- kubelet ---------------------------------------------------------------------------------
     def _pod_lifecycle(self) -> None:
         starting: dict[tuple[str, str], Obj] = {}
+        stopping: dict[tuple[str, str], str] = {}
+        for key in self._leftover:
+            pod = self.store.get("Pod", key[0], key[1])
+            if pod is not None and pod["metadata"].get("deletionTimestamp"):
+                stopping[key] = str(pod["metadata"].get("uid"))
+            elif pod is not None and (pod.get("status") or {}).get("phase") == "Running":
+                self._finish_later(pod, _seconds((pod.get("status") or {}).get("startTime")))
+            elif pod is not None:
+                starting[key] = pod
+        self._leftover = []
         for event in self._pods.drain():
             obj = event.obj
             meta = obj.get("metadata") or {}
             key = (str(meta.get("namespace")), str(meta.get("name")))
             if event.type == EventType.DELETED:
+                starting.pop(key, None)
+                stopping.pop(key, None)
+                continue
+            if meta.get("deletionTimestamp"):
+                # KWOK's kubelet stops containers at once: the pod goes at the next tick.
+                stopping[key] = str(meta.get("uid"))
                 starting.pop(key, None)
                 continue
             spec, status = obj.get("spec") or {}, obj.get("status") or {}
@@ -183,6 +210,11 @@ class Lifecycle:
                 starting[key] = obj
         for (namespace, name), _ in starting.items():
             self._start(namespace, name)
+        for (namespace, name), uid in stopping.items():
+            pod = self.store.get("Pod", namespace, name)
+            if pod is not None and pod["metadata"].get("uid") == uid:
+                with contextlib.suppress(NotFound):
+                    self.store.delete("Pod", namespace, name)
 
     def _start(self, namespace: str, name: str) -> None:
         for _ in range(5):
@@ -227,16 +259,21 @@ class Lifecycle:
                 continue
             except NotFound:
                 return
-            annotations = (pod.get("metadata") or {}).get("annotations") or {}
-            if ANNOTATION_DURATION in annotations:
-                try:
-                    seconds = parse_duration(annotations[ANNOTATION_DURATION])
-                except Exception:
-                    return
-                heapq.heappush(
-                    self._finishing, (time.time() + seconds, namespace, name, str(pod["metadata"].get("uid")))
-                )
+            self._finish_later(pod, time.time())
             return
+
+    def _finish_later(self, pod: Obj, started: float | None) -> None:
+        """A pod with a duration finishes that long after it started."""
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_DURATION not in annotations or started is None:
+            return
+        try:
+            seconds = parse_duration(annotations[ANNOTATION_DURATION])
+        except Exception:
+            return
+        meta = pod["metadata"]
+        entry = (started + seconds, str(meta.get("namespace")), str(meta["name"]), str(meta.get("uid")))
+        heapq.heappush(self._finishing, entry)
 
     def _finish_due(self) -> None:
         now = time.time()
