@@ -145,6 +145,45 @@ def _deployment_row(obj: Mapping[str, Any], now: float) -> Row:
     ]
 
 
+def _replicaset_row(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return [
+        _meta(obj).get("name"),
+        spec.get("replicas", 1),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        _age(_meta(obj).get("creationTimestamp"), now),
+    ]
+
+
+def _statefulset_row(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return [
+        _meta(obj).get("name"),
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+        _age(_meta(obj).get("creationTimestamp"), now),
+    ]
+
+
+def _job_row(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    complete = any(c.get("type") == "Complete" for c in status.get("conditions") or [])
+    return [
+        _meta(obj).get("name"),
+        "Complete" if complete else "Running",
+        f"{status.get('succeeded', 0)}/{spec.get('completions', 1)}",
+        _age(_meta(obj).get("creationTimestamp"), now),
+    ]
+
+
+def _namespace_row(obj: Mapping[str, Any], now: float) -> Row:
+    return [
+        _meta(obj).get("name"),
+        (obj.get("status") or {}).get("phase", "Active"),
+        _age(_meta(obj).get("creationTimestamp"), now),
+    ]
+
+
 def _default_row(obj: Mapping[str, Any], now: float) -> Row:
     return [_meta(obj).get("name"), _age(_meta(obj).get("creationTimestamp"), now)]
 
@@ -203,6 +242,13 @@ TABLES: dict[str, tuple[list[Column], Callable[[Mapping[str, Any], float], Row]]
         ],
         _podgroup_row,
     ),
+    "ReplicaSet": (
+        [NAME, ("Desired", "integer", 0), ("Current", "integer", 0), ("Ready", "integer", 0), AGE],
+        _replicaset_row,
+    ),
+    "StatefulSet": ([NAME, ("Ready", "string", 0), AGE], _statefulset_row),
+    "Job": ([NAME, ("Status", "string", 0), ("Completions", "string", 0), AGE], _job_row),
+    "Namespace": ([NAME, ("Status", "string", 0), AGE], _namespace_row),
     "Queue": ([NAME, ("Weight", "integer", 0), ("State", "string", 0), AGE], _queue_row),
     "Deployment": (
         [NAME, ("Ready", "string", 0), ("Up-to-date", "integer", 0), ("Available", "integer", 0), AGE],
