@@ -112,3 +112,24 @@ def test_orphaned_pods_stay(make_cluster):
     assert code == 200
     time.sleep(0.3)
     assert len(_pods(cluster, "app%3Dkeep")) == 2
+
+
+def test_events_expire_after_their_ttl(make_cluster):
+    cluster = make_cluster(nodes=0, schedulers=False)
+    base = "/apis/events.k8s.io/v1/namespaces/default/events"
+    event = {
+        "metadata": {"name": "old"},
+        "eventTime": "2020-01-01T00:00:00.000000Z",
+        "reason": "X",
+        "action": "Y",
+        "reportingController": "me",
+        "reportingInstance": "me-1",
+        "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+    }
+    assert cluster.request("POST", base, event)[0] == 201
+    lifecycle = cluster.served.lifecycle
+    lifecycle.event_ttl = 0.2
+    time.sleep(0.3)
+    lifecycle._next_event_sweep = 0.0
+    _wait(lambda: cluster.request("GET", f"{base}/old")[0] == 404)

@@ -158,8 +158,10 @@ def _owner_ref(owner: Mapping[str, Any]) -> dict[str, Any]:
 class Lifecycle:
     """Runs on the server's event loop: ``tick`` does whatever became due since the last one."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteStore, event_ttl: float = 3600.0) -> None:
         self.store = store
+        self.event_ttl = event_ttl
+        self._next_event_sweep = 0.0
         self._pods = store.watch(frozenset({"Pod"}))
         self._finishing: list[tuple[float, str, str, str]] = []
         self._seen_rv = -1
@@ -178,6 +180,20 @@ class Lifecycle:
             # Deployment on the next tick); a pass that writes nothing ends it.
             self._seen_rv = rv
             self._reconcile()
+        now = time.time()
+        if now >= self._next_event_sweep:
+            self._next_event_sweep = now + 60.0
+            self._expire_events(now)
+
+    def _expire_events(self, now: float) -> None:
+        """Events live for ``event_ttl`` seconds, as kube-apiserver's --event-ttl (1h) keeps them: a
+        pod that stays unschedulable would otherwise add events without end."""
+        for event in self.store.list("Event"):
+            meta = event.get("metadata") or {}
+            created = _seconds(meta.get("creationTimestamp"))
+            if created is not None and now - created > self.event_ttl:
+                with contextlib.suppress(NotFound):
+                    self.store.delete("Event", meta.get("namespace"), str(meta.get("name")))
 
     # -- kubelet ---------------------------------------------------------------------------------
     def _pod_lifecycle(self) -> None:
