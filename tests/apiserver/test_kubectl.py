@@ -120,6 +120,14 @@ def test_deployment_scale_and_garbage_collection(make_cluster):
     kubectl(cluster, "scale", "deployment", "web", "--replicas=2")
     assert _until(lambda: count() == 2)
     assert _until(lambda: "2/2" in kubectl(cluster, "get", "deployment", "web"))
+    # Drain evicts through the eviction subresource; the ReplicaSet makes replacements elsewhere.
+    assert "drained" in kubectl(cluster, "drain", "node-0", "--ignore-daemonsets", timeout=60)
+
+    def off_node_0() -> bool:
+        rows = kubectl(cluster, "get", "pods", "-l", "app=web", "-o", "wide").splitlines()[1:]
+        return len(rows) == 2 and all(r.split()[6] != "node-0" and "Running" in r for r in rows)
+
+    assert _until(off_node_0)
     kubectl(cluster, "delete", "deployment", "web")
     assert _until(lambda: "No resources" in kubectl(cluster, "get", "pods,rs", check=False))
 
