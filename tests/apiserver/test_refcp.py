@@ -121,16 +121,37 @@ def _scenario(server) -> list[tuple[int, str | None, str | None, list[str] | Non
     note(
         server.request(
             "POST",
-            "/api/v1/namespaces/other/pods",
+            "/api/v1/namespaces/kube-system/pods",
             _pod("x") | {"metadata": {"name": "x", "namespace": "default"}},
         )
     )
+    note(server.request("POST", "/api/v1/namespaces/other/pods", _pod("x")))
     note(server.request("PATCH", f"{CM}/cfg", {"data": {"b": "2"}}, content_type="text/plain"), message=False)
     note(
         server.request(
             "PATCH", f"{CM}/nope", {"data": {"b": "2"}}, content_type="application/merge-patch+json"
         )
     )
+    bad_cpu = _pod("cpu")
+    bad_cpu["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    note(server.request("POST", PODS, bad_cpu), message=False)
+    note(
+        server.request("POST", PODS, _pod("lbl") | {"metadata": {"name": "lbl", "labels": {"a": "-x-"}}}),
+        message=False,
+    )
+    note(server.request("POST", PODS, [1, 2]), message=False)
+    note(server.request("GET", f"{PODS}?labelSelector=a%3D%3D%3Db"), message=False)
+    note(server.request("GET", f"{PODS}?fieldSelector=spec.bogus%3D1"), message=False)
+    note(
+        server.request(
+            "PATCH",
+            f"{CM}/cfg",
+            [{"op": "remove", "path": "/nope"}],
+            content_type="application/json-patch+json",
+        ),
+        message=False,
+    )
+    note(server.request("DELETE", "/api/v1/namespaces/default/widgets/x"), message=False)
     for i in range(3):
         server.request("POST", CM, {"metadata": {"name": f"page-{i}"}})
     code, body, _ = server.request("GET", f"{CM}?limit=2")
@@ -141,7 +162,8 @@ def _scenario(server) -> list[tuple[int, str | None, str | None, list[str] | Non
 
 
 def test_same_answers_as_kube_apiserver(reference, make_cluster):
-    ours = make_cluster(nodes=0, schedulers=False)
+    ours = make_cluster(nodes=0, schedulers=False, auto_create_namespaces=False)
     theirs = _scenario(reference)
     mine = _scenario(ours)
-    assert mine == theirs
+    for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        assert a == b, f"request {i}: kubesched {a} != kube-apiserver {b}"

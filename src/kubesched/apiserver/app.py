@@ -23,6 +23,7 @@ import yaml
 from aiohttp import web
 
 from kubesched import __version__
+from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.apiserver import openapi, protobuf
 from kubesched.apiserver.convert import served
@@ -545,8 +546,18 @@ class ApiServer:
         return body, warnings
 
     def _check_typed(self, res: Resource, body: dict[str, Any]) -> None:
-        """The schedulers' own parser must accept what is stored: its complaint is a 422."""
+        """The schedulers' own parser must accept what is stored: its complaint is a 422. A
+        quantity that does not parse is a 400, as upstream's decoder refuses it before validation."""
         name = str(body["metadata"].get("name", ""))
+        for value in _quantities(body):
+            try:
+                parse_quantity(value)
+            except (QuantityError, TypeError, ValueError):
+                raise bad_request(
+                    f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                    "quantities must match the regular expression "
+                    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+                ) from None
         parse = DEFAULT_PARSERS.get(res.kind)
         if res.kind in ("Deployment", "Job"):
             spec = body.get("spec") or {}
@@ -1096,6 +1107,33 @@ def _matches(
     if labels is not None and not labels(obj):
         return False
     return fields is None or fields(obj)
+
+
+def _quantities(obj: Mapping[str, Any]) -> list[Any]:
+    """The resource quantities of a pod (or a workload's pod template) or a node."""
+    out: list[Any] = []
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
+        spec = spec["template"].get("spec")
+    if isinstance(spec, dict):
+        for key in ("containers", "initContainers"):
+            containers = spec.get(key)
+            for c in containers if isinstance(containers, list) else []:
+                resources = c.get("resources") if isinstance(c, dict) else None
+                for part in ("requests", "limits"):
+                    amounts = resources.get(part) if isinstance(resources, dict) else None
+                    if isinstance(amounts, dict):
+                        out.extend(amounts.values())
+        overhead = spec.get("overhead")
+        if isinstance(overhead, dict):
+            out.extend(overhead.values())
+    status = obj.get("status")
+    if obj.get("kind") == "Node" and isinstance(status, dict):
+        for part in ("capacity", "allocatable"):
+            amounts = status.get(part)
+            if isinstance(amounts, dict):
+                out.extend(amounts.values())
+    return out
 
 
 def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:

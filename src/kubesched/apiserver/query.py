@@ -14,7 +14,7 @@ _REQ = re.compile(
     r"""\s*(?:
         (?P<not>!)\s*(?P<nkey>[^\s,=!()]+)
       | (?P<key>[^\s,=!()]+)\s*(?:
-            (?P<op>==|=|!=)\s*(?P<value>[^\s,()]*)
+            (?P<op>==|=|!=)\s*(?P<value>[^\s,()=!]*)
           | \s(?P<setop>in|notin)\s*\((?P<values>[^)]*)\)
         )?
     )\s*(?:,|$)""",
