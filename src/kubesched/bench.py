@@ -114,6 +114,12 @@ def _run_workload(
     return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed)
 
 
+def _extensions() -> Any:
+    from kubesched import bench_extensions
+
+    return bench_extensions
+
+
 def pod_with_anti_affinity(name: str, namespace: str) -> dict[str, Any]:
     """scheduler_perf's pod-with-pod-anti-affinity: ``color: green`` pods that keep away from each other
     on ``kubernetes.io/hostname`` across both test namespaces."""
@@ -299,6 +305,8 @@ def run_gang(nodes: int = 1000, existing_pods: int = 0, pods: int = 30000, seed:
 
 
 WORKLOADS: dict[str, Callable[..., BenchResult]] = {
+    "per-node-plugin": lambda **kw: _extensions().run_per_node_plugin(**kw),
+    "extender": lambda **kw: _extensions().run_extender(**kw),
     "gang": run_gang,
     "preemption": run_preemption,
     "basic": run_basic,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched import __version__
-from kubesched.api.manifests import LoadResult, ManifestObject, load_manifests
+from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
+from kubesched.api.objects import object_ref
 from kubesched.batch.conf import load_batch_conf
 from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
-from kubesched.plugins import default_registry
+from kubesched.framework.plugin_loading import plugin_registry
+from kubesched.framework.registry import Registry
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.compare import RunSpec, plan_runs
 from kubesched.sim.export import export_runs
@@ -113,13 +116,64 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
     if workload is not None:
         for row in workload.bad_rows:
             loaded.warnings.append(f"{row.source}: line {row.line}: skipped: {row.message}")
-        for i, obj in enumerate(to_manifests(workload), start=1):
-            loaded.objects.append(ManifestObject(str(obj["kind"]), obj, args.trace, i))
+        _add_trace_objects(loaded, to_manifests(workload), args.trace)
     return loaded
 
 
+def _registry(args: argparse.Namespace) -> Registry:
+    """In-tree plugins, the installed ``kubesched.plugins`` entry points and every ``--plugin``."""
+    return plugin_registry(args.plugin or ())
+
+
+def _add_trace_objects(loaded: LoadResult, objects: list[dict[str, Any]], trace: str) -> None:
+    """Add a trace's objects to the manifests'. A queue the trace names and a manifest defines is one
+    queue, with the manifest's spec; any other object both define is an input error."""
+    defined: dict[tuple[str, str, str], ManifestObject] = {}
+    for mo in loaded.objects:
+        defined[_object_key(mo.kind, mo.obj)] = mo
+    for i, obj in enumerate(objects, start=1):
+        kind = str(obj["kind"])
+        first = defined.get(_object_key(kind, obj))
+        if first is not None:
+            if kind == "Queue":
+                continue
+            raise InputError(
+                f"defined both by the trace and in {first.source} document {first.document}",
+                file=trace,
+                obj=object_ref(obj),
+            )
+        loaded.objects.append(ManifestObject(kind, obj, trace, i))
+
+
+def _object_key(kind: str, obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    namespace = (meta.get("namespace") or "default") if KINDS[kind].namespaced else ""
+    return kind, namespace, str(meta.get("name"))
+
+
+def _check_output_dir(value: str | None, flag: str) -> None:
+    """Refuse an output directory that cannot be written before anything runs: a report written after
+    a long replay must not be the step that fails."""
+    if value is None:
+        return
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{value!r} exists and is not a directory", field=flag)
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"cannot create {value!r}: {str(existing)!r} is not a directory", field=flag)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write to {str(existing)!r}: permission denied", field=flag)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
-    registry = default_registry()
+    _check_output_dir(args.report, "--report")
+    _check_output_dir(args.export, "--export")
+    registry = _registry(args)
     runs = plan_runs(args.config or [], args.sweep, registry)
     sample_every = _positive_duration(args.sample_every, "--sample-every")
     # --schedule-period: Volcano's flag of that name.
@@ -152,7 +206,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             result = sim.run()
         done.append((run, result, recorder))
     if not args.quiet:
-        for w in dict.fromkeys(w for _, result, _ in done for w in result.warnings):
+        warnings = [
+            w
+            for _, result, recorder in done
+            for w in (*result.warnings, *(recorder.warnings if recorder else ()))
+        ]
+        for w in dict.fromkeys(warnings):
             err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
     reports = [
         RunReport(run.label, recorder, run.source, run.text)
@@ -225,17 +284,24 @@ def _write_outputs(
     if not (args.report or args.export):
         return
     inputs = [*args.paths, *([args.trace] if args.trace else []), *(args.nodes or [])]
+    # The grid actually sampled: a run may have coarsened it to bound the sample count.
+    sample_every = max((r.metrics.sample_every or 0.0 for r in reports), default=sample_every) or sample_every
     meta = [
         ("inputs", " ".join(inputs)),
         ("seed", str(args.seed)),
         ("sampling", f"every {sample_every:g} virtual seconds" if sample_every else "every change"),
     ]
     written: list[Path] = []
-    if args.report:
-        written += write_report(args.report, reports, meta)
-        written += export_runs(args.report, reports, meta=dict(meta))
-    if args.export:
-        written += export_runs(args.export, reports, meta=dict(meta))
+    flag = "--report"
+    try:
+        if args.report:
+            written += write_report(args.report, reports, meta)
+            written += export_runs(args.report, reports, meta=dict(meta))
+        flag = "--export"
+        if args.export:
+            written += export_runs(args.export, reports, meta=dict(meta))
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc}", field=flag) from None
     if not args.quiet:
         where = sorted({str(p.parent) for p in written})
         err.print(f"wrote {len(written)} files to {', '.join(where)}", soft_wrap=True)
@@ -245,7 +311,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Run the simulation with explain on, then show one pod's latest attempt."""
     from kubesched.scheduler.explain_view import render_explain
 
-    registry = default_registry()
+    registry = _registry(args)
     config = load_config(args.config, registry) if args.config else None
     loaded = load_manifests(args.paths)
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
@@ -283,6 +349,88 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _plugin_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE:CLASS",
+        help="register an out-of-tree plugin class (repeatable); enable it by name in --config. "
+        "Installed packages' kubesched.plugins entry points are registered too",
+    )
+
+
+def _seeds(text: str) -> list[int]:
+    """``42-51`` or ``42,43,50``."""
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+    except ValueError:
+        raise InputError(f"--seeds: expected N, N-M or a comma list, got {text!r}") from None
+    return out
+
+
+def cmd_experiment_fgd(args: argparse.Namespace) -> int:
+    import time
+
+    from kubesched.gpu.experiment import PAPER_UNALLOCATED, run_grid, summary, write_csv
+    from kubesched.gpu.policies import POLICIES
+    from kubesched.gpu.report import write_report
+
+    policies = [p.strip() for p in args.policies.split(",")] if args.policies else list(POLICIES)
+    for name in policies:
+        if name not in POLICIES:
+            raise InputError(f"--policies: unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    for path in [args.nodes, *args.pod_list]:
+        if not Path(path).is_file():
+            raise InputError("no such file", file=str(path))
+    started = time.perf_counter()
+    results = run_grid(
+        Path(args.nodes),
+        [Path(p) for p in args.pod_list],
+        policies,
+        _seeds(args.seeds),
+        jobs=args.jobs,
+        tie_break=args.tie_break,
+    )
+    wall = time.perf_counter() - started
+    out = Path(args.out)
+    write_csv(results, out)
+    report = write_report(out, results, wall)
+    table = Table(title="unallocated GPU % at 100 % arrived")
+    for col in ("pod list", "policy", "mean ± sd", "seeds", "paper"):
+        table.add_column(col)
+    for pl, pol, mean, sd, n in summary(results):
+        paper = PAPER_UNALLOCATED.get(pol) if pl == "openb_pod_list_default" else None
+        table.add_row(pl, pol, f"{mean:.2f} ± {sd:.2f}", str(n), f"{paper:.2f}" if paper is not None else "")
+    Console().print(table)
+    print(f"{len(results)} cells in {wall:.0f} s; wrote {out / 'unallocated.csv'} and {report}")
+    return EXIT_OK
+
+
+def _int_flag(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type for integers in ``[minimum, maximum]``; out of range is a usage error (exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" and at most {maximum}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}{upper}, got {value}")
+        return value
+
+    return parse
+
+
+_count = _int_flag(0)
+_positive = _int_flag(1)
+#: Seeds are unsigned 64-bit numbers, what NumPy's generators take.
+_seed = _int_flag(0, 2**64 - 1)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubesched", description="A Kubernetes scheduler in Python.")
     parser.add_argument("--version", action="version", version=f"kubesched {__version__}")
@@ -308,7 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--on-bad-row", choices=("skip", "fail"), default="skip", help="skip bad trace rows (default) or stop"
     )
-    sim.add_argument("--limit", type=int, metavar="N", help="read only the first N pods (jobs) of the trace")
+    sim.add_argument(
+        "--limit", type=_count, metavar="N", help="read only the first N pods (jobs) of the trace"
+    )
     sim.add_argument(
         "--config",
         action="append",
@@ -329,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--explain", action="store_true", help="record per-node, per-plugin filter and score results"
     )
-    sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    sim.add_argument("--seed", type=_seed, default=0, help="seed for random tie-breaks (default 0)")
     sim.add_argument(
         "--batch-conf",
         metavar="FILE",
@@ -346,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 if any pod is left unschedulable or pending",
     )
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
+    _plugin_flag(sim)
     sim.set_defaults(func=cmd_simulate)
 
     explain = sub.add_parser(
@@ -358,22 +509,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod", required=True, metavar="NS/NAME", help="the pod to explain (namespace default if omitted)"
     )
     explain.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
-    explain.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    explain.add_argument("--seed", type=_seed, default=0, help="seed for random tie-breaks (default 0)")
     explain.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
-    explain.add_argument("--top", type=int, default=5, help="how many top-scored nodes to show (default 5)")
+    explain.add_argument(
+        "--top", type=_count, default=5, help="how many top-scored nodes to show (default 5)"
+    )
+    _plugin_flag(explain)
     explain.set_defaults(func=cmd_explain)
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on a synthetic workload")
     bench.add_argument("workload", nargs="?", default="basic", choices=tuple(WORKLOADS))
-    bench.add_argument("--nodes", type=int, default=None, help="nodes (default: the workload's own)")
+    bench.add_argument("--nodes", type=_positive, default=None, help="nodes (default: the workload's own)")
     bench.add_argument(
         "--existing-pods",
-        type=int,
+        type=_count,
         default=None,
         help="pods placed before measuring (default: the workload's)",
     )
-    bench.add_argument("--pods", type=int, default=None, help="pods to place (default: the workload's own)")
-    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument(
+        "--pods", type=_count, default=None, help="pods to place (default: the workload's own)"
+    )
+    bench.add_argument("--seed", type=_seed, default=0)
     bench.set_defaults(func=cmd_bench)
 
     serve = sub.add_parser(
@@ -395,7 +551,34 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse objects in missing namespaces (404, as kube-apiserver) instead of creating them",
     )
+    _plugin_flag(serve)
     serve.set_defaults(func=cmd_serve)
+
+    experiment = sub.add_parser("experiment", help="reproduce a published scheduling experiment")
+    exp_sub = experiment.add_subparsers(dest="experiment", required=True)
+    fgd = exp_sub.add_parser(
+        "fgd",
+        help="the FGD paper's GPU-sharing experiment on the Alibaba 2023 trace (see docs/experiments.md)",
+    )
+    fgd.add_argument("--nodes", required=True, metavar="NODE_LIST", help="trace node list (CSV)")
+    fgd.add_argument(
+        "--pod-list", required=True, nargs="+", metavar="POD_LIST", help="one or more trace pod lists (CSV)"
+    )
+    fgd.add_argument(
+        "--policies",
+        metavar="P1,P2",
+        help="comma list of Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD (default: all)",
+    )
+    fgd.add_argument("--seeds", default="42-51", help="seeds, N-M or a comma list (default 42-51)")
+    fgd.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    fgd.add_argument(
+        "--tie-break",
+        choices=("name", "random"),
+        default="name",
+        help="equal scores: smallest node name, as the authors' scheduler (default), or random",
+    )
+    fgd.add_argument("--out", required=True, metavar="DIR", help="where the CSV files, plots and report go")
+    fgd.set_defaults(func=cmd_experiment_fgd)
     return parser
 
 
@@ -404,7 +587,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
         raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
-    registry = default_registry()
+    registry = _registry(args)
     config = load_config(args.config, registry) if args.config else None
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
     objects = [dict(mo.obj) for mo in load_manifests(args.paths).objects] if args.paths else []
@@ -421,6 +604,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config=config,
         batch_conf=batch_conf,
         auto_create_namespaces=not args.no_auto_namespaces,
+        registry=registry,
     )
     serve(options)
     return EXIT_OK

@@ -145,7 +145,7 @@ def test_concurrent_writers_leave_a_consistent_cluster() -> None:
     watch = store.watch(frozenset({"Pod"}))  # the test's own record of every pod change
     store_ports = StorePorts(store)
     binder = CountingBinder(store_ports)
-    ports = Ports(binder, store_ports, store_ports, store_ports, store_ports)
+    ports = Ports(binder, store_ports, store_ports, store_ports, store_ports, store_ports)
     informers = informer_factory(store)
     registry = default_registry()
     config = default_config(registry)

@@ -191,7 +191,7 @@ def test_bad_on_bad_row_value():
         load_trace(DATA / "philly.csv", on_bad_row="ignore")  # type: ignore[arg-type]
 
 
-_names = st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True)
+_names = st.from_regex(r"[a-z]([a-z0-9-]{0,9}[a-z0-9])?", fullmatch=True)  # DNS-1123 names
 _row = st.fixed_dictionaries(
     {
         "arrival": st.integers(0, 10**6),

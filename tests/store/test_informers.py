@@ -84,3 +84,18 @@ def test_late_handler_gets_replay() -> None:
     got: list[str] = []
     factory.informer("Pod").add_handler(lambda c: got.append(c.obj["metadata"]["name"]))
     assert got == ["a"]
+
+
+def test_index_drops_emptied_buckets_and_deleted_objects() -> None:
+    store = MemoryStore(uid_seed=0)
+    factory = InformerFactory(store)
+    pods = factory.informer("Pod")
+    pods.add_index("app", lambda o: [o["metadata"]["labels"].get("app", "")])
+    for i in range(3):
+        store.create(_pod(f"p{i}", labels={"app": f"a{i}"}))
+    factory.pump()
+    store.delete("Pod", "default", "p1")
+    factory.pump()
+    assert pods.by_index("app", "a1") == []
+    assert [o["metadata"]["name"] for o in pods.by_index("app", "a2")] == ["p2"]
+    assert "a1" not in pods._indexes["app"]

@@ -49,3 +49,19 @@ def object_name(meta: Mapping[str, Any]) -> str:
     if not isinstance(name, str) or not name:
         raise InputError("every object needs a non-empty metadata.name", field="metadata.name")
     return name
+
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def as_int(data: Any, field: str, *, minimum: int = INT32_MIN, maximum: int = INT32_MAX) -> int:
+    """An integer field in ``[minimum, maximum]`` (int32 unless told): the range of its Go type, as the
+    API server decodes it, so no later sum or array can overflow on it."""
+    if isinstance(data, bool) or not isinstance(data, int):
+        raise InputError(f"must be an integer, got {data!r}", field=field)
+    if not minimum <= data <= maximum:
+        raise InputError(f"must be in the range {minimum} to {maximum}, got {data}", field=field)
+    return data

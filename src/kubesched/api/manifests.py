@@ -8,6 +8,7 @@ scheduled from half-valid input. Kinds kubesched does not use are skipped with a
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,16 +17,81 @@ from typing import Any, TextIO
 
 import yaml
 
-from kubesched.api.fields import object_name
+from kubesched.api.affinity import validate_affinity
+from kubesched.api.fields import as_mapping, as_str_map, object_name
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.api.topology_spread import parse_topology_spread_constraints
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet, owner_references
+from kubesched.api.yaml_input import safe_load_all
 from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.errors import InputError, yaml_error_detail
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: Upstream ``TotalAnnotationSizeLimitB``: keys and values of one object's annotations together.
+_MAX_ANNOTATION_BYTES = 256 * 1024
+
+
+def dns_name_error(value: str, *, label: bool) -> str | None:
+    """Why ``value`` is not a DNS-1123 label (``label``) or subdomain object name, or None."""
+    if label:
+        if len(value) > 63 or not _DNS1123_LABEL.fullmatch(value):
+            return (
+                f"{value!r} is not a valid name: a DNS-1123 label (at most 63 lowercase alphanumerics "
+                "or '-', starting and ending with an alphanumeric)"
+            )
+        return None
+    if len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
+        return (
+            f"{value!r} is not a valid name: a DNS-1123 subdomain (at most 253 lowercase alphanumerics, "
+            "'-' or '.', starting and ending with an alphanumeric)"
+        )
+    return None
+
+
+def validate_labels(data: Any, field: str) -> dict[str, str]:
+    """A label map as upstream ``ValidateLabels`` wants it: qualified keys, label values."""
+    labels = as_str_map(data, field)
+    for key, value in labels.items():
+        if (why := qualified_name_error(key)) is not None:
+            raise InputError(why, field=field)
+        if (why := label_value_error(value)) is not None:
+            raise InputError(why, field=f"{field}.{key}")
+    return labels
+
+
+def validate_metadata(obj: Mapping[str, Any], kind: str, namespaced: bool) -> None:
+    """``metadata`` as the API server validates it for every kind: a DNS name (a DNS label for a
+    Namespace), a DNS-label namespace, valid labels and annotation keys."""
+    meta = as_mapping(obj.get("metadata"), "metadata")
+    name = object_name(meta)
+    if (why := dns_name_error(name, label=kind == "Namespace")) is not None:
+        raise InputError(why, field="metadata.name")
+    namespace = meta.get("namespace")
+    why = (
+        dns_name_error(namespace, label=True)
+        if namespaced and isinstance(namespace, str) and namespace
+        else None
+    )
+    if why is not None:
+        raise InputError(why, field="metadata.namespace")
+    validate_labels(meta.get("labels"), "metadata.labels")
+    annotations = as_str_map(meta.get("annotations"), "metadata.annotations")
+    size = 0
+    for key, value in annotations.items():
+        if (why := qualified_name_error(key.lower())) is not None:
+            raise InputError(why, field="metadata.annotations")
+        size += len(key) + len(value)
+    if size > _MAX_ANNOTATION_BYTES:
+        raise InputError(
+            f"may not be more than {_MAX_ANNOTATION_BYTES} bytes in total", field="metadata.annotations"
+        )
 
 
 def _validate_namespace(obj: Mapping[str, Any]) -> None:
@@ -38,7 +104,35 @@ def _validate_pod(obj: Mapping[str, Any]) -> None:
     # Fields the core view leaves to the plugins that read them, validated here all the same.
     spec = obj.get("spec") or {}
     parse_topology_spread_constraints(spec.get("topologySpreadConstraints"))
+    validate_affinity(spec.get("affinity"))
+    validate_labels(spec.get("nodeSelector"), "spec.nodeSelector")
+    _validate_pod_names(spec)
     owner_references(obj.get("metadata") or {})
+
+
+def _validate_pod_names(spec: Mapping[str, Any]) -> None:
+    """Names in a pod spec the API server checks: container names (DNS labels, unique), and the
+    scheduler, priority class and node a pod names (DNS subdomains), scheduling gates (qualified)."""
+    seen: set[str] = set()
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or []):
+            name = container.get("name") if isinstance(container, Mapping) else None
+            where = f"spec.{kind}[{i}].name"
+            if not isinstance(name, str) or not name:
+                raise InputError("every container needs a name", field=where)
+            if (why := dns_name_error(name, label=True)) is not None:
+                raise InputError(why, field=where)
+            if name in seen:
+                raise InputError(f"duplicate container name {name!r}", field=where)
+            seen.add(name)
+    for key in ("schedulerName", "priorityClassName", "nodeName"):
+        value = spec.get(key)
+        if isinstance(value, str) and value and (why := dns_name_error(value, label=False)) is not None:
+            raise InputError(why, field=f"spec.{key}")
+    for i, gate in enumerate(spec.get("schedulingGates") or []):
+        name = gate.get("name") if isinstance(gate, Mapping) else None
+        if isinstance(name, str) and name and (why := qualified_name_error(name)) is not None:
+            raise InputError(why, field=f"spec.schedulingGates[{i}].name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +197,7 @@ def _expand_paths(paths: Sequence[str]) -> Iterator[str]:
 
 def _documents(text: str, source: str) -> list[Any]:
     try:
-        return [d for d in yaml.safe_load_all(text)]
+        return safe_load_all(text)
     except yaml.reader.ReaderError as exc:
         raise InputError(
             f"not valid YAML/JSON (character {exc.position + 1}): {exc.reason}", file=source
@@ -165,6 +259,7 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
             field=f"{prefix}.metadata.namespace" if prefix else "metadata.namespace",
         )
     try:
+        validate_metadata(obj, kind, spec.namespaced)
         spec.validate(obj)
     except InputError as exc:
         raise exc.located(file=source, document=index, obj=object_ref(obj), field_prefix=prefix) from None

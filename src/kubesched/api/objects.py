@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kubesched.api.fields import as_list, as_mapping, as_str_map, object_name
+from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
 from kubesched.api.taints import Taint, Toleration
 from kubesched.errors import InputError
@@ -107,10 +107,7 @@ def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
         size = image.get("sizeBytes", 0)
         if size is None:
             size = 0
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise InputError(
-                f"sizeBytes must be a non-negative integer, got {size!r}", field=f"{where}.sizeBytes"
-            )
+        size = as_int(size, f"{where}.sizeBytes", minimum=0, maximum=INT64_MAX)
         for j, name in enumerate(as_list(image.get("names"), f"{where}.names")):
             if not isinstance(name, str):
                 raise InputError("image names must be strings", field=f"{where}.names[{j}]")
@@ -189,8 +186,7 @@ class Pod:
         priority = spec.get("priority", 0)
         if priority is None:
             priority = 0
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise InputError(f"priority must be an integer, got {priority!r}", field="spec.priority")
+        priority = as_int(priority, "spec.priority")
         node_name = spec.get("nodeName") or ""
         if not isinstance(node_name, str):
             raise InputError("nodeName must be a string", field="spec.nodeName")
@@ -317,8 +313,7 @@ class PriorityClass:
         meta = as_mapping(obj.get("metadata"), "metadata")
         name = object_name(meta)
         value = obj.get("value")
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InputError(f"value must be an integer, got {value!r}", field="value")
+        value = as_int(value, "value")
         if value > 1_000_000_000 and name not in SYSTEM_PRIORITY_CLASSES:
             raise InputError("user priority classes may not exceed 1000000000", field="value")
         gd = obj.get("globalDefault", False)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.fields import as_mapping, object_name
+from kubesched.api.fields import as_int, as_mapping, object_name
 from kubesched.api.selectors import LabelSelector
 from kubesched.errors import InputError
 
@@ -37,7 +37,7 @@ def _int_or_percent(value: Any, field: str) -> IntOrPercent | None:
     if isinstance(value, int):
         if value < 0:
             raise InputError(f"must be greater than or equal to 0, got {value}", field=field)
-        return value
+        return as_int(value, field)
     if isinstance(value, str):
         m = _PERCENT.match(value)
         if m is None:
@@ -88,8 +88,8 @@ class PodDisruptionBudget:
         if min_available is None and max_unavailable is None:
             min_available = 1  # API defaulting
         allowed = status.get("disruptionsAllowed")
-        if allowed is not None and (not isinstance(allowed, int) or isinstance(allowed, bool)):
-            raise InputError(f"must be an integer, got {allowed!r}", field="status.disruptionsAllowed")
+        if allowed is not None:
+            allowed = as_int(allowed, "status.disruptionsAllowed")
         disrupted = as_mapping(status.get("disruptedPods"), "status.disruptedPods")
         return cls(
             namespace=namespace,

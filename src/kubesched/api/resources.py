@@ -20,13 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubesched.api.quantity import QuantityError, resource_amount
+from kubesched.api.quantity import QuantityError, parse_quantity, resource_amount
+from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import InputError
 
 CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
+
+#: Largest amount a column of the node table holds; sums beyond it saturate there.
+INT64_MAX = 2**63 - 1
 
 #: Upstream defaults for containers without a CPU / memory request, used only for scoring.
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -78,6 +82,53 @@ def max_into(total: ResourceList, other: Mapping[str, int]) -> None:
             total[name] = value
 
 
+#: Resources a container may name without a domain (upstream ``standardContainerResources``).
+STANDARD_CONTAINER_RESOURCES = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE))
+
+
+def container_resource_name_error(name: str) -> str | None:
+    """Why a container may not request ``name`` (upstream ``validateContainerResourceName``), or None.
+
+    ``pods`` in particular is a node capacity, never a container request.
+    """
+    if name in STANDARD_CONTAINER_RESOURCES:
+        return None
+    if "/" not in name:
+        if is_hugepages(name):
+            return None
+        return (
+            f"{name!r} is not a resource a container can request; use cpu, memory, ephemeral-storage, "
+            "hugepages-<size> or a domain-qualified extended resource such as nvidia.com/gpu"
+        )
+    if (why := qualified_name_error(name)) is not None:
+        return f"{name!r}: {why}"
+    if "kubernetes.io/" in name:  # native resources under the kubernetes.io domain
+        return None
+    if name.startswith("requests.") or qualified_name_error(f"requests.{name}") is not None:
+        return f"{name!r} doesn't follow the extended resource name standard"
+    return None
+
+
+def _check_container_resources(
+    raw_requests: Mapping[str, Any], raw_limits: Mapping[str, Any], field: str
+) -> None:
+    """What the API server checks of a container's requests and limits beyond each quantity: resource
+    names, whole numbers for extended resources and no request above its limit."""
+    for kind, raw in (("requests", raw_requests), ("limits", raw_limits)):
+        for name, value in raw.items():
+            where = f"{field}.resources.{kind}.{name}"
+            if (why := container_resource_name_error(name)) is not None:
+                raise InputError(why, field=where)
+            if is_extended_resource(name) and parse_quantity(value).denominator != 1:
+                raise InputError(f"must be an integer, got {value!r}", field=where)
+    for name, value in raw_requests.items():
+        if name in raw_limits and parse_quantity(value) > parse_quantity(raw_limits[name]):
+            raise InputError(
+                f"must be less than or equal to the {name} limit of {raw_limits[name]}",
+                field=f"{field}.resources.requests.{name}",
+            )
+
+
 def _container_requests(container: Mapping[str, Any], field: str) -> ResourceList:
     resources = container.get("resources") or {}
     if not isinstance(resources, Mapping):
@@ -85,6 +136,8 @@ def _container_requests(container: Mapping[str, Any], field: str) -> ResourceLis
     requests = parse_resource_list(resources.get("requests"), f"{field}.resources.requests")
     # Like the API server: a limit without a request defaults the request to the limit.
     limits = parse_resource_list(resources.get("limits"), f"{field}.resources.limits")
+    if requests or limits:
+        _check_container_resources(resources.get("requests") or {}, resources.get("limits") or {}, field)
     for name, value in limits.items():
         requests.setdefault(name, value)
     return requests

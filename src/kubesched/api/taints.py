@@ -13,6 +13,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kubesched.api.fields import INT64_MAX, INT64_MIN, as_int
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.errors import InputError
 
@@ -155,8 +156,7 @@ class Toleration:
         seconds = tol.get("tolerationSeconds")
         if seconds is not None:
             seconds_field = _join(field, "tolerationSeconds")
-            if isinstance(seconds, bool) or not isinstance(seconds, int):
-                raise InputError(f"must be an integer, not {type(seconds).__name__}", field=seconds_field)
+            seconds = as_int(seconds, seconds_field, minimum=INT64_MIN, maximum=INT64_MAX)
             if effect != NO_EXECUTE:
                 raise InputError(
                     "effect must be 'NoExecute' when tolerationSeconds is set", field=_join(field, "effect")

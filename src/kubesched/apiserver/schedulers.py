@@ -14,6 +14,7 @@ import time
 from kubesched.batch.conf import BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.ports import StorePorts
@@ -53,9 +54,10 @@ class ServedSchedulers:
         config: SchedulerConfig | None = None,
         batch_conf: BatchConf | None = None,
         *,
+        registry: Registry | None = None,
         max_idle: float = 0.1,
     ) -> None:
-        registry = default_registry()
+        registry = registry or default_registry()
         self.informers = informer_factory(store)
         ports = StorePorts(store).ports()
         self.scheduler = Scheduler(

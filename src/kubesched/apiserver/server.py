@@ -19,6 +19,7 @@ from kubesched.apiserver.lifecycle import Lifecycle, simulated_node
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
 from kubesched.framework.config import SchedulerConfig
+from kubesched.framework.registry import Registry
 from kubesched.sim.simulation import LOAD_ORDER
 from kubesched.store.base import AlreadyExists
 from kubesched.store.sqlite import DEFAULT_HISTORY, SqliteStore
@@ -45,6 +46,8 @@ class ServeOptions:
     bookmark_interval: float = 60.0
     tick: float = 0.05
     auto_create_namespaces: bool = True
+    #: The framework plugins (in-tree ones when None).
+    registry: Registry | None = None
     #: Changes kept for watches that start from a resourceVersion.
     history: int = DEFAULT_HISTORY
 
@@ -108,7 +111,9 @@ class Served:
         )
         self.lifecycle = Lifecycle(self.store)
         self.schedulers = (
-            ServedSchedulers(self.store, options.config, options.batch_conf) if options.schedulers else None
+            ServedSchedulers(self.store, options.config, options.batch_conf, registry=options.registry)
+            if options.schedulers
+            else None
         )
         self.kubeconfig = options.data_dir / "kubeconfig"
         self.port = options.port

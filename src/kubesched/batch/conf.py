@@ -38,8 +38,10 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationErr
 from pydantic import model_validator as _model_validator
 from pydantic_core import PydanticCustomError
 
-from kubesched.errors import ConfigError, yaml_error_detail
+from kubesched.api.yaml_input import safe_load
+from kubesched.errors import ConfigError, InputError, yaml_error_detail
 from kubesched.framework.config import yaml_nesting_problem
+from kubesched.framework.plugin_args import parse_args
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,8 @@ VOLCANO_PLUGINS = frozenset(
         "task-topology",
         "tdm",
         "usage",
+        # kubesched's own: per-card GPU sharing with the FGD paper's policies (docs/gpu-sharing.md).
+        "gpushare",
     }
 )
 #: The actions and plugins within kubesched's batch scope (DESIGN §4). Others parse, flagged
@@ -93,6 +97,7 @@ SUPPORTED_PLUGINS = frozenset(
         "nodeorder",
         "binpack",
         "overcommit",
+        "gpushare",
     }
 )
 
@@ -244,7 +249,8 @@ class BatchConf(_Model):
 
     @property
     def unsupported_actions(self) -> list[str]:
-        return [a for a in self.actions if a not in SUPPORTED_ACTIONS]
+        custom = _registered()[1]
+        return [a for a in self.actions if a not in SUPPORTED_ACTIONS and a not in custom]
 
     @property
     def unsupported_plugins(self) -> list[str]:
@@ -416,19 +422,23 @@ class _Parser:
         for i, name in enumerate(names):
             if not name:
                 raise self.fail(f"empty action name at position {i + 1}", "actions")
-            if name not in VOLCANO_ACTIONS:
-                raise self.fail(f"unknown action {name!r}{_hint(name, VOLCANO_ACTIONS)}", "actions")
+            known = VOLCANO_ACTIONS | _registered()[1]
+            if name not in known:
+                raise self.fail(f"unknown action {name!r}{_hint(name, known)}", "actions")
         return names
 
     def plugin(self, doc: PluginDoc, field: str) -> PluginOption:
         name = self.name(doc.name, field)
-        if name not in VOLCANO_PLUGINS:
-            raise self.fail(f"unknown plugin {name!r}{_hint(name, VOLCANO_PLUGINS)}", f"{field}.name")
+        custom = _registered()[0]
+        known = VOLCANO_PLUGINS | custom
+        if name not in known:
+            raise self.fail(f"unknown plugin {name!r}{_hint(name, known)}", f"{field}.name")
         values: dict[str, Any] = {
             "name": name,
             "arguments": dict(doc.arguments or {}),
-            "supported": name in SUPPORTED_PLUGINS,
+            "supported": name in SUPPORTED_PLUGINS or name in custom,
         }
+        self.check_arguments(name, values["arguments"], f"{field}.arguments")
         seen: dict[str, str] = {}
         for key, value in doc.switches():
             volcano_key, attr = _SWITCH_KEYS[key]
@@ -456,13 +466,28 @@ class _Parser:
             tiers.append(Tier(plugins=plugins))
         return tiers
 
+    def check_arguments(self, name: str, arguments: dict[str, Any], field: str) -> None:
+        """An out-of-tree plugin with an ``Args`` model has its arguments checked now, not when a
+        session opens."""
+        from kubesched.batch import factory
+
+        model = factory.plugin_args_model(name)
+        if model is None:
+            return
+        try:
+            parse_args(model, arguments)
+        except InputError as exc:
+            located = exc.located(field_prefix=field)
+            raise self.fail(located.message, located.field) from None
+
     def configurations(self, docs: list[ConfigurationDoc]) -> list[ActionConfiguration]:
         out: list[ActionConfiguration] = []
         for i, doc in enumerate(docs):
             field = f"configurations[{i}]"
             name = self.name(doc.name, field)
-            if name not in VOLCANO_ACTIONS:
-                raise self.fail(f"unknown action {name!r}{_hint(name, VOLCANO_ACTIONS)}", f"{field}.name")
+            known = VOLCANO_ACTIONS | _registered()[1]
+            if name not in known:
+                raise self.fail(f"unknown action {name!r}{_hint(name, known)}", f"{field}.name")
             out.append(ActionConfiguration(name=name, arguments=dict(doc.arguments or {})))
         return out
 
@@ -473,6 +498,13 @@ class _Parser:
                 raise self.fail(f"expected a scalar, got {type(v).__name__}", f"metrics.{k}")
             out[k] = "" if v is None else str(v)
         return out
+
+
+def _registered() -> tuple[frozenset[str], frozenset[str]]:
+    """Plugin and action names registered beyond Volcano's (out-of-tree ones)."""
+    from kubesched.batch import factory  # the factory imports this module
+
+    return factory.plugin_names() - VOLCANO_PLUGINS, factory.action_names() - VOLCANO_ACTIONS
 
 
 def batch_conf_from_dict(data: Any, source: str = "<batch conf>") -> BatchConf:
@@ -517,7 +549,7 @@ def load_batch_conf(path: str | Path | None) -> BatchConf:
         too_deep = yaml_nesting_problem(text)
         if too_deep is not None:
             raise ConfigError(too_deep, file=source)
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML{yaml_error_detail(exc)}", file=source) from None
     return batch_conf_from_dict(data, source)

@@ -8,7 +8,6 @@ undo in the kept job infos whatever the session did not carry out.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import time
 from collections.abc import Callable
@@ -66,19 +65,9 @@ class SessionCycle:
         self.sessions: list[SessionStats] = []
 
     def _private_table(self, names: set[str]) -> NodeTable:
-        """A copy of the snapshot's table the session may write to (rows it places tasks on)."""
-        src = self.snapshot.table
-        table = copy.copy(src)
-        table.resource_names = list(src.resource_names)
-        table.resource_col = dict(src.resource_col)
-        table.allocatable = src.allocatable.copy()
-        table.requested = src.requested.copy()
-        table.nonzero_requested = src.nonzero_requested.copy()
-        table.host_ports = dict(src.host_ports)
-        table.host_ports_any = dict(src.host_ports_any)
-        for name in sorted(names):
-            table.column(name)
-        return table
+        """A fork of the snapshot's table the session may write to, with a column for every
+        resource name the session's jobs and queues use."""
+        return self.snapshot.table.fork(sorted(names))
 
     def build_snapshot(self) -> tuple[BatchSnapshot, dict[str, tuple[PodGroup, str]]]:
         """The session's snapshot, and the jobs left out because their queue does not exist.

@@ -11,6 +11,8 @@ import difflib
 from collections.abc import Callable
 from typing import Protocol
 
+from pydantic import BaseModel
+
 from kubesched.batch.actions.allocate import AllocateAction
 from kubesched.batch.actions.backfill import BackfillAction
 from kubesched.batch.actions.enqueue import EnqueueAction
@@ -21,6 +23,7 @@ from kubesched.batch.plugins.binpack import BinpackPlugin
 from kubesched.batch.plugins.conformance import ConformancePlugin
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.plugins.gang import GangPlugin
+from kubesched.batch.plugins.gpushare import GpuSharePlugin
 from kubesched.batch.plugins.nodeorder import NodeOrderPlugin
 from kubesched.batch.plugins.overcommit import OvercommitPlugin
 from kubesched.batch.plugins.predicates import PredicatesPlugin
@@ -48,10 +51,18 @@ ActionBuilder = Callable[[], BatchAction]
 
 _plugin_builders: dict[str, PluginBuilder] = {}
 _action_builders: dict[str, ActionBuilder] = {}
+#: Out-of-tree plugins' argument models: the conf loader checks their ``arguments`` with them.
+_plugin_args_models: dict[str, type[BaseModel]] = {}
 
 
-def register_plugin(name: str, builder: PluginBuilder) -> None:
+def register_plugin(name: str, builder: PluginBuilder, args_model: type[BaseModel] | None = None) -> None:
     _plugin_builders[name] = builder
+    if args_model is not None:
+        _plugin_args_models[name] = args_model
+
+
+def plugin_args_model(name: str) -> type[BaseModel] | None:
+    return _plugin_args_models.get(name)
 
 
 def register_action(name: str, builder: ActionBuilder) -> None:
@@ -99,6 +110,7 @@ register_plugin(NodeOrderPlugin.name, NodeOrderPlugin)
 register_plugin(BinpackPlugin.name, BinpackPlugin)
 register_plugin(DrfPlugin.name, DrfPlugin)
 register_plugin(ProportionPlugin.name, ProportionPlugin)
+register_plugin(GpuSharePlugin.name, GpuSharePlugin)
 
 register_action(EnqueueAction.name, EnqueueAction)
 register_action(AllocateAction.name, AllocateAction)

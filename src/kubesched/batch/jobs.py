@@ -242,6 +242,10 @@ class JobCache:
                 assumed = st is not None and st.assumed and not st.binding_finished
                 if pod.node_name and st is None and not pod.terminated:
                     continue  # not seen by the cache yet
+                if not pod.node_name and any(name not in table.resource_col for name in pod.requests):
+                    # A member of another scheduler asking for a resource no node has: nothing
+                    # here can place it, and the session's space has no axis for that resource.
+                    continue
                 job.add_task(self.task(pod, key, space, table, assumed, requests))
             if not job.tasks:
                 continue

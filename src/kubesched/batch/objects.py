@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.api.fields import as_mapping, object_name
+from kubesched.api.fields import as_int, as_mapping, object_name
 from kubesched.api.resources import ResourceList, parse_resource_list
 from kubesched.errors import InputError
 
@@ -224,8 +224,7 @@ class Queue:
                 f"state must be one of {', '.join(QUEUE_STATES)}, got {state!r}", field="status.state"
             )
         priority = spec.get("priority", 0)
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise InputError(f"must be an integer, got {priority!r}", field="spec.priority")
+        priority = as_int(priority, "spec.priority")
         return cls(
             name=name,
             uid=_opt_str(meta, "uid", "metadata.uid"),

@@ -18,6 +18,7 @@ from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.node_tree import NodeTree
 from kubesched.cache.pod_index import PodIndex
+from kubesched.gpu.cards import GpuCards
 
 
 class CacheError(Exception):
@@ -45,6 +46,8 @@ class SchedulerCache:
         self._generation = itertools.count(1)
         #: Per-slot pod aggregates for topology plugins, kept in step with every pod change below.
         self.pod_index = PodIndex()
+        #: Milli-GPU left per card of every node, for GPU-sharing plugins (kubesched.gpu).
+        self.gpu_cards = GpuCards()
 
     # -- nodes -----------------------------------------------------------------------------------
     def _info(self, name: str) -> NodeInfo:
@@ -62,6 +65,7 @@ class SchedulerCache:
     def _touch(self, name: str, info: NodeInfo) -> None:
         info.generation = next(self._generation)
         self._dirty.add(name)
+        self.gpu_cards.sync(name, info)
 
     def add_node(self, node: Node) -> None:
         info = self._info(node.name)
@@ -186,6 +190,7 @@ class SchedulerCache:
         ``UpdateSnapshot`` by generation)."""
         table = snapshot.table
         snapshot.pod_index = self.pod_index
+        snapshot.gpu_cards = self.gpu_cards
         for name in self._dirty:
             info = self.node_infos.get(name)
             slot = self._slots[name] if info is not None else None
@@ -225,6 +230,8 @@ class Snapshot:
         self.node_infos: dict[str, NodeInfo] = {}
         #: The cache's pod index (shared, like the NodeInfos); set by ``update_snapshot``.
         self.pod_index = PodIndex()
+        #: The cache's per-card GPU state (shared); set by ``update_snapshot``.
+        self.gpu_cards = GpuCards()
 
     @property
     def num_nodes(self) -> int:

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kubesched.api.objects import HostPort
-from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, INT64_MAX, MEMORY, PODS
 from kubesched.api.taints import Taint
 from kubesched.cache.accounting import PodUsage
 from kubesched.cache.node_info import NodeInfo
@@ -291,10 +291,10 @@ class NodeTable:
         for name, value in info.requested.items():
             col = self.column(name)
             req = self.requested[slot]
-            req[col] = value
+            req[col] = min(value, INT64_MAX)  # sums of bound pods saturate
         self.requested[slot, PODS_COL] = len(info.pods)
-        self.nonzero_requested[slot, 0] = info.nonzero_cpu
-        self.nonzero_requested[slot, 1] = info.nonzero_memory
+        self.nonzero_requested[slot, 0] = min(info.nonzero_cpu, INT64_MAX)
+        self.nonzero_requested[slot, 1] = min(info.nonzero_memory, INT64_MAX)
         self._changed(slot)
         if info.used_ports or self._ports_of[slot]:
             self._write_ports(slot, frozenset(info.used_ports))
@@ -453,6 +453,6 @@ class NodeTable:
             if col is None:
                 col = self.column(name)
                 vec = np.concatenate([vec, np.zeros(self.num_resources - len(vec), dtype=np.int64)])
-            vec[col] = value
+            vec[col] = min(value, INT64_MAX)  # a pod's sum may pass int64; Fit knows it exactly
         vec[PODS_COL] = 1
         return vec

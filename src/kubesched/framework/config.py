@@ -14,12 +14,15 @@ hint for misspelt fields and plugin names.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final, Union, get_args, get_origin
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -36,6 +39,8 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from kubesched.api.resources import is_extended_resource as is_extended_resource_name
+from kubesched.api.yaml_input import BoundedSafeLoader
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.extension_points import MULTI_POINT, ExtensionPoint
 from kubesched.framework.plugin_args import (
@@ -44,10 +49,13 @@ from kubesched.framework.plugin_args import (
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
+    NodeResourcesFitArgs,
     format_path,
     parse_args,
+    qualified_name_problem,
 )
 from kubesched.framework.registry import UPSTREAM_PLUGIN_NAMES, Registry
+from kubesched.sim.workload import parse_duration as parse_go_duration
 
 API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
 KIND: Final = "KubeSchedulerConfiguration"
@@ -119,6 +127,49 @@ class ProfileConfig:
     plugin_args: dict[str, BaseModel | None]  # every enabled plugin → its args (None: takes none)
 
 
+#: Upstream DefaultExtenderTimeout: an extender call given no httpTimeout gives up after this long.
+DEFAULT_EXTENDER_TIMEOUT_SECONDS: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderTLSConfig:
+    """``tlsConfig`` of an extender (upstream ``ExtenderTLSConfig``); the ``*Data`` fields hold PEM
+    text (base64 in the document, as upstream's ``[]byte`` fields)."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderManagedResource:
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderConfig:
+    """One HTTP extender (upstream ``config.Extender``), validated and defaulted."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    http_timeout: float = DEFAULT_EXTENDER_TIMEOUT_SECONDS
+    node_cache_capable: bool = False
+    managed_resources: tuple[ExtenderManagedResource, ...] = ()
+    ignorable: bool = False
+
+
 @dataclass(slots=True)
 class SchedulerConfig:
     """A loaded ``KubeSchedulerConfiguration``."""
@@ -128,7 +179,10 @@ class SchedulerConfig:
     pod_initial_backoff_seconds: int = DEFAULT_POD_INITIAL_BACKOFF_SECONDS
     pod_max_backoff_seconds: int = DEFAULT_POD_MAX_BACKOFF_SECONDS
     parallelism: int = DEFAULT_PARALLELISM
-    extenders: list[dict[str, Any]] = field(default_factory=list)  # kept raw for now
+    #: The ``extenders`` entries as written (null items as empty mappings).
+    extenders: list[dict[str, Any]] = field(default_factory=list)
+    #: The same entries validated and defaulted, ignorable ones last (upstream buildExtenders).
+    extender_configs: list[ExtenderConfig] = field(default_factory=list)
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         """The profile with that ``schedulerName``, if any."""
@@ -205,7 +259,7 @@ def yaml_nesting_problem(text: str, limit: int = MAX_NESTING) -> str | None:
     return None
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(BoundedSafeLoader):
     """SafeLoader that rejects duplicate keys (upstream decodes strictly)."""
 
 
@@ -362,6 +416,46 @@ class ProfileDoc(_Doc):
     )
 
 
+class ExtenderTLSConfigDoc(_Doc):
+    what: ClassVar[str] = "an ExtenderTLSConfig"
+
+    insecure: StrictBool | None = None
+    server_name: StrictStr | None = None
+    cert_file: StrictStr | None = None
+    key_file: StrictStr | None = None
+    ca_file: StrictStr | None = Field(default=None, alias="caFile")
+    cert_data: StrictStr | None = None
+    key_data: StrictStr | None = None
+    ca_data: StrictStr | None = Field(default=None, alias="caData")
+
+
+class ExtenderManagedResourceDoc(_Doc):
+    what: ClassVar[str] = "an ExtenderManagedResource"
+
+    name: StrictStr | None = None
+    ignored_by_scheduler: StrictBool | None = None
+
+
+class ExtenderDoc(_Doc):
+    what: ClassVar[str] = "an Extender"
+
+    url_prefix: StrictStr | None = None
+    filter_verb: StrictStr | None = None
+    preempt_verb: StrictStr | None = None
+    prioritize_verb: StrictStr | None = None
+    weight: Int64 | None = None
+    bind_verb: StrictStr | None = None
+    # Upstream spells these two with capitals the alias generator would not produce.
+    enable_https: StrictBool | None = Field(default=None, alias="enableHTTPS")
+    tls_config: ExtenderTLSConfigDoc | None = _expects("an ExtenderTLSConfig")
+    http_timeout: StrictStr | None = Field(default=None, alias="httpTimeout")
+    node_cache_capable: StrictBool | None = None
+    managed_resources: list[ExtenderManagedResourceDoc | None] | None = _expects(
+        "of ExtenderManagedResource", "an ExtenderManagedResource with name and ignoredByScheduler"
+    )
+    ignorable: StrictBool | None = None
+
+
 class KubeSchedulerConfigurationDoc(_Doc):
     """A ``KubeSchedulerConfiguration`` document as written (before defaulting)."""
 
@@ -378,8 +472,7 @@ class KubeSchedulerConfigurationDoc(_Doc):
     pod_initial_backoff_seconds: Int64 | None = None
     pod_max_backoff_seconds: Int64 | None = None
     profiles: list[ProfileDoc | None] | None = _expects("of KubeSchedulerProfile", "a KubeSchedulerProfile")
-    #: Kept as given: kubesched does not call extenders yet.
-    extenders: list[dict[str, Any] | None] | None = _expects("of Extender", "an Extender")
+    extenders: list[ExtenderDoc | None] | None = _expects("of Extender", "an Extender")
     delay_cache_until_active: StrictBool | None = None
 
 
@@ -619,14 +712,126 @@ class _Loader:
             for i, raw in enumerate(raw_profiles)
         ]
         self.check_profiles(profiles)
+        extenders = self.extenders(doc.extenders or [])
+        ignored = [r.name for ext in extenders for r in ext.managed_resources if r.ignored_by_scheduler]
+        if ignored:
+            self.ignore_extender_resources(profiles, ignored)
         return SchedulerConfig(
             profiles=profiles,
             percentage_of_nodes_to_score=percentage or None,
             pod_initial_backoff_seconds=initial,
             pod_max_backoff_seconds=maximum,
             parallelism=parallelism,
-            extenders=[dict(ext or {}) for ext in doc.extenders or []],
+            extenders=[dict(ext or {}) for ext in data.get("extenders") or []],
+            extender_configs=extenders,
         )
+
+    # -- extenders ------------------------------------------------------------------------------
+
+    def extenders(self, docs: list[ExtenderDoc | None]) -> list[ExtenderConfig]:
+        """Upstream validateExtenders plus buildExtenders' ordering: ignorable extenders go last."""
+        out: list[ExtenderConfig] = []
+        binders: list[int] = []
+        managed_first: dict[str, str] = {}
+        for i, item in enumerate(docs):
+            doc = item or ExtenderDoc()
+            where = f"extenders[{i}]"
+            weight = doc.weight or 0
+            if doc.prioritize_verb and weight <= 0:
+                raise self.error(
+                    f"must have a positive weight applied to it, got {weight} (prioritizeVerb is set)",
+                    _join(where, "weight"),
+                )
+            if doc.bind_verb:
+                binders.append(i)
+            verbs = (doc.filter_verb, doc.prioritize_verb, doc.bind_verb, doc.preempt_verb)
+            url = urlsplit(doc.url_prefix or "")
+            if any(verbs) and (url.scheme not in ("http", "https") or not url.hostname):
+                # Upstream would only fail at the first call; a URL nothing can reach is a config error.
+                raise self.error(
+                    f"must be an http:// or https:// URL with a host, got {doc.url_prefix or ''!r}",
+                    _join(where, "urlPrefix"),
+                )
+            managed: list[ExtenderManagedResource] = []
+            for j, res in enumerate(doc.managed_resources or []):
+                res = res or ExtenderManagedResourceDoc()
+                res_where = f"{where}.managedResources[{j}].name"
+                name = res.name or ""
+                problem = qualified_name_problem(name) if name else "must not be empty"
+                if problem is None and not is_extended_resource_name(name):
+                    problem = (
+                        "is an invalid extended resource name (needs a domain prefix outside "
+                        "kubernetes.io, like example.com/gpu)"
+                    )
+                if problem is not None:
+                    raise self.error(f"invalid resource name {name!r}: {problem}", res_where)
+                if name in managed_first:
+                    raise self.error(
+                        f"duplicate extender managed resource name {name!r} (also at {managed_first[name]})",
+                        res_where,
+                    )
+                managed_first[name] = res_where
+                managed.append(ExtenderManagedResource(name, bool(res.ignored_by_scheduler)))
+            timeout = DEFAULT_EXTENDER_TIMEOUT_SECONDS
+            if doc.http_timeout is not None:
+                try:
+                    timeout = parse_go_duration(doc.http_timeout)
+                except InputError as exc:
+                    raise self.error(exc.message, _join(where, "httpTimeout")) from None
+                if timeout == 0:
+                    timeout = DEFAULT_EXTENDER_TIMEOUT_SECONDS  # upstream: zero means the default
+            tls = None
+            if doc.tls_config is not None:
+                tls = self.extender_tls(doc.tls_config, _join(where, "tlsConfig"))
+            out.append(
+                ExtenderConfig(
+                    url_prefix=doc.url_prefix or "",
+                    filter_verb=doc.filter_verb or "",
+                    preempt_verb=doc.preempt_verb or "",
+                    prioritize_verb=doc.prioritize_verb or "",
+                    bind_verb=doc.bind_verb or "",
+                    weight=weight,
+                    enable_https=bool(doc.enable_https),
+                    tls_config=tls,
+                    http_timeout=timeout,
+                    node_cache_capable=bool(doc.node_cache_capable),
+                    managed_resources=tuple(managed),
+                    ignorable=bool(doc.ignorable),
+                )
+            )
+        if len(binders) > 1:
+            raise self.error(
+                f"found {len(binders)} extenders implementing bind (extenders "
+                f"{', '.join(str(i) for i in binders)}): only one extender can implement bind",
+                "extenders",
+            )
+        return [e for e in out if not e.ignorable] + [e for e in out if e.ignorable]
+
+    def extender_tls(self, doc: ExtenderTLSConfigDoc, where: str) -> ExtenderTLSConfig:
+        data: dict[str, bytes] = {}
+        for key, value in (("certData", doc.cert_data), ("keyData", doc.key_data), ("caData", doc.ca_data)):
+            try:
+                data[key] = base64.b64decode(value or "", validate=True)
+            except (binascii.Error, ValueError):
+                raise self.error("must be base64-encoded PEM data", _join(where, key)) from None
+        return ExtenderTLSConfig(
+            insecure=bool(doc.insecure),
+            server_name=doc.server_name or "",
+            cert_file=doc.cert_file or "",
+            key_file=doc.key_file or "",
+            ca_file=doc.ca_file or "",
+            cert_data=data["certData"],
+            key_data=data["keyData"],
+            ca_data=data["caData"],
+        )
+
+    def ignore_extender_resources(self, profiles: list[ProfileConfig], names: list[str]) -> None:
+        """Resources an extender manages with ``ignoredByScheduler`` replace NodeResourcesFit's
+        ``ignoredResources`` in every profile (upstream buildExtenders)."""
+        for prof in profiles:
+            args = prof.plugin_args.get("NodeResourcesFit")
+            if isinstance(args, NodeResourcesFitArgs):
+                prof.plugin_args["NodeResourcesFit"] = args.model_copy(update={"ignored_resources": names})
 
     def percentage(self, value: int | None, where: str) -> int | None:
         if value is not None and not 0 <= value <= 100:

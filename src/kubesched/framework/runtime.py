@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from kubesched.errors import ConfigError, FrameworkError, InputError, PluginErro
 from kubesched.framework.config import ProfileConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.extender import Extender
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -194,6 +195,8 @@ class Framework:
         ]
         #: Nominated pods; the scheduler replaces this with its queue's nominator.
         self.nominator = Nominator()
+        #: The scheduler's HTTP extenders (preemption asks them about its candidates).
+        self.extenders: Sequence[Extender] = ()
         for pl in instances.values():
             if isinstance(pl, FrameworkAware):
                 pl.set_framework(self)
@@ -293,6 +296,7 @@ class Framework:
                 continue
             try:
                 res = pl.filter_nodes(state, pod, table)
+                _check_filter_result(res, table.capacity)
             except Exception as exc:
                 raise _plugin_error(
                     pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
@@ -576,6 +580,10 @@ class Framework:
                 continue
             try:
                 raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
+                if raw.shape != slots.shape:
+                    raise ValueError(
+                        f"returned scores of shape {raw.shape}, expected {slots.shape} (one per node)"
+                    )
             except Exception as exc:
                 raise _plugin_error(
                     pl,
@@ -696,6 +704,26 @@ class Framework:
                 pl.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind plugin %s failed on pod %s", pl.name, pod.key)
+
+
+def _check_filter_result(res: object, capacity: int) -> None:
+    """A Filter plugin's answer must cover every table slot: a wrong shape would silently pass or
+    reject the wrong nodes."""
+    if not isinstance(res, FilterResult):
+        raise TypeError(f"returned {type(res).__name__}, not a FilterResult")
+    passed = res.passed
+    if not isinstance(passed, np.ndarray) or passed.dtype != np.bool_ or passed.shape != (capacity,):
+        shape = getattr(passed, "shape", None)
+        dtype = getattr(passed, "dtype", type(passed).__name__)
+        raise ValueError(
+            f"returned a FilterResult whose passed mask has shape {shape} and dtype {dtype}, expected a "
+            f"bool array of shape ({capacity},) (one entry per NodeTable slot)"
+        )
+    for failure in res.failures:
+        if getattr(failure.nodes, "shape", None) != (capacity,):
+            raise ValueError(
+                f"returned a failure {failure.reason!r} whose node mask is not of shape ({capacity},)"
+            )
 
 
 def _merge_with_pass(

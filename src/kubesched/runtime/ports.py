@@ -55,6 +55,12 @@ class PodGroupStatusWriter(Protocol):
         ...
 
 
+class PodAnnotationWriter(Protocol):
+    def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
+        """Merge ``annotations`` into the pod's (GPU cards chosen at PreBind); None when it is gone."""
+        ...
+
+
 class EventRecorder(Protocol):
     def record(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
@@ -72,6 +78,7 @@ class Ports:
     pod_status: PodStatusWriter
     pod_group_status: PodGroupStatusWriter
     events: EventRecorder
+    pod_annotations: PodAnnotationWriter
 
 
 class StorePorts:
@@ -120,5 +127,14 @@ class StorePorts:
     ) -> None:
         self.store.record_event(regarding, event_type, reason, action, note, reporter)
 
+    def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
+        obj = self.store.get("Pod", namespace, name)
+        if obj is None:
+            return None
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        return self.store.update({**obj, "metadata": meta})
+
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self)
+        return Ports(self, self, self, self, self, self)

@@ -22,9 +22,11 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.cache.node_table import NodeTable
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.framework.extender import Extender
 from kubesched.framework.handle import Handle
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, FrameworkError, PluginError, ScoreDetails
@@ -34,9 +36,17 @@ from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue
 from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.explain import ExplainRecorder
+from kubesched.scheduler.extenders import (
+    ExtenderFailures,
+    add_extender_failures,
+    build_extenders,
+    extender_scores,
+    extenders_binding,
+    find_nodes_that_pass_extenders,
+)
 from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
-from kubesched.store.base import ClusterStore, EventType
+from kubesched.store.base import ClusterStore, EventType, StoreError
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.parsers import informer_factory
 
@@ -107,6 +117,10 @@ class Scheduler:
         # Every profile filters with the same nominated pods (upstream: one nominator per scheduler).
         for fwk in self.profiles.values():
             fwk.nominator = self.queue.nominator
+        #: HTTP extenders, shared by every profile (preemption reaches them through its framework).
+        self.extenders: list[Extender] = build_extenders(config.extender_configs)
+        for fwk in self.profiles.values():
+            fwk.extenders = self.extenders
         self.next_start_node_index = 0
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
@@ -365,8 +379,9 @@ class Scheduler:
         if pct is None:
             pct = self.config.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(pct, n)
-        if not fwk.score:
-            # Nothing to rank the feasible nodes by: the first one found will do (upstream hasScoring).
+        if not fwk.score and not any(e.is_filter() or e.is_prioritizer() for e in self.extenders):
+            # Nothing to rank the feasible nodes by and no extender to narrow them: the first one
+            # found will do (upstream hasScoring, hasExtenderFilters).
             to_find = min(to_find, 1)
         start = self.next_start_node_index % n if n else 0
         rotated = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
@@ -385,20 +400,40 @@ class Scheduler:
             # narrowed the search to a subset.
             self.next_start_node_index = (self.next_start_node_index + len(processed)) % num_all
 
-        if len(feasible) == 0 or self.explain is not None:
+        failures = None
+        if len(feasible) and self.extenders:
+            feasible, failures = self._run_extender_filters(pod, feasible)
+        if len(feasible) == 0 or self.explain is not None or failures is not None:
             evaluated = np.zeros(table.capacity, dtype=np.bool_)
             evaluated[processed] = True
             diag = fwk.diagnose(num_all, results, failed_by, evaluated)
             if absent_reason:
                 diag.absent_reason = absent_reason
                 diag.absent_count = num_all - n
+            if failures is not None:
+                add_extender_failures(diag, table, failures)
             if self.explain is not None:
                 self.explain.record_filters(
-                    pod, table, processed, diag, results, fwk.filter_names, feasible_mask
+                    pod, table, processed, diag, diag.results, diag.plugins, feasible_mask
                 )
             if len(feasible) == 0:
                 raise FitError(pod.key, diag)
         return feasible, len(processed)
+
+    def _run_extender_filters(self, pod: Pod, feasible: IntArray) -> tuple[IntArray, ExtenderFailures | None]:
+        """The feasible slots the filter extenders keep, and why they dropped the others (None when
+        no extender dropped any)."""
+        table = self.snapshot.table
+        names = [table.names[s] for s in feasible.tolist()]
+        kept, failures = find_nodes_that_pass_extenders(self.extenders, pod, names, self._node_object)
+        if not failures.dropped and not failures.by_node:
+            return (feasible if kept == names else _slots(table, kept)), None
+        return _slots(table, kept), failures
+
+    def _node_object(self, name: str) -> Mapping[str, Any]:
+        info = self.snapshot.node_infos.get(name)
+        node = info.node if info is not None else None
+        return node.raw if node is not None else {"metadata": {"name": name}}
 
     def _evaluate_nominated_node(self, fwk: Framework, state: CycleState, pod: Pod) -> IntArray | None:
         """A pod nominated by an earlier preemption tries that node first (upstream
@@ -418,21 +453,38 @@ class Scheduler:
         if not passed[slot]:
             return None
         feasible = np.array([slot], dtype=np.int64)
+        failures = None
+        if self.extenders:
+            feasible, failures = self._run_extender_filters(pod, feasible)
+            if len(feasible) == 0:
+                return None
         if self.explain is not None:
             diag = fwk.diagnose(len(table.order), results, failed_by, rows)
-            self.explain.record_filters(pod, table, feasible, diag, results, fwk.filter_names, passed)
+            if failures is not None:
+                add_extender_failures(diag, table, failures)
+            self.explain.record_filters(pod, table, feasible, diag, diag.results, diag.plugins, passed)
         return feasible
 
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, feasible: IntArray, details: ScoreDetails | None
     ) -> IntArray:
         table = self.snapshot.table
-        if not fwk.score:
+        if not fwk.score and not self.extenders:
             return np.ones(len(feasible), dtype=np.int64)
         st = fwk.run_pre_score(state, pod, table, feasible)
         if st is not None:
             raise SchedulingError(f"running PreScore plugin {st.plugin!r}: {st.message}")
-        return fwk.run_score(state, pod, table, feasible, details)
+        total = fwk.run_score(state, pod, table, feasible, details)
+        if self.extenders:
+            names = [table.names[s] for s in feasible.tolist()]
+            for name, scores in extender_scores(self.extenders, pod, names, self._node_object).items():
+                total += scores
+                if details is not None:
+                    # Explain shows the extender's final contribution (score x weight x 10) as is.
+                    details.raw[name] = scores
+                    details.normalized[name] = scores
+                    details.weights[name] = 1
+        return total
 
     def select_host(self, feasible: IntArray, scores: IntArray) -> int:
         """The highest-scoring node; ties are broken uniformly at random (seeded in simulation)."""
@@ -470,7 +522,7 @@ class Scheduler:
         )
         st = fwk.run_pre_bind(state, assumed, node)
         if st is None:
-            st = fwk.run_bind(state, assumed, node)
+            st = self._bind(fwk, state, assumed, node)
         if st is not None and st.code != Code.SUCCESS:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget_pod(assumed)
@@ -492,6 +544,24 @@ class Scheduler:
             fwk.profile_name,
         )
         fwk.run_post_bind(state, assumed, node)
+
+    def _bind(self, fwk: Framework, state: CycleState, assumed: Pod, node: str) -> Status:
+        """Upstream bind: an interested binding extender first, else the Bind plugins."""
+        if self.extenders:
+            bound, err = extenders_binding(self.extenders, assumed, node)
+            if err is not None:
+                return Status.error(str(err))
+            if bound:
+                # The extender posts the Binding to the API server it knows. The embedded cluster is
+                # not one it can reach, so the Binding it reports is written here too; where it did
+                # reach ours, the pod is already on that node and the second write is a no-op.
+                try:
+                    self.ports.binder.bind(assumed.namespace, assumed.name, assumed.uid, node)
+                except StoreError as exc:
+                    if f"already assigned to node {node!r}" not in str(exc):
+                        return Status.error(f"extender bound the pod but the binding failed: {exc}")
+                return Status.success()
+        return fwk.run_bind(state, assumed, node)
 
     def _handle_failure(
         self,
@@ -532,6 +602,10 @@ class Scheduler:
             {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
             nominated_node=nominated_node,
         )
+
+
+def _slots(table: NodeTable, names: list[str]) -> IntArray:
+    return np.fromiter((table.slot_of[n] for n in names), dtype=np.int64, count=len(names))
 
 
 def _spec_or_labels_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

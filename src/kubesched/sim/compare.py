@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import yaml
 
+from kubesched.api.yaml_input import safe_load
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, config_from_dict, load_config
 from kubesched.framework.registry import Registry
@@ -59,7 +60,7 @@ def _read_yaml(path: Path, field: str | None = None) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read file: {exc}", file=str(path), field=field) from None
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", file=str(path)) from None
 

@@ -65,6 +65,10 @@ PERCENTILES: Final = (50, 90, 99)
 #: Slack when telling a completion (deleted after its full duration) from an eviction.
 _COMPLETION_SLACK = 1e-6
 
+#: Samples a ``sample_every`` grid may hold: a finer grid over a long run is coarsened (the interval
+#: doubled as often as needed) so that memory and the report stay bounded.
+MAX_GRID_SAMPLES: Final = 100_000
+
 _WATCHED_KINDS: Final = frozenset({"Pod", "Node", "Event", "Queue", "PodGroup"})
 _AVAILABLE: Final = re.compile(r"^\d+/\d+ nodes are (?:available|unavailable): ")
 _COUNTED: Final = re.compile(r"^(\d+) (.+)$")
@@ -156,6 +160,12 @@ class TimeSeries:
             for col in self.columns.values():
                 if len(col) < self.length:
                     col.append(math.nan)
+
+    def thin(self, step: int) -> None:
+        """Keep every ``step``-th sample, starting with the first."""
+        for name, col in self.columns.items():
+            self.columns[name] = col[::step]
+        self.length = len(self.columns["time"])
 
     def drop_last(self) -> None:
         if self.length:
@@ -267,6 +277,8 @@ class MetricsRecorder:
         if sample_every is not None and not sample_every > 0:
             raise InputError(f"must be a positive duration, got {sample_every!r}", field="sample_every")
         self.sample_every = sample_every
+        #: The ``sample_every`` asked for, when the grid had to be coarsened to fit the sample bound.
+        self.requested_sample_every: float | None = None
         self.pool_label = pool_label
         self._pool_label_fixed = pool_label is not None
         self.progress = progress
@@ -325,7 +337,8 @@ class MetricsRecorder:
                 self.series.append(t, self._row(sim))
         else:
             rel_until = until - self._start
-            if self._next_grid < rel_until:
+            if self._next_grid < rel_until and math.isfinite(rel_until):
+                self._fit_grid(rel_until)
                 row = self._row(sim)
                 # The previous observation covered the grid up to now: every grid point left
                 # before ``until`` sees the state of this instant.
@@ -333,6 +346,32 @@ class MetricsRecorder:
                     self.series.append(self._next_grid, row)
                     self._next_grid += self.sample_every
         self._report_progress(sim, t)
+
+    def _fit_grid(self, until: float) -> None:
+        """Coarsen the grid if sampling up to ``until`` would pass :data:`MAX_GRID_SAMPLES`: the
+        interval doubles until the whole run so far fits in half the bound, and the samples already
+        taken are thinned to the coarser grid (grid samples are consecutive multiples of it)."""
+        every = self.sample_every
+        assert every is not None
+        if len(self.series) + (until - self._next_grid) / every <= MAX_GRID_SAMPLES:
+            return
+        step = 1
+        while until / (every * step) > MAX_GRID_SAMPLES // 2:
+            step *= 2
+        if self.requested_sample_every is None:
+            self.requested_sample_every = every
+        self.series.thin(step)
+        self.sample_every = every * step
+        self._next_grid = len(self.series) * self.sample_every
+
+    @property
+    def warnings(self) -> list[str]:
+        if self.requested_sample_every is None or self.sample_every is None:
+            return []
+        return [
+            f"sampling every {self.requested_sample_every:g}s of virtual time would take more than "
+            f"{MAX_GRID_SAMPLES} samples; sampled every {self.sample_every:g}s instead"
+        ]
 
     def finish(self, sim: Simulation) -> None:
         """The run is over: record the final state."""

@@ -156,6 +156,18 @@ def _figure(rows: int, cols: int = 1, *, height: float = 2.6, width: float = 9.0
     return fig
 
 
+def _percent_axis(ax: Axes, peak: float, what: str) -> None:
+    """A 0-105 % axis when the data reach half of it; else one zoomed to the data, said in the label,
+    so a lightly loaded cluster (a long trace at low load) is not drawn as a flat line at 0."""
+    if peak >= 50.0 or peak <= 0.0:
+        ax.set_ylim(0, 105)
+        ax.set_ylabel(what)
+        return
+    top = float(np.ceil(peak * 1.15 / 5.0) * 5.0) if peak > 5.0 else float(np.ceil(peak * 1.15 * 10) / 10)
+    ax.set_ylim(0, max(top, 0.1))
+    ax.set_ylabel(f"{what}\n(axis 0-{top:g} %)")
+
+
 def _axes(fig: Figure) -> list[Axes]:
     return list(fig.axes)
 
@@ -188,11 +200,12 @@ class _Plotter:
         fig = _figure(max(1, len(resources)))
         axes = _axes(fig)
         for ax, res in zip(axes, resources, strict=False):
+            peak = 0.0
             for run, color in zip(self.runs, self.colors, strict=True):
                 y = run.metrics.series.array(f"alloc.{res}") * 100
                 ax.step(self._times(run), y, where="post", color=color, label=run.label)
-            ax.set_ylabel(f"{res}\nallocated %")
-            ax.set_ylim(0, 105)
+                peak = max(peak, float(np.nanmax(y))) if y.size else peak
+            _percent_axis(ax, peak, f"{res}\nallocated %")
             ax.grid(alpha=0.3)
             self._legend(ax)
         if not resources:
@@ -219,15 +232,15 @@ class _Plotter:
             colors = dict(zip(by_res[res], _colors(len(by_res[res])), strict=True))
             for j, run in enumerate(self.runs):
                 ax = axes[i * len(self.runs) + j]
+                peak = 0.0
                 for pool in by_res[res]:
                     y = run.metrics.series.array(f"alloc.{res}[{pool}]") * 100
                     ax.step(self._times(run), y, where="post", color=colors[pool], label=pool)
-                ax.set_ylim(0, 105)
+                    peak = max(peak, float(np.nanmax(y))) if y.size else peak
+                _percent_axis(ax, peak, f"{res}\nallocated %" if j == 0 else "")
                 ax.grid(alpha=0.3)
                 if i == 0:
                     ax.set_title(run.label, fontsize="medium")
-                if j == 0:
-                    ax.set_ylabel(f"{res}\nallocated %")
                 if j == len(self.runs) - 1:
                     ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.0, 0.5))
                 if i == len(resources) - 1:

@@ -56,6 +56,9 @@ _UNITS: Final[dict[str, float]] = {
 _GO_PART: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
 _PLAIN: Final = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 _MAX_CHARS: Final = 1000
+#: Go's ``time.Duration`` is int64 nanoseconds: about 292 years. Longer arrivals and lifetimes are
+#: refused, which also keeps virtual timestamps inside what a timestamp can hold.
+MAX_DURATION: Final = (2**63 - 1) / 1e9
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -69,6 +72,8 @@ def parse_duration(text: str | int | float) -> float:
         value = float(text)
         if not math.isfinite(value) or value < 0:
             raise InputError(f"invalid duration {text!r}: must be a finite, non-negative number of seconds")
+        if value > MAX_DURATION:
+            raise InputError(f"invalid duration {text!r}: longer than Go's maximum duration (2562047h47m16s)")
         return value
     if not isinstance(text, str):
         raise InputError(f"invalid duration {text!r}: must be a string or a number")
@@ -78,7 +83,7 @@ def parse_duration(text: str | int | float) -> float:
     if s.startswith("+"):
         s = s[1:]
     if _PLAIN.fullmatch(s):
-        return float(s)
+        return parse_duration(float(s))
     if s == "0":
         return 0.0
     total = 0.0
@@ -91,8 +96,8 @@ def parse_duration(text: str | int | float) -> float:
             )
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
-    if not math.isfinite(total):
-        raise InputError(f"invalid duration {text!r}: too large")
+    if not math.isfinite(total) or total > MAX_DURATION:
+        raise InputError(f"invalid duration {text!r}: longer than Go's maximum duration (2562047h47m16s)")
     return total
 
 

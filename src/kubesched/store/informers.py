@@ -68,6 +68,8 @@ class Informer(Generic[V]):
         self._handlers: list[Handler] = []
         self._indexers: dict[str, IndexFunc] = {}
         self._indexes: dict[str, dict[str, dict[Key, V]]] = {}
+        #: Per index, the values each object is filed under (so a change touches only its buckets).
+        self._indexed_as: dict[str, dict[Key, tuple[str, ...]]] = {}
 
     # -- subscribers -----------------------------------------------------------------------------
     def add_handler(self, handler: Handler, *, replay: bool = True) -> None:
@@ -85,11 +87,25 @@ class Informer(Generic[V]):
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Index the views by the values ``func`` gives (``by_index(name, value)`` then lists them)."""
         self._indexers[name] = func
-        index: dict[str, dict[Key, V]] = {}
+        self._indexes[name] = {}
+        self._indexed_as[name] = {}
         for key, view in self._views.items():
-            for value in func(view):
+            self._file(name, key, view)
+
+    def _file(self, name: str, key: Key, view: V | None) -> None:
+        """Move ``key`` from the buckets it was filed under to those of ``view`` (none: removed)."""
+        index, filed = self._indexes[name], self._indexed_as[name]
+        for value in filed.pop(key, ()):
+            bucket = index.get(value)
+            if bucket is not None:
+                bucket.pop(key, None)
+                if not bucket:
+                    del index[value]
+        if view is not None:
+            values = tuple(self._indexers[name](view))
+            for value in values:
                 index.setdefault(value, {})[key] = view
-        self._indexes[name] = index
+            filed[key] = values
 
     # -- lister ----------------------------------------------------------------------------------
     def get(self, namespace: str | None, name: str) -> V | None:
@@ -133,13 +149,8 @@ class Informer(Generic[V]):
             bucket = self._by_namespace.get(ns)
             if bucket is not None:
                 bucket.pop(key, None)
-        for name, func in self._indexers.items():
-            index = self._indexes[name]
-            for bucket in index.values():
-                bucket.pop(key, None)
-            if add and view is not None:
-                for value in func(view):
-                    index.setdefault(value, {})[key] = view
+        for name in self._indexers:
+            self._file(name, key, view if add else None)
 
     def apply(self, event: WatchEvent) -> None:
         meta = event.obj.get("metadata") or {}

@@ -47,8 +47,13 @@ def _locked(method: Callable[Concatenate[MemoryStore, P], R]) -> Callable[Concat
     return wrapper
 
 
+#: 9999-12-31T23:59:59Z, the last second an RFC 3339 timestamp (and ``datetime``) can hold.
+_LAST_TIMESTAMP = 253402300799.0
+
+
 def _timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Virtual time may run past year 9999 (long durations back to back); the stamp saturates there.
+    return datetime.fromtimestamp(min(seconds, _LAST_TIMESTAMP), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class MemoryStore:

@@ -33,6 +33,7 @@ from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import NO_NODE_AVAILABLE_MSG, Diagnosis
+from kubesched.framework.extender import ExtenderError, Victims, call_preemption_extenders
 from kubesched.framework.plugin_args import DefaultPreemptionArgs
 from kubesched.framework.status import Status
 from kubesched.framework.types import ClusterEvent
@@ -45,7 +46,7 @@ from kubesched.plugins.defaultpreemption.dry_run import (
     dry_run_generic,
     fast_path_applies,
 )
-from kubesched.plugins.defaultpreemption.victims import NodePodColumns
+from kubesched.plugins.defaultpreemption.victims import NodePodColumns, start_time
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
@@ -180,16 +181,50 @@ class DefaultPreemption:
             explicit = result.failed_nodes if result is not None else 0
             # Clear any earlier nomination: the pod cannot run anywhere even with preemption.
             return "", Status.unschedulable(fit_error_message(num_all, reasons, explicit))
-        best = pick_one_node(result.candidates)
-        slot = int(result.candidates.slots[best])
+        candidates = result.candidates
+        if fwk.extenders:
+            try:
+                candidates = self.call_extenders(fwk, pod, candidates, table)
+            except ExtenderError as exc:
+                return None, Status.error(str(exc))
+            if len(candidates) == 0:
+                return None, Status.unschedulable("no candidate node for preemption")
+        best = pick_one_node(candidates)
+        slot = int(candidates.slots[best])
         node = table.names[slot]
-        victims = result.candidates.victims_of(best)
+        victims = candidates.victims_of(best)
         self.prepare_candidate(fwk, pod, node, victims)
         state.write(
             POST_FILTER_EXPLAIN_KEY,
             {"nominatedNode": node, "victims": [f"{v.namespace}/{v.name}" for v in victims]},
         )
         return node, Status.success()
+
+    def call_extenders(
+        self, fwk: Framework, pod: Pod, candidates: Candidates, table: NodeTable
+    ) -> Candidates:
+        """Upstream callExtenders: preempting extenders may drop candidates or change their victims.
+        Candidates keep their order; a victim list is ordered most important pod first."""
+        if not any(e.supports_preemption() and e.is_interested(pod) for e in fwk.extenders):
+            return candidates
+        order = [table.names[int(s)] for s in candidates.slots]
+        victims = {
+            name: Victims(candidates.victims_of(i), int(candidates.pdb_violations[i]))
+            for i, name in enumerate(order)
+        }
+        result = call_preemption_extenders(fwk.extenders, pod, victims, _SnapshotPods(self.handle.snapshot))
+        names = [n for n in order if n in result] + sorted(n for n in result if n not in victims)
+        return Candidates.from_lists(
+            [
+                (
+                    table.slot_of[n],
+                    sorted(result[n].pods, key=lambda p: (-p.priority, start_time(p))),
+                    result[n].num_pdb_violations,
+                )
+                for n in names
+                if n in table.slot_of
+            ]
+        )
 
     def dry_run(self, inp: DryRunInput) -> DryRunResult:
         if not self.force_generic and fast_path_applies(inp.fwk, inp.state, inp.pod, inp.diagnosis):
@@ -260,6 +295,17 @@ class DefaultPreemption:
                 fwk.nominator.delete(other.uid)
                 cleared = {"type": "PodScheduled", "status": "False"}
                 ports.pod_status.set_pod_condition(other.namespace, other.name, cleared, nominated_node="")
+
+
+class _SnapshotPods:
+    """Pods on a node of the cycle's snapshot, for turning an extender's victim UIDs into pods."""
+
+    def __init__(self, snapshot: Any) -> None:
+        self.snapshot = snapshot
+
+    def pods_on(self, node: str) -> dict[str, Pod] | None:
+        info = self.snapshot.node_infos.get(node)
+        return None if info is None else info.pods
 
 
 __all__ = ["Candidates", "DefaultPreemption", "num_candidates"]

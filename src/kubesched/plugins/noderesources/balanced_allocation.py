@@ -25,6 +25,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.plugin_args import NodeResourcesBalancedAllocationArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, IntArray
+from kubesched.plugins.helper.int64 import saturating_add
 
 PRE_SCORE_KEY: Final = "PreScoreNodeResourcesBalancedAllocation"
 _FIXED_COLUMNS: Final = {CPU: CPU_COL, MEMORY: MEMORY_COL, EPHEMERAL_STORAGE: EPHEMERAL_COL}
@@ -140,7 +141,7 @@ class NodeResourcesBalancedAllocation:
                 if col is None:
                     continue  # allocatable 0 on every node: not scored
             allocatable.append(alloc_rows[:, col])
-            requested.append(req_rows[:, col] + want)
+            requested.append(saturating_add(req_rows[:, col], want))
         if not allocatable:
             return np.full(len(slots), MAX_NODE_SCORE, dtype=np.int64)
         return balanced_score(requested, allocatable)

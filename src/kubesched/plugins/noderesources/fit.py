@@ -33,6 +33,7 @@ from kubesched.framework.types import (
     NodeFailure,
     PreFilterResult,
 )
+from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
 from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
 
 PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
@@ -43,6 +44,7 @@ TOO_MANY_PODS = "Too many pods"
 class _PodRequest:
     vector: IntArray  # over table columns, pods column = 1
     checked: list[tuple[int, str]]  # (column, reason) of each non-zero request the filter checks
+    beyond_int64: frozenset[int] = frozenset()  # columns whose exact request exceeds 2**63 - 1
 
 
 def insufficient_reason(resource: str) -> str:
@@ -52,14 +54,14 @@ def insufficient_reason(resource: str) -> str:
 def least_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
     """((allocatable - requested) * 100) / allocatable, 0 when over-full (integer, like upstream)."""
     safe = np.where(allocatable == 0, 1, allocatable)
-    score = ((allocatable - requested) * MAX_NODE_SCORE) // safe
-    return np.where(requested > allocatable, 0, score)
+    free = np.maximum(allocatable - requested, 0)
+    return scaled_quotient(free, safe, MAX_NODE_SCORE)
 
 
 def most_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
     """requested * 100 / allocatable, requested capped at allocatable (non-zero defaults may exceed it)."""
     safe = np.where(allocatable == 0, 1, allocatable)
-    return (np.minimum(requested, allocatable) * MAX_NODE_SCORE) // safe
+    return scaled_quotient(np.minimum(requested, allocatable), safe, MAX_NODE_SCORE)
 
 
 class NodeResourcesFit:
@@ -113,7 +115,8 @@ class NodeResourcesFit:
             checked.append((table.resource_col[resource], insufficient_reason(resource)))
         # Upstream checks cpu, memory, ephemeral-storage first; the order only affects explain output.
         checked.sort(key=lambda c: c[0])
-        state.write(PRE_FILTER_KEY, _PodRequest(vector, checked))
+        beyond = frozenset(table.resource_col[r] for r, v in pod.requests.items() if v > INT64_MAX)
+        state.write(PRE_FILTER_KEY, _PodRequest(vector, checked, beyond))
         return None, None
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
@@ -130,11 +133,15 @@ class NodeResourcesFit:
                 continue
             want = req.vector[col]
             a = alloc[:, col]
+            # A request beyond int64 exceeds every allocatable; its saturated vector entry may not.
+            beyond = col in req.beyond_int64
             short = want > a - used[:, col]
+            if beyond:
+                short[:] = True
             if not short.any():
                 continue
             failing |= short
-            never = short & (want > a)
+            never = short if beyond else short & (want > a)
             if never.any():
                 failures.append(NodeFailure(reason, never, unresolvable=True))
                 short = short & ~never
@@ -151,10 +158,10 @@ class NodeResourcesFit:
         for resource, weight in self.score_resources:
             if resource == CPU:
                 alloc = table.allocatable[slots, CPU_COL]
-                requested = table.nonzero_requested[slots, 0] + pod.nonzero_cpu
+                requested = saturating_add(table.nonzero_requested[slots, 0], pod.nonzero_cpu)
             elif resource == MEMORY:
                 alloc = table.allocatable[slots, MEMORY_COL]
-                requested = table.nonzero_requested[slots, 1] + pod.nonzero_memory
+                requested = saturating_add(table.nonzero_requested[slots, 1], pod.nonzero_memory)
             else:
                 want = pod.requests.get(resource, 0)
                 scalar = resource != EPHEMERAL_STORAGE
@@ -163,7 +170,7 @@ class NodeResourcesFit:
                     continue
                 col = table.resource_col[resource]
                 alloc = table.allocatable[slots, col]
-                requested = table.requested[slots, col] + want
+                requested = saturating_add(table.requested[slots, col], want)
             present = alloc != 0
             score = self._scorer(requested, alloc)
             if self._ratio is not None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from kubesched.framework.plugin_args import MAX_CUSTOM_PRIORITY_SCORE, UtilizationShapePoint
 from kubesched.framework.types import MAX_NODE_SCORE, BoolArray, IntArray
+from kubesched.plugins.helper.int64 import scaled_quotient
 
 MAX_UTILIZATION = 100
 
@@ -67,7 +68,9 @@ class RequestedToCapacityRatio:
     def resource_score(self, requested: IntArray, allocatable: IntArray) -> IntArray:
         """The shape's score at each node's utilization of one resource."""
         full = (allocatable == 0) | (requested > allocatable)
-        utilization = (requested * MAX_UTILIZATION) // np.where(full, 1, allocatable)
+        utilization = scaled_quotient(
+            np.where(full, 0, requested), np.where(full, 1, allocatable), MAX_UTILIZATION
+        )
         utilization = np.where(full, MAX_UTILIZATION, np.clip(utilization, 0, MAX_UTILIZATION))
         scores: IntArray = self._table[utilization]
         return scores

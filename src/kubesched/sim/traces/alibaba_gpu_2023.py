@@ -40,18 +40,21 @@ ANNOTATION_PHASE: Final = "kubesched.io/trace-phase"
 NODE_COLUMNS: Final = frozenset({"sn", "cpu_milli", "memory_mib", "gpu"})
 POD_COLUMNS: Final = frozenset({"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"})
 _MIB: Final = 1 << 20
+# Bounds that keep the derived amounts (bytes, milli-GPUs) within int64.
+_MAX_MIB: Final = (2**63 - 1) >> 20
+_MAX_GPUS: Final = (2**63 - 1) // 1000
 
 
 def _node(rec: dict[str, str]) -> WorkloadNode:
     name = rec["sn"].strip()
     if not name:
         raise RowError("sn: empty node name")
-    gpus = to_int(rec["gpu"], "gpu")
+    gpus = to_int(rec["gpu"], "gpu", maximum=_MAX_GPUS)
     node = WorkloadNode(
         name,
         {
             "cpu": to_int(rec["cpu_milli"], "cpu_milli"),
-            "memory": to_int(rec["memory_mib"], "memory_mib") * _MIB,
+            "memory": to_int(rec["memory_mib"], "memory_mib", maximum=_MAX_MIB) * _MIB,
             "pods": 110,
         },
     )
@@ -69,7 +72,7 @@ def _pod(rec: dict[str, str]) -> tuple[WorkloadPod, float | None, float | None]:
     name = rec["name"].strip()
     if not name:
         raise RowError("name: empty pod name")
-    num_gpu = to_int(rec["num_gpu"], "num_gpu")
+    num_gpu = to_int(rec["num_gpu"], "num_gpu", maximum=_MAX_GPUS)
     gpu_milli = to_int(rec["gpu_milli"], "gpu_milli")
     if gpu_milli > 1000:
         raise RowError(f"gpu_milli: must be at most 1000, got {gpu_milli}")
@@ -79,7 +82,7 @@ def _pod(rec: dict[str, str]) -> tuple[WorkloadPod, float | None, float | None]:
         raise RowError(f"num_gpu {num_gpu} and gpu_milli {gpu_milli} disagree")
     pod = WorkloadPod(name)
     cpu = to_int(rec["cpu_milli"], "cpu_milli")
-    memory = to_int(rec["memory_mib"], "memory_mib") * _MIB
+    memory = to_int(rec["memory_mib"], "memory_mib", maximum=_MAX_MIB) * _MIB
     if cpu:
         pod.requests["cpu"] = cpu
     if memory:

@@ -14,7 +14,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
+from kubesched.api.manifests import dns_name_error, validate_labels
 from kubesched.api.quantity import QuantityError, resource_amount
+from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import InputError
 from kubesched.sim.workload import BadRow, GroupSpec, Workload, WorkloadPod, parse_duration
 
@@ -90,7 +92,12 @@ def as_dict(header: list[str], row: list[str]) -> dict[str, str]:
     return dict(zip(header, row, strict=True))
 
 
-def to_int(value: object, what: str, minimum: int | None = 0) -> int:
+#: Largest amount or count a row may give: what an int64 column holds.
+INT64_MAX: Final = 2**63 - 1
+INT32_MAX: Final = 2**31 - 1
+
+
+def to_int(value: object, what: str, minimum: int | None = 0, maximum: int = INT64_MAX) -> int:
     if isinstance(value, bool):
         raise RowError(f"{what}: expected an integer, got {value!r}")
     if isinstance(value, int):
@@ -109,6 +116,8 @@ def to_int(value: object, what: str, minimum: int | None = 0) -> int:
             number = int(as_float)
     if minimum is not None and number < minimum:
         raise RowError(f"{what}: must be at least {minimum}, got {number}")
+    if number > maximum:
+        raise RowError(f"{what}: must be at most {maximum}, got {value!r}")
     return number
 
 
@@ -156,8 +165,8 @@ def generic_pod(record: Mapping[str, Any], line: int, stem: str) -> tuple[Worklo
             if amount:
                 pod.requests[resource] = amount
     if not _blank(get("priority")):
-        pod.priority = to_int(get("priority"), "priority", minimum=None)
-        if abs(pod.priority) > 2_000_000_000:
+        pod.priority = to_int(get("priority"), "priority", minimum=None, maximum=2_000_000_000)
+        if pod.priority < -2_000_000_000:
             raise RowError(f"priority: out of range: {pod.priority}")
     if not _blank(get("scheduler_name")):
         pod.scheduler_name = _text(get("scheduler_name"), "scheduler_name")
@@ -169,7 +178,7 @@ def generic_pod(record: Mapping[str, Any], line: int, stem: str) -> tuple[Worklo
     if not _blank(get("group_size")):
         if pod.group is None:
             raise RowError("group_size given without group")
-        group_size = to_int(get("group_size"), "group_size", minimum=1)
+        group_size = to_int(get("group_size"), "group_size", minimum=1, maximum=INT32_MAX)
     for key, value in record.items():
         if key in ("labels", "annotations") and isinstance(value, Mapping):
             target = pod.labels if key == "labels" else pod.annotations
@@ -179,7 +188,27 @@ def generic_pod(record: Mapping[str, Any], line: int, stem: str) -> tuple[Worklo
             pod.labels[key[len("label.") :]] = _text(value, key)
         elif key.startswith("annotation.") and not _blank(value):
             pod.annotations[key[len("annotation.") :]] = _text(value, key)
+    _check_names(pod)
     return pod, group_size
+
+
+def _check_names(pod: WorkloadPod) -> None:
+    """What the API server would refuse in the objects the row becomes: names and labels."""
+    for what, value, label in (
+        ("name", pod.name, False),
+        ("namespace", pod.namespace, True),
+        ("group", pod.group, False),
+        ("queue", pod.queue, False),
+    ):
+        if value is not None and (why := dns_name_error(value, label=label)) is not None:
+            raise RowError(f"{what}: {why}")
+    try:
+        validate_labels(pod.labels, "labels")
+    except InputError as exc:
+        raise RowError(f"{exc.field}: {exc.message}") from None
+    for key in pod.annotations:
+        if (why := qualified_name_error(key.lower())) is not None:
+            raise RowError(f"annotations: {why}")
 
 
 def _check_columns(columns: list[str], source: str) -> None:
@@ -208,6 +237,9 @@ def _records(path: Path, source: str) -> Iterator[tuple[int, Mapping[str, Any] |
                     obj = json.loads(text)
                 except ValueError as exc:
                     yield number, RowError(f"invalid JSON: {exc}")
+                    continue
+                except RecursionError:
+                    yield number, RowError("invalid JSON: nested too deeply")
                     continue
                 if not isinstance(obj, dict):
                     yield number, RowError("expected a JSON object")

@@ -26,10 +26,12 @@ from kubesched.sim.traces.generic import (
     to_int,
     to_seconds,
 )
-from kubesched.sim.workload import GroupSpec, Workload, WorkloadPod
+from kubesched.sim.workload import MAX_DURATION, GroupSpec, Workload, WorkloadPod
 
 COLUMNS: Final = frozenset({"timestamp", "duration", "num_gpus", "cluster"})
 GPUS_PER_WORKER: Final = 8
+#: GPUs one job may ask for: each 8 become a pod, so a row cannot stand for millions of pods.
+MAX_JOB_GPUS: Final = 100_000
 LABEL_JOB: Final = "kubesched.io/job"
 _TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
 
@@ -45,6 +47,7 @@ def load_philly(path: Path, on_bad_row: OnBadRow = "skip", limit: int | None = N
     workload = Workload()
     rows = Rows(source, workload, on_bad_row)
     jobs: list[tuple[datetime, float, int, str, int]] = []
+    lines: list[int] = []  # the file line of each job
     with path.open(encoding="utf-8", newline="") as f:
         header, records = csv_rows(f, source)
         if not set(header) >= COLUMNS:
@@ -63,7 +66,7 @@ def load_philly(path: Path, on_bad_row: OnBadRow = "skip", limit: int | None = N
                         f"timestamp: expected YYYY-MM-DD HH:MM:SS, got {rec['timestamp']!r}"
                     ) from None
                 duration = to_seconds(rec["duration"], "duration")
-                num_gpus = to_int(rec["num_gpus"], "num_gpus", minimum=1)
+                num_gpus = to_int(rec["num_gpus"], "num_gpus", minimum=1, maximum=MAX_JOB_GPUS)
                 cluster = rec["cluster"].strip()
                 if not cluster:
                     raise RowError("cluster: empty virtual cluster")
@@ -71,12 +74,20 @@ def load_philly(path: Path, on_bad_row: OnBadRow = "skip", limit: int | None = N
                 rows.bad(number, str(exc))
                 continue
             jobs.append((submitted, duration, num_gpus, cluster, len(jobs)))
+            lines.append(number)
     if not jobs:
         return workload
     origin = min(job[0] for job in jobs)
     jobs.sort(key=lambda job: (job[0], job[4]))
     for submitted, duration, num_gpus, cluster, index in jobs:
         arrival = (submitted - origin).total_seconds()
+        if arrival > MAX_DURATION:
+            rows.bad(
+                lines[index],
+                f"timestamp: {submitted} is more than Go's maximum duration (about 292 years) after the "
+                f"earliest submission {origin}",
+            )
+            continue
         name = f"philly-{index:06d}"
         gpus = worker_gpus(num_gpus)
         workload.add_queue(cluster)

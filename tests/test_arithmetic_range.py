@@ -1,0 +1,202 @@
+"""Numbers at the edges of their range: sums past int64, int32 fields, huge nodes."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubesched.api.objects import Pod, PriorityClass
+from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from kubesched.errors import InputError
+from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
+from kubesched.plugins.noderesources.fit import least_allocated, most_allocated
+
+
+def run(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    path = tmp_path / "in.yaml"
+    path.write_text(textwrap.dedent(text))
+    code = main(["simulate", str(path), "-o", "json", *args])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if code != EXIT_BAD_INPUT else None, err
+
+
+def pods_by_name(doc: Any) -> dict[str, Any]:
+    return {p["name"]: p for p in doc["pods"]}
+
+
+@pytest.mark.parametrize("scheduler", ["default-scheduler", "volcano"])
+def test_requests_summing_past_int64_fit_nowhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], scheduler: str
+) -> None:
+    code, doc, err = run(
+        tmp_path,
+        f"""\
+        apiVersion: v1
+        kind: Node
+        metadata: {{name: n1}}
+        status: {{allocatable: {{cpu: "8", memory: 8Ei, pods: "110"}}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: p}}
+        spec:
+          schedulerName: {scheduler}
+          containers:
+          - {{name: a, resources: {{requests: {{memory: 4Ei}}}}}}
+          - {{name: b, resources: {{requests: {{memory: 4Ei}}}}}}
+          - {{name: c, resources: {{requests: {{memory: 4Ei}}}}}}
+        """,
+        capsys,
+    )
+    assert code == EXIT_OK, err
+    pod = pods_by_name(doc)["p"]
+    assert pod["node"] is None
+    assert pod["status"] == "Unschedulable"
+
+
+def test_bound_pods_summing_past_int64_do_not_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bound = "".join(
+        textwrap.dedent(f"""\
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: b{i}}}
+        spec:
+          nodeName: n1
+          containers: [{{name: a, resources: {{requests: {{memory: 7Ei}}}}}}]
+        """)
+        for i in range(3)
+    )
+    code, doc, err = run(
+        tmp_path,
+        textwrap.dedent("""\
+        apiVersion: v1
+        kind: Node
+        metadata: {name: n1}
+        status: {allocatable: {cpu: "8", memory: 8Ei, pods: "110"}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec:
+          containers: [{name: a, resources: {requests: {memory: 1Ki}}}]
+        """)
+        + bound,
+        capsys,
+    )
+    assert code == EXIT_OK, err
+    assert pods_by_name(doc)["p"]["node"] is None
+
+
+def test_huge_node_scores_as_the_emptier_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = run(
+        tmp_path,
+        """\
+        apiVersion: v1
+        kind: Node
+        metadata: {name: small}
+        status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+        ---
+        apiVersion: v1
+        kind: Node
+        metadata: {name: huge}
+        status: {allocatable: {cpu: "8", memory: 7Ei, pods: "110"}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec:
+          containers: [{name: a, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+        """,
+        capsys,
+        "--explain",
+    )
+    assert code == EXIT_OK, err
+    pod = pods_by_name(doc)["p"]
+    fit = {node: scores["NodeResourcesFit"] for node, scores in pod["finalScore"].items()}
+    assert fit["huge"] > fit["small"]
+    assert pod["node"] == "huge"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, INT64_MAX), min_size=1, max_size=8),
+    st.lists(st.integers(1, INT64_MAX), min_size=1, max_size=8),
+)
+def test_scores_equal_exact_integer_arithmetic(requested: list[int], allocatable: list[int]) -> None:
+    n = min(len(requested), len(allocatable))
+    req = np.array(requested[:n], dtype=np.int64)
+    alloc = np.array(allocatable[:n], dtype=np.int64)
+    least = least_allocated(req, alloc).tolist()
+    most = most_allocated(req, alloc).tolist()
+    for i in range(n):
+        r, a = requested[i], allocatable[i]
+        assert least[i] == (0 if r > a else (a - r) * 100 // a)
+        assert most[i] == min(r, a) * 100 // a
+        assert 0 <= least[i] <= 100 and 0 <= most[i] <= 100
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, INT64_MAX), min_size=1, max_size=8), st.integers(0, 2**70))
+def test_saturating_add_caps_at_int64(values: list[int], amount: int) -> None:
+    got = saturating_add(np.array(values, dtype=np.int64), amount).tolist()
+    assert got == [min(v + amount, INT64_MAX) for v in values]
+
+
+def test_scaled_quotient_small_values_take_the_fast_path() -> None:
+    got = scaled_quotient(np.array([5, 0], dtype=np.int64), np.array([7, 3], dtype=np.int64), 100)
+    assert got.tolist() == [71, 0]
+
+
+def pod(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "a"}], **spec},
+    }
+
+
+@pytest.mark.parametrize("priority", [2**31, -(2**31) - 1, 10**30])
+def test_pod_priority_outside_int32_is_refused(priority: int) -> None:
+    with pytest.raises(InputError) as info:
+        Pod.from_dict(pod({"priority": priority}))
+    assert info.value.field == "spec.priority"
+
+
+@pytest.mark.parametrize("priority", [2**31 - 1, -(2**31)])
+def test_pod_priority_at_the_int32_edges_is_accepted(priority: int) -> None:
+    assert Pod.from_dict(pod({"priority": priority})).priority == priority
+
+
+def test_priority_class_value_outside_int32_is_refused() -> None:
+    obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}}
+    with pytest.raises(InputError, match="range"):
+        PriorityClass.from_dict({**obj, "value": -(2**40)})
+
+
+def test_huge_priority_in_manifest_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        tmp_path,
+        """\
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: high}
+        spec:
+          priority: 99999999999999999999
+          containers: [{name: a}]
+        """,
+        capsys,
+    )
+    assert code == EXIT_BAD_INPUT
+    assert "Pod high: field spec.priority: must be in the range" in err
+    assert "Traceback" not in err
