@@ -42,7 +42,7 @@ def _scheduler(objects: list[dict[str, Any]], actions: str, binder_fails: Except
     ports = dataclasses.replace(StorePorts(store).ports(), binder=binder)
     conf = batch_conf_from_dict(one_tier(actions, TIER))
     sched = BatchScheduler(informer_factory(store), ports, conf, now=lambda: 0.0)
-    sched.handle_events()
+    sched.informers.pump()
     return sched, store
 
 
@@ -58,7 +58,7 @@ def test_a_refused_bind_leaves_the_pod_pending_and_a_later_session_binds_it() ->
     assert outcome.status == PENDING and outcome.message.startswith("binding rejected")
     assert sched.cache.pod_state(uid) is None  # the assumed pod was forgotten
     assert not store.get("Pod", "c1", "p")["spec"].get("nodeName")
-    sched.handle_events()
+    sched.informers.pump()
     sched.run_session()
     assert store.get("Pod", "c1", "p")["spec"]["nodeName"] == "n1"
     assert sched.outcomes[uid].status == SCHEDULED

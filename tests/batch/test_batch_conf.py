@@ -186,6 +186,33 @@ def test_hierarchical_drf_alone_is_fine() -> None:
     assert c.tiers[0].plugins[0].hierarchy is True
 
 
+@pytest.mark.parametrize(
+    ("tiers", "named"),
+    [
+        (
+            "[{plugins: [{name: capacity}, {name: proportion}]}]",
+            "capacity (tiers[0]) and proportion (tiers[0])",
+        ),
+        (
+            "[{plugins: [{name: gang}, {name: proportion}]}, {plugins: [{name: capacity}]}]",
+            "capacity (tiers[1]) and proportion (tiers[0])",
+        ),
+    ],
+)
+def test_capacity_and_proportion_conflict(tiers: str, named: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        conf(f"actions: allocate\ntiers: {tiers}")
+    assert info.value.field == "tiers"
+    assert named in info.value.message and "cannot be used together" in info.value.message
+
+
+def test_hierarchical_capacity_is_supported_without_warning() -> None:
+    c = conf("actions: allocate\ntiers: [{plugins: [{name: capacity, enableHierarchy: true}]}]")
+    p = c.tiers[0].plugins[0]
+    assert p.hierarchy is True and p.supported is True
+    assert c.warnings == []
+
+
 def test_load_example_and_file_errors(tmp_path: Path) -> None:
     c = load_batch_conf(EXAMPLE)
     assert c.source == str(EXAMPLE)

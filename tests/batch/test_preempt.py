@@ -26,7 +26,7 @@ ALL = {"": 1}
 
 CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     (
-        "no preemption while the node has room",
+        "do not preempt if there are enough idle resources",
         [
             pod_group("pg1", "q1", 3, "Inqueue", min_task_member={"": 3}),
             pod("preemptee1", "n1", "pg1"),
@@ -38,7 +38,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "no preemption for jobs already pipelined",
+        "do not preempt if job is pipelined",
         [
             pod_group("pg1", "q1", 1, "Inqueue", min_task_member={"": 2}),
             pod_group("pg2", "q1", 1, "Inqueue", min_task_member={"": 2}),
@@ -52,7 +52,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "one task of a lower-priority job makes room",
+        "preempt one task of different job to fit both jobs on one node",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority", min_task_member={"": 2}),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member={"": 2}),
@@ -66,7 +66,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee1"],
     ),
     (
-        "enough tasks are preempted for a large task",
+        "preempt enough tasks to fit large task of different job",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority", min_task_member={"": 3}),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member={"": 1}),
@@ -80,7 +80,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee2", "c1/preemptee1"],
     ),
     (
-        "a low-priority job of the queue yields when the queue capability is reached",
+        "preempt low priority job in same queue",
         [
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
@@ -92,7 +92,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee1"],
     ),
     (
-        "no preemption while the queue capability leaves room",
+        "preempt low priority job in same queue: allocatable and has enough resource, don't preempt",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
@@ -104,7 +104,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "neither preemptable=false pods nor higher-priority pods are preempted",
+        "preempt low priority job in same queue but not pod with preemptable=false or higher priority",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
@@ -118,7 +118,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee2"],
     ),
     (
-        "a preemptor with preemptionPolicy Never preempts nothing",
+        "can not preempt resources when task preemption policy is never",
         [
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority"),
@@ -130,7 +130,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "evictions are rolled back when the queue capability still refuses the preemptor",
+        "rollback evictions when preemptor exceeds queue capacity after evicting victims",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority", min_task_member={"": 2}),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
@@ -143,7 +143,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "only the evictions on the node where the preemptor lands are committed",
+        "only commit evictions on the node where preemption succeeds",
         [
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
@@ -158,7 +158,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee2"],
     ),
     (
-        "each queue keeps its own preemptors",
+        "multi-queue: preemptorTasks must not be overwritten by intra-job preemption of another queue",
         [
             pod_group("pg1", "q1", 1, "Inqueue", min_task_member=ALL),
             pod_group("pg2", "q2", 0, "Inqueue", "low-priority"),
@@ -178,7 +178,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
 # BestEffort pod (which asks for nothing else) must be evicted first, and its eviction frees the slot.
 PODS_CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     (
-        "a high-priority pod preempts a low-priority BestEffort pod for the node's only pod slot",
+        "unBestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
         [
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
@@ -190,7 +190,7 @@ PODS_CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee1"],
     ),
     (
-        "a BestEffort high-priority pod preempts a BestEffort low-priority pod",
+        "BestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
         [
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
             pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),

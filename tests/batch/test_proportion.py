@@ -324,7 +324,7 @@ def test_volcano_no_double_counting_of_admitted_jobs_holding_resources() -> None
     assert len(_bound(sched)) == 3
     store.create(_with_min(pod_group("pgB", "q1", 1, "Pending"), "1", "1Gi"))
     store.create(pod("pB1", "", "pgB"))
-    sched.handle_events()
+    sched.informers.pump()
     sched.run_session()
     assert "c1/pB1" in _bound(sched)
 
@@ -379,7 +379,7 @@ def test_no_queue_exceeds_its_capability(objects: list[dict[str, Any]]) -> None:
     store = sched.informers.store
     for _ in range(2):
         sched.run_session()
-        sched.handle_events()
+        sched.informers.pump()
     queue_of = {
         (pg["metadata"]["namespace"], pg["metadata"]["name"]): pg["spec"]["queue"]
         for pg in store.list("PodGroup")

@@ -29,7 +29,7 @@ PRIORITIES = [
 
 CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     (
-        "two queues, one overusing: only its preemptable pod is reclaimed",
+        "Two Queue with one Queue overusing resource, should reclaim",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
@@ -44,7 +44,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee2"],
     ),
     (
-        "reclaimees sorted: the lowest-priority job of the overusing queues goes first",
+        "sort reclaimees when reclaiming from overusing queue",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "mid-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "low-priority"),
@@ -62,7 +62,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee2-1"],
     ),
     (
-        "reclaimees of different queues: the queue last in queue order (lowest priority) goes first",
+        "sort reclaimees when reclaiming from overusing queues with different queue priority",
         [
             pod_group("pg1", "q1", 1, "Inqueue", "mid-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "mid-priority"),
@@ -80,7 +80,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee1-1"],
     ),
     (
-        "a preemptor with preemptionPolicy Never reclaims nothing",
+        "can not reclaim resources when task preemption policy is never",
         [
             priority_class("never-high", 1000, never=True),
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
@@ -94,7 +94,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "a closed queue reclaims nothing",
+        "can not reclaim resources when queue is not open(proportion plugin)",
         [
             pod_group("pg1", "q1", 1, "Running", "low-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
@@ -109,7 +109,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         [],
     ),
     (
-        "idle resources of the node count: one eviction frees the missing memory",
+        "Node available resources should be included in reclaimed resources",
         [
             pod_group("pg1", "q1", 0, "Running", "mid-priority"),
             pod_group("pg2", "q2", 0, "Running", "mid-priority"),
@@ -125,7 +125,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/preemptee1-1"],
     ),
     (
-        "a second task reclaims when the first has preemptionPolicy Never",
+        "Reclaim succeeds for second task when first task has PreemptionPolicy=Never",
         [
             priority_class("never-high", 1000, never=True),
             pod_group("pg-victim", "q1", 1, "Running", "low-priority"),
@@ -141,7 +141,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ["c1/victim-pod"],
     ),
     (
-        "no eviction when the node already has room for the task",
+        "only commit evictions on the node where reclaim succeeds",
         [
             pod_group("pg-victim", "q1", 0, "Running", "low-priority"),
             pod_group("pg-preemptor", "q2", 1, "Inqueue", "low-priority"),
@@ -160,6 +160,43 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
 def test_volcano_reclaim_cases(objects: list[dict[str, Any]], evicted: list[str]) -> None:
     sched = run(PRIORITIES + objects, "reclaim", TIER)
     assert sorted(sched.evicted) == sorted(evicted)
+
+
+# Volcano's table runs this case with capacity in proportion's place (kubesched refuses a conf
+# naming both).
+CAPACITY_TIER = [
+    plugin("conformance", "reclaimable"),
+    plugin("gang", "reclaimable", "job_starving"),
+    plugin("capacity", "reclaimable", "queue_order", "preemptive"),
+    plugin("priority", "reclaimable", "job_order", "task_order"),
+]
+CAPACITY_CASES = [
+    (
+        "can not reclaim resources when queue is not open(capacity plugin)",
+        next(c[1] for c in CASES if c[0].endswith("(proportion plugin)")),
+        [],
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("objects", "evicted"), [c[1:] for c in CAPACITY_CASES], ids=[c[0] for c in CAPACITY_CASES]
+)
+def test_volcano_reclaim_cases_with_capacity(objects: list[dict[str, Any]], evicted: list[str]) -> None:
+    sched = run(PRIORITIES + objects, "reclaim", CAPACITY_TIER)
+    assert sorted(sched.evicted) == sorted(evicted)
+
+
+def test_an_open_queue_reclaims_with_capacity() -> None:
+    """The same cluster with q2 Open and owed 1 cpu / 1G: capacity lets it reclaim the preemptable
+    pod (q1 has no deserved, so everything it holds is on loan)."""
+    objects = next(c[1] for c in CASES if c[0].endswith("(proportion plugin)"))
+    objects = [
+        o if o.get("metadata", {}).get("name") != "q2" else queue("q2", deserved={"cpu": "1", "memory": "1G"})
+        for o in objects
+    ]
+    sched = run(PRIORITIES + objects, "reclaim", CAPACITY_TIER)
+    assert sched.evicted == ["c1/preemptee2"]
 
 
 # -- guarantees --------------------------------------------------------------------------------- #

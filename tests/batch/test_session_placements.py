@@ -173,7 +173,7 @@ def test_drf_share_counts_pods() -> None:
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "drf"}]}]})
     sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
-    sched.handle_events()
+    sched.informers.pump()
     snap, _ = sched.build_snapshot()
     ssn = open_session(snap, conf)
     drf = ssn.plugins["drf"]
@@ -210,7 +210,7 @@ def test_reclaim_evicts_to_free_a_pod_slot() -> None:
     ]
     conf = batch_conf_from_dict({"actions": "reclaim", "tiers": [{"plugins": tier}]})
     sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
-    sched.handle_events()
+    sched.informers.pump()
     sched.run_session()
     assert len(sched.evicted) == 1 and sched.evicted[0] in ("ns/a-0", "ns/a-1")
 
@@ -283,7 +283,7 @@ def test_session_counts_placements_on_its_own_table_in_integers() -> None:
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]})
     sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
-    sched.handle_events()
+    sched.informers.pump()
     snap, _ = sched.build_snapshot()
     base = sched.snapshot.table
     before = (base.requested.copy(), base.nonzero_requested.copy())

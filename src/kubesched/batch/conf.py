@@ -94,6 +94,7 @@ SUPPORTED_PLUGINS = frozenset(
         "drf",
         "predicates",
         "proportion",
+        "capacity",
         "nodeorder",
         "binpack",
         "overcommit",
@@ -161,6 +162,10 @@ UNSUPPORTED_SWITCHES = frozenset(
         "hyper_node_gradient",
     }
 )
+
+
+#: Plugins whose ``enableHierarchy`` kubesched implements (hierarchical queues).
+HIERARCHY_PLUGINS = frozenset({"capacity"})
 
 
 def _feature(key: str) -> str:
@@ -446,7 +451,7 @@ class _Parser:
                 raise self.fail(f"{key} repeats {seen[attr]}; set it once", f"{field}.{key}")
             seen[attr] = key
             values[attr] = value
-            if attr in UNSUPPORTED_SWITCHES:
+            if attr in UNSUPPORTED_SWITCHES and not (attr == "hierarchy" and name in HIERARCHY_PLUGINS):
                 self.warnings.append(
                     f"{self.source}: {field}.{key}: kubesched has no {_feature(volcano_key)} feature; "
                     "the switch is accepted and ignored"
@@ -464,6 +469,20 @@ class _Parser:
                     "proportion and drf with enableHierarchy conflict; use one of them", f"{field}.plugins"
                 )
             tiers.append(Tier(plugins=plugins))
+        # Both plugins size queues and would each veto by their own rules; Volcano documents them as
+        # mutually exclusive.
+        where = {
+            name: [i for i, t in enumerate(tiers) if any(p.name == name for p in t.plugins)]
+            for name in ("capacity", "proportion")
+        }
+        if where["capacity"] and where["proportion"]:
+            cap = ", ".join(f"tiers[{i}]" for i in where["capacity"])
+            prop = ", ".join(f"tiers[{i}]" for i in where["proportion"])
+            raise self.fail(
+                f"capacity ({cap}) and proportion ({prop}) cannot be used together; "
+                "capacity replaces proportion",
+                "tiers",
+            )
         return tiers
 
     def check_arguments(self, name: str, arguments: dict[str, Any], field: str) -> None:

@@ -155,9 +155,7 @@ class SessionCycle:
         ssn = open_session(snap, self.conf)
         closed = False
         try:
-            bound, decide, moved, worked_on, updates = self._decide_and_apply(
-                ssn, snap, changed, missing_queue
-            )
+            bound, decide, moved, worked_on, updates = self._decide_and_apply(ssn, snap, changed)
             closed = True
         finally:
             if not closed:
@@ -195,7 +193,6 @@ class SessionCycle:
         ssn: Session,
         snap: BatchSnapshot,
         changed: set[str],
-        missing_queue: dict[str, tuple[PodGroup, str]],
     ) -> tuple[int, float, set[str], set[str], list[JobUpdate]]:
         """Run the actions, carry out what they committed and close the session: (tasks bound,
         seconds deciding, jobs moved, jobs worked on, the job updates)."""

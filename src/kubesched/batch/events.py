@@ -1,9 +1,10 @@
-"""Informer handlers of the batch scheduler: cluster changes into the scheduler cache and the job cache.
+"""Informer handlers of the batch scheduler: cluster changes into the job cache.
 
-Subscribed to the Pod, Node, PodGroup, Queue and PriorityClass informers. Nodes and placed pods go
-to the :class:`SchedulerCache` (the same class the framework scheduler keeps), so binds made by
-either scheduler are seen by the other; pods, PodGroups, Queues and priority classes go to the
-:class:`JobCache`, marking the jobs they touch for a rebuild.
+Subscribed to the Pod, Node, PodGroup, Queue and PriorityClass informers. Nodes and placed pods are
+the scheduler cache's business: the cluster's one :class:`~kubesched.cache.cache.SchedulerCache`,
+shared with the framework scheduler and fed by its :class:`~kubesched.cache.feed.CacheFeed`, which
+subscribed first, so the cache already reflects a change when it arrives here. Pods, PodGroups,
+Queues and priority classes go to the :class:`JobCache`, marking the jobs they touch for a rebuild.
 
 Pods served: those whose ``spec.schedulerName`` is one of the batch profile's names (``volcano``
 unless configured). A pod in a PodGroup (annotation ``scheduling.k8s.io/group-name`` or label
@@ -15,11 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import Pod
 from kubesched.batch.controller import PodGroupController
 from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import PodGroup, Queue, group_name_of
-from kubesched.cache.cache import SchedulerCache
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -34,13 +34,11 @@ class ClusterEvents:
     def __init__(
         self,
         jobs: JobCache,
-        cache: SchedulerCache,
         controller: PodGroupController,
         outcomes: dict[str, PodOutcome],
         scheduler_names: frozenset[str],
     ) -> None:
         self.jobs = jobs
-        self.cache = cache
         self.controller = controller
         self.outcomes = outcomes
         self.scheduler_names = scheduler_names
@@ -63,7 +61,7 @@ class ClusterEvents:
             ):
                 self.jobs.dirty = True
         if kind == "Node":
-            self.on_node(event)
+            self.on_node()
         elif kind == "Pod":
             self.on_pod(event)
         elif kind == "PodGroup":
@@ -78,21 +76,11 @@ class ClusterEvents:
                 self.jobs.priority_classes[name] = int(event.obj.get("value") or 0)
             self.jobs.rebuild_all = True
 
-    def on_node(self, event: Change[Any]) -> None:
+    def on_node(self) -> None:
         # Tasks keep node slots, and parked jobs keep their order, which may read the cluster's
         # total resources: every job is rebuilt.
         self.jobs.ready = None
         self.jobs.rebuild_all = True
-        if event.type == EventType.DELETED:
-            self.cache.remove_node(str(event.obj["metadata"]["name"]))
-            return
-        node = event.view
-        if not isinstance(node, Node):
-            return
-        if event.type == EventType.ADDED:
-            self.cache.add_node(node)
-        else:
-            self.cache.update_node(node)
 
     def job_uid_of(self, pod: Pod) -> str | None:
         group = group_name_of(pod.raw)
@@ -109,7 +97,6 @@ class ClusterEvents:
         uid = pod.uid
         if event.type == EventType.DELETED:
             self.jobs.drop_pending(uid)
-            self.cache.remove_pod(pod)
             self.jobs.spec_keys.pop(uid, None)
             job = self.jobs.job_of_pod.pop(uid, None)
             if job is not None:
@@ -127,14 +114,6 @@ class ClusterEvents:
             self.jobs.stale.add(job)
         if pod.node_name:
             self.jobs.drop_pending(uid)
-            if pod.terminated:
-                self.cache.remove_pod(pod)
-                return
-            st = self.cache.pod_state(uid)
-            if st is None or st.assumed:
-                self.cache.add_pod(pod)
-            else:
-                self.cache.update_pod(pod)
             return
         if pod.terminated or not self.responsible_for(pod):
             return

@@ -20,6 +20,7 @@ from kubesched.batch.actions.preempt import PreemptAction
 from kubesched.batch.actions.reclaim import ReclaimAction
 from kubesched.batch.conf import VOLCANO_ACTIONS, VOLCANO_PLUGINS, PluginOption
 from kubesched.batch.plugins.binpack import BinpackPlugin
+from kubesched.batch.plugins.capacity import CapacityPlugin
 from kubesched.batch.plugins.conformance import ConformancePlugin
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.plugins.gang import GangPlugin
@@ -110,6 +111,7 @@ register_plugin(NodeOrderPlugin.name, NodeOrderPlugin)
 register_plugin(BinpackPlugin.name, BinpackPlugin)
 register_plugin(DrfPlugin.name, DrfPlugin)
 register_plugin(ProportionPlugin.name, ProportionPlugin)
+register_plugin(CapacityPlugin.name, CapacityPlugin)
 register_plugin(GpuSharePlugin.name, GpuSharePlugin)
 
 register_action(EnqueueAction.name, EnqueueAction)

@@ -43,6 +43,10 @@ class QueueReport:
     deserved: dict[str, int] | None = None
     bound: int = 0
     pending: int = 0
+    #: ``spec.parent`` (empty: none named). A queue with children reports its subtree's totals.
+    parent: str = ""
+    #: Ancestors above it (0: a top-level queue).
+    depth: int = 0
 
 
 @dataclass(slots=True)
@@ -67,6 +71,8 @@ class QueueState:
     space: ResourceSpace
     queues: dict[str, tuple[int, Vector | None, int, int]]
     deserved: dict[str, Vector] | None
+    #: Queue → ``spec.parent``, for the queues that name one.
+    parents: dict[str, str] = field(default_factory=dict)
 
 
 class BatchReports:
@@ -110,7 +116,13 @@ class BatchReports:
                 queues[name] = (q.weight, None, 0, 0)
             else:
                 queues[name] = (q.weight, qs.allocated.copy(), qs.holding, qs.pending)
-        state = QueueState(ssn.space, queues, ssn.queue_deserved)
+        parents = {name: q.queue.parent for name, q in ssn.queues.items() if q.queue.parent}
+        if parents and "root" in ssn.queues:
+            # In a tree, a queue naming no parent hangs under root (Volcano's rule).
+            for name in ssn.queues:
+                if name != "root":
+                    parents.setdefault(name, "root")
+        state = QueueState(ssn.space, queues, ssn.queue_deserved, parents)
         last = self.queue_state
         if last is not None and not last.queues.keys() <= queues.keys():
             self.materialize(last)  # a queue went away: keep what it last showed
@@ -118,12 +130,17 @@ class BatchReports:
 
     def materialize(self, state: QueueState) -> None:
         space = state.space
-        for name, (weight, allocated, bound, pending) in state.queues.items():
+        queues = state.queues
+        if state.parents:
+            queues = _subtree_totals(space, queues, state.parents)
+        for name, (weight, allocated, bound, pending) in queues.items():
             rep = self.queue_reports.setdefault(name, QueueReport(name, weight))
             rep.weight = weight
             vec = allocated if allocated is not None else space.zeros()
             rep.allocated = {k: v for k, v in space.to_dict(vec).items() if k != "pods"}
             rep.bound, rep.pending = bound, pending
+            rep.parent = state.parents.get(name, "")
+            rep.depth = len(_ancestors(name, state.parents, queues))
             if state.deserved is not None:
                 # A queue without jobs in the session deserves nothing.
                 d = state.deserved.get(name)
@@ -133,9 +150,51 @@ class BatchReports:
         return sorted(self.jobs.values(), key=lambda r: (r.namespace, r.name))
 
     def queue_report_list(self) -> list[QueueReport]:
+        """Queues by name; with parents named, in tree order (each queue followed by its children)."""
         if self.queue_state is not None:
             self.materialize(self.queue_state)
-        return sorted(self.queue_reports.values(), key=lambda r: r.name)
+        reports = self.queue_reports
+
+        def path(r: QueueReport) -> list[str]:
+            out = [r.name]
+            seen = {r.name}
+            cur = reports.get(r.parent) if r.parent else None
+            while cur is not None and cur.name not in seen:
+                out.append(cur.name)
+                seen.add(cur.name)
+                cur = reports.get(cur.parent) if cur.parent else None
+            return out[::-1]
+
+        return sorted(reports.values(), key=path)
+
+
+def _ancestors(name: str, parents: dict[str, str], known: Any) -> list[str]:
+    """The known queues above ``name``, nearest first (a cycle of parents stops where it closes)."""
+    out: list[str] = []
+    seen = {name}
+    cur = parents.get(name, "")
+    while cur and cur in known and cur not in seen:
+        out.append(cur)
+        seen.add(cur)
+        cur = parents.get(cur, "")
+    return out
+
+
+def _subtree_totals(
+    space: ResourceSpace, queues: dict[str, tuple[int, Vector | None, int, int]], parents: dict[str, str]
+) -> dict[str, tuple[int, Vector | None, int, int]]:
+    """Each queue's own numbers plus every descendant's (a parent queue reports its subtree)."""
+    out: dict[str, list[Any]] = {
+        name: [w, None if a is None else a.copy(), b, p] for name, (w, a, b, p) in queues.items()
+    }
+    for name, (_, allocated, bound, pending) in queues.items():
+        for anc in _ancestors(name, parents, queues):
+            entry = out[anc]
+            if allocated is not None:
+                entry[1] = (entry[1] if entry[1] is not None else space.zeros()) + allocated
+            entry[2] += bound
+            entry[3] += pending
+    return {name: (e[0], e[1], e[2], e[3]) for name, e in out.items()}
 
 
 def batch_document(result: SimulationResult, explain: bool) -> dict[str, Any]:
@@ -153,6 +212,8 @@ def batch_document(result: SimulationResult, explain: bool) -> dict[str, Any]:
         }
         if q.deserved is not None:
             entry["deserved"] = q.deserved
+        if q.parent:
+            entry["parent"] = q.parent
         queues.append(entry)
     groups = []
     for g in result.pod_groups:
@@ -179,7 +240,8 @@ def print_batch_tables(result: SimulationResult, console: Console) -> None:
         qt.add_column(col)
     for q in result.queues:
         qt.add_row(
-            escape(q.name),
+            # A child queue is indented under its parent (the list is in tree order).
+            escape("  " * q.depth + q.name),
             str(q.weight),
             escape(_resources(q.allocated)),
             escape(_resources(q.deserved)) if q.deserved is not None else "-",

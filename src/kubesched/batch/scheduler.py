@@ -2,7 +2,8 @@
 
 A façade over the parts, each in its own module:
 
-- :mod:`~kubesched.batch.events`: informer handlers feeding the scheduler cache and the job cache;
+- :mod:`~kubesched.batch.events`: informer handlers feeding the job cache (node and pod state is the
+  cluster's one scheduler cache, shared with the framework scheduler);
 - :mod:`~kubesched.batch.controller`: the PodGroup controller (a group for pods that name none);
 - :mod:`~kubesched.batch.jobs`: the job cache kept between sessions, and the parking of jobs;
 - :mod:`~kubesched.batch.cycle`: one period (snapshot, open, actions, close);
@@ -31,7 +32,8 @@ from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import SCHEDULING_VOLCANO, PodGroup
 from kubesched.batch.report import BatchReports, JobReport, QueueReport, SessionStats
 from kubesched.batch.session import Session
-from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.cache.cache import Snapshot
+from kubesched.cache.feed import CacheFeed
 from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.store.base import ClusterStore
@@ -53,8 +55,11 @@ class BatchScheduler:
         scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,),
         schedule_period: float = DEFAULT_SCHEDULE_PERIOD,
         incremental: bool = True,
+        feed: CacheFeed | None = None,
     ) -> None:
-        """``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s).
+        """``feed``: the cluster's one scheduler cache and its informer feed, shared with the
+        framework scheduler; without it the scheduler feeds a cache of its own from ``informers``.
+        ``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s).
         ``incremental=False`` rebuilds every job each session and works out every job's status
         (the reference the incremental bookkeeping must agree with; for tests and measurements)."""
         self.informers = informers
@@ -63,7 +68,8 @@ class BatchScheduler:
         self.now = now
         self.schedule_period = schedule_period
         self.rng = np.random.default_rng(seed)
-        self.cache = SchedulerCache()
+        self.feed = feed if feed is not None else CacheFeed(informers)
+        self.cache = self.feed.cache
         self.outcomes: dict[str, PodOutcome] = {}
         self.warnings: list[str] = [*conf.warnings, *unavailable(conf)]
         self.reports = BatchReports()
@@ -74,9 +80,7 @@ class BatchScheduler:
         self.cycle = SessionCycle(
             conf, actions, self.jobs, self.cache, self.applier, informers, ports, now=now, rng=self.rng
         )
-        self.events = ClusterEvents(
-            self.jobs, self.cache, self.controller, self.outcomes, frozenset(scheduler_names)
-        )
+        self.events = ClusterEvents(self.jobs, self.controller, self.outcomes, frozenset(scheduler_names))
         self.events.subscribe(informers)
         self._warned: set[str] = set(self.warnings)
 
@@ -93,7 +97,7 @@ class BatchScheduler:
         incremental: bool = True,
     ) -> BatchScheduler:
         """A batch scheduler with informers of its own over ``store`` and ports writing to it (the
-        embedded cluster; ``handle_events`` then applies the store's changes)."""
+        embedded cluster; pumping ``informers`` then applies the store's changes)."""
         return cls(
             informer_factory(store),
             StorePorts(store).ports(),
@@ -109,31 +113,11 @@ class BatchScheduler:
     def responsible_for(self, pod: Pod) -> bool:
         return self.events.responsible_for(pod)
 
-    @property
-    def scheduler_names(self) -> frozenset[str]:
-        return self.events.scheduler_names
-
-    def handle_events(self) -> int:
-        """Apply the changes waiting in the informers (their handlers update this scheduler)."""
-        return self.informers.pump()
-
     # -- state -----------------------------------------------------------------------------------
-    @property
-    def has_pending(self) -> bool:
-        return bool(self.jobs.pending)
-
     @property
     def wants_session(self) -> bool:
         """Pods wait and something changed since the last session that made no progress."""
         return bool(self.jobs.pending) and self.jobs.dirty
-
-    @property
-    def pending(self) -> dict[str, Pod]:
-        return self.jobs.pending
-
-    @property
-    def dirty(self) -> bool:
-        return self.jobs.dirty
 
     @property
     def incremental(self) -> bool:

@@ -251,6 +251,8 @@ class Session:
         self.job_enqueued_fns: dict[str, Callable[[JobInfo], None]] = {}
         self.job_starving_fns: dict[str, Callable[[JobInfo], bool]] = {}
         self.victim_tasks_fns: dict[str, Callable[[list[TaskInfo]], list[TaskInfo]]] = {}
+        #: Which of two victims' queues gives up a task first, given the preemptor's queue.
+        self.victim_queue_order_fns: dict[str, Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = {}
 
     # -- node state ------------------------------------------------------------------------------
     def used_array(self) -> IntArray:
@@ -259,18 +261,10 @@ class Session:
         used: IntArray = self.table.requested[:, : len(self.space)].copy()
         return used
 
-    def idle_array(self) -> IntArray:
-        idle: IntArray = self.idle.copy()
-        return idle
-
     def future_idle_array(self) -> IntArray:
         """Idle plus what evicted tasks release minus what pipelined tasks wait for."""
         future: IntArray = self.idle + self.releasing - self.pipelined
         return future
-
-    def node_used(self, slot: int) -> IntArray:
-        used: IntArray = self.table.requested[slot, : len(self.space)].copy()
-        return used
 
     def node_idle(self, slot: int) -> IntArray:
         idle: IntArray = self.idle[slot].copy()
@@ -389,6 +383,25 @@ class Session:
     def add_victim_tasks_fn(self, name: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
         self.victim_tasks_fns[name] = fn
         self._resolved.clear()
+
+    def add_victim_queue_order_fn(
+        self, name: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]
+    ) -> None:
+        self.victim_queue_order_fns[name] = fn
+
+    def victim_queue_compare(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        """Negative when ``left``'s tasks are evicted before ``right``'s (Volcano
+        ``VictimQueueOrderFn``: the first plugin with an opinion, tier by tier, no switch; otherwise
+        the queue last in queue order first)."""
+        for tier in self.tiers:
+            for opt in tier.plugins:
+                fn = self.victim_queue_order_fns.get(opt.name)
+                if fn is None:
+                    continue
+                res = fn(left, right, preemptor)
+                if res != 0:
+                    return -1 if res < 0 else 1
+        return -self.queue_compare(left, right)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)

@@ -135,7 +135,7 @@ def store_of(objects: list[dict[str, Any]]) -> MemoryStore:
 def scheduler_on(objects: list[dict[str, Any]], conf_dict: dict[str, Any]) -> BatchScheduler:
     """A batch scheduler on a store holding ``objects``, events handled, no session run yet."""
     sched = BatchScheduler.over_store(store_of(objects), batch_conf_from_dict(conf_dict), now=lambda: 0.0)
-    sched.handle_events()
+    sched.informers.pump()
     return sched
 
 

@@ -4,12 +4,16 @@ Upstream semantics: right after a scheduling cycle picks a node the pod is *assu
 cycle already counts it; binding runs later; the informer's event for the bound pod *confirms* the
 assumption; a failed bind *forgets* it. Every change bumps the node's generation and marks its slot
 dirty, so a snapshot refresh copies only the rows that changed.
+
+A cluster has one cache, shared by both schedulers (see :mod:`kubesched.cache.feed`): each keeps
+its own :class:`Snapshot` of it, and each snapshot its own list of rows still to refresh.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +37,16 @@ class PodState:
     binding_finished: bool = False
 
 
+@dataclass(slots=True)
+class _SnapshotLag:
+    """What one snapshot has not caught up with yet: the nodes changed since its last refresh, and
+    whether the node order moved. Every snapshot of the cache has its own (both schedulers keep one
+    of the same cache, refreshed at different times)."""
+
+    dirty: set[str] = field(default_factory=set)
+    tree_changed: bool = True
+
+
 class SchedulerCache:
     def __init__(self) -> None:
         self.node_infos: dict[str, NodeInfo] = {}
@@ -41,8 +55,7 @@ class SchedulerCache:
         self._next_slot = 0
         self._tree = NodeTree()
         self._pods: dict[str, PodState] = {}
-        self._dirty: set[str] = set()
-        self._tree_changed = True
+        self._lags: weakref.WeakKeyDictionary[Snapshot, _SnapshotLag] = weakref.WeakKeyDictionary()
         self._generation = itertools.count(1)
         #: Per-slot pod aggregates for topology plugins, kept in step with every pod change below.
         self.pod_index = PodIndex()
@@ -64,14 +77,22 @@ class SchedulerCache:
 
     def _touch(self, name: str, info: NodeInfo) -> None:
         info.generation = next(self._generation)
-        self._dirty.add(name)
+        self._mark(name)
         self.gpu_cards.sync(name, info)
+
+    def _mark(self, name: str) -> None:
+        for lag in self._lags.values():
+            lag.dirty.add(name)
+
+    def _tree_moved(self) -> None:
+        for lag in self._lags.values():
+            lag.tree_changed = True
 
     def add_node(self, node: Node) -> None:
         info = self._info(node.name)
         info.node = node
         self._tree.add(node.name, node.zone_key)
-        self._tree_changed = True
+        self._tree_moved()
         self._touch(node.name, info)
 
     def update_node(self, node: Node) -> None:
@@ -83,7 +104,7 @@ class SchedulerCache:
             return
         info.node = None
         self._tree.remove(name)
-        self._tree_changed = True
+        self._tree_moved()
         self._touch(name, info)
         self._maybe_drop(name, info)
 
@@ -92,7 +113,7 @@ class SchedulerCache:
         if info.node is None and not info.pods:
             del self.node_infos[name]
             self._free_slots.append(self._slots.pop(name))
-            self._dirty.add(name)
+            self._mark(name)
 
     @property
     def num_nodes(self) -> int:
@@ -187,11 +208,14 @@ class SchedulerCache:
     # -- snapshot --------------------------------------------------------------------------------
     def update_snapshot(self, snapshot: Snapshot) -> None:
         """Bring the snapshot up to date, copying only the node rows that changed (upstream
-        ``UpdateSnapshot`` by generation)."""
+        ``UpdateSnapshot`` by generation). A snapshot new to this cache gets every node."""
+        lag = self._lags.get(snapshot)
+        if lag is None:
+            lag = self._lags[snapshot] = _SnapshotLag(set(self.node_infos))
         table = snapshot.table
         snapshot.pod_index = self.pod_index
         snapshot.gpu_cards = self.gpu_cards
-        for name in self._dirty:
+        for name in lag.dirty:
             info = self.node_infos.get(name)
             slot = self._slots[name] if info is not None else None
             old_slot = table.slot_of.get(name)
@@ -211,11 +235,11 @@ class SchedulerCache:
                 snapshot.node_infos.pop(name, None)
             else:
                 snapshot.node_infos[name] = info
-        self._dirty.clear()
-        if self._tree_changed:
+        lag.dirty.clear()
+        if lag.tree_changed:
             names = self._tree.list()
             table.order = np.fromiter((self._slots[n] for n in names), dtype=np.int64, count=len(names))
-            self._tree_changed = False
+            lag.tree_changed = False
 
 
 class Snapshot:

@@ -1,7 +1,9 @@
 """The kube-scheduler pipeline: informer event handlers and ``scheduleOne``.
 
 The scheduler subscribes to the shared Pod and Node informers (the driver pumps them between steps)
-and writes to the cluster only through its ports: bindings through the DefaultBinder plugin, the
+for its queue; node and pod state is the cluster's one scheduler cache, fed from the same informers
+by a :class:`~kubesched.cache.feed.CacheFeed` and shared with the batch scheduler. It writes to the
+cluster only through its ports: bindings through the DefaultBinder plugin, the
 ``PodScheduled`` condition and nominations through the pod status writer, events through the
 recorder.
 
@@ -21,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.cache.cache import Snapshot
+from kubesched.cache.feed import CacheFeed
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
@@ -90,13 +93,17 @@ class Scheduler:
         now: Callable[[], float],
         seed: int | None = None,
         explain: bool = False,
+        feed: CacheFeed | None = None,
     ) -> None:
+        """``feed``: the cluster's one scheduler cache and its informer feed, shared with the batch
+        scheduler; without it the scheduler feeds a cache of its own from ``informers``."""
         self.informers = informers
         self.ports = ports
         self.config = config
         self.now = now
         self.rng = np.random.default_rng(seed)
-        self.cache = SchedulerCache()
+        self.feed = feed if feed is not None else CacheFeed(informers)
+        self.cache = self.feed.cache
         self.snapshot = Snapshot()
         self.handle = Handle(informers, ports, self.snapshot, now, self.rng, config.parallelism)
         self.profiles: dict[str, Framework] = {
@@ -125,7 +132,6 @@ class Scheduler:
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
         self._binding_tasks: list[_BindingTask] = []
-        # Nodes first: pods already bound when the scheduler starts find their nodes in the cache.
         informers.informer("Node").add_handler(self._on_node)
         informers.informer("Pod").add_handler(self._on_pod)
 
@@ -160,17 +166,12 @@ class Scheduler:
         return fwk.run_pre_enqueue(pod) if fwk is not None else None
 
     def _on_node(self, change: Change[Node]) -> None:
-        if change.type == EventType.DELETED:
-            self.cache.remove_node(str(change.obj["metadata"]["name"]))
-            return
-        node = change.view
-        if node is None:
+        # The cache has the change already (its feed subscribed first): only the queue moves.
+        if change.type == EventType.DELETED or change.view is None:
             return
         if change.type == EventType.ADDED:
-            self.cache.add_node(node)
             self.queue.move_all_to_active_or_backoff(NODE_ADD)
         else:
-            self.cache.update_node(node)
             self.queue.move_all_to_active_or_backoff(NODE_UPDATE)
 
     def _on_pod(self, change: Change[Pod]) -> None:
@@ -186,24 +187,20 @@ class Scheduler:
         pod = change.view
         if pod is None:
             return  # did not parse: the informer logged it
+        # The cache has the change already (its feed subscribed first); what it held before tells
+        # a newly placed pod from an update of one it knew.
+        before = self.feed.before(change)
         if change.type == EventType.DELETED:
-            if pod.node_name or self.cache.pod_state(pod.uid) is not None:
-                self.cache.remove_pod(pod)
+            if pod.node_name or before is not None:
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
             self.queue.delete(pod.uid)
             return
         if pod.node_name:
             if pod.terminated:
-                self.cache.remove_pod(pod)
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
-                return
-            known = self.cache.pod_state(pod.uid)
-            if known is None or known.assumed:
+            elif before is None or before.assumed:
                 self.queue.delete(pod.uid)
-                self.cache.add_pod(pod)
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
-            else:
-                self.cache.update_pod(pod)
             return
         if pod.terminated or not self.responsible_for(pod):
             return

@@ -1,7 +1,8 @@
 """The embedded simulation: manifests → in-memory cluster → scheduler, on virtual time.
 
-One embedded store, one set of shared informers over it and one set of store ports serve both
-schedulers, the simulation's own bookkeeping (pod lifetimes, evictions) and the metrics recorder.
+One embedded store, one set of shared informers over it, one scheduler cache fed from them and one
+set of store ports serve both schedulers, the simulation's own bookkeeping (pod lifetimes,
+evictions) and the metrics recorder.
 The :class:`~kubesched.runtime.driver.VirtualClockDriver` runs the loop, as the real scheduler's
 goroutines would interleave: pump the informers, flush the backoff queue, run one scheduling cycle.
 When the active queue is empty the virtual clock jumps to the next timer. It stops when no pod can
@@ -21,6 +22,7 @@ from kubesched.api.manifests import LoadResult
 from kubesched.api.objects import Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
+from kubesched.cache.feed import CacheFeed
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
@@ -103,6 +105,8 @@ class Simulation:
         self.store = MemoryStore(now=self.clock.now, uid_seed=0)
         self.informers = informer_factory(self.store)
         self.ports = StorePorts(self.store).ports()
+        # One scheduler cache for both schedulers, fed before either subscribes.
+        self.feed = CacheFeed(self.informers)
         self.scheduler = Scheduler(
             self.informers,
             self.ports,
@@ -111,6 +115,7 @@ class Simulation:
             now=self.clock.now,
             seed=seed,
             explain=explain,
+            feed=self.feed,
         )
         self.driver = VirtualClockDriver(self.informers, self.scheduler, self.clock, self)
         self.warnings: list[str] = []
@@ -163,7 +168,9 @@ class Simulation:
     def _start_batch(self) -> BatchScheduler:
         if self.batch is None:
             conf = self.batch_conf or default_batch_conf()
-            self.batch = BatchScheduler(self.informers, self.ports, conf, now=self.clock.now, seed=self._seed)
+            self.batch = BatchScheduler(
+                self.informers, self.ports, conf, now=self.clock.now, seed=self._seed, feed=self.feed
+            )
             if self.schedule_period is not None:
                 self.batch.schedule_period = self.schedule_period
             self._batch_next = self.clock.now()

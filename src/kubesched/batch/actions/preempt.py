@@ -177,6 +177,9 @@ def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]
     first. Same queue: the job last in job order first, then the task last in task order.
     """
     preemptor_job = ssn.jobs.get(preemptor.job)
+    has_victim_queue_order = bool(ssn.victim_queue_order_fns) and (
+        preemptor_job is not None and preemptor_job.queue in ssn.queues
+    )
 
     def compare(left: TaskInfo, right: TaskInfo) -> int:
         if left.job == right.job:
@@ -188,6 +191,10 @@ def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]
                 return -ssn.task_compare(left, right)
             return -1 if lj is None else 1
         if preemptor_job is not None and lj.queue != rj.queue:
+            if has_victim_queue_order:
+                return ssn.victim_queue_compare(
+                    ssn.queues[lj.queue], ssn.queues[rj.queue], ssn.queues[preemptor_job.queue]
+                )
             return -ssn.queue_compare(ssn.queues[lj.queue], ssn.queues[rj.queue])
         by_job = job_plugin_compare(ssn, lj, rj)
         if by_job != 0:
