@@ -532,6 +532,28 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=_seed, default=0)
     bench.set_defaults(func=cmd_bench)
 
+    serve = sub.add_parser(
+        "serve", help="run a one-process cluster (API server, both schedulers, simulated nodes) for kubectl"
+    )
+    serve.add_argument("paths", nargs="*", metavar="FILE_OR_DIR", help="manifests to create at start")
+    serve.add_argument("--nodes", type=int, default=0, help="simulated nodes to create (node-0 …)")
+    serve.add_argument("--node-cpu", default="32", help="each simulated node's CPU (default 32)")
+    serve.add_argument("--node-memory", default="256Gi", help="each simulated node's memory (default 256Gi)")
+    serve.add_argument("--node-pods", default="110", help="each simulated node's pod capacity (default 110)")
+    serve.add_argument("--zones", type=int, default=3, help="zones the simulated nodes are spread over")
+    serve.add_argument("--data-dir", default=".kubesched", help="state, certificates and kubeconfig")
+    serve.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=6443, help="port to listen on (0: any free one)")
+    serve.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    serve.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
+    serve.add_argument(
+        "--no-auto-namespaces",
+        action="store_true",
+        help="refuse objects in missing namespaces (404, as kube-apiserver) instead of creating them",
+    )
+    _plugin_flag(serve)
+    serve.set_defaults(func=cmd_serve)
+
     experiment = sub.add_parser("experiment", help="reproduce a published scheduling experiment")
     exp_sub = experiment.add_subparsers(dest="experiment", required=True)
     fgd = exp_sub.add_parser(
@@ -558,6 +580,34 @@ def build_parser() -> argparse.ArgumentParser:
     fgd.add_argument("--out", required=True, metavar="DIR", help="where the CSV files, plots and report go")
     fgd.set_defaults(func=cmd_experiment_fgd)
     return parser
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kubesched.apiserver.server import ServeOptions, serve
+
+    if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
+        raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
+    registry = _registry(args)
+    config = load_config(args.config, registry) if args.config else None
+    batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
+    objects = [dict(mo.obj) for mo in load_manifests(args.paths).objects] if args.paths else []
+    options = ServeOptions(
+        data_dir=Path(args.data_dir),
+        address=args.address,
+        port=args.port,
+        nodes=args.nodes,
+        node_cpu=args.node_cpu,
+        node_memory=args.node_memory,
+        node_pods=args.node_pods,
+        zones=args.zones,
+        objects=objects,
+        config=config,
+        batch_conf=batch_conf,
+        auto_create_namespaces=not args.no_auto_namespaces,
+        registry=registry,
+    )
+    serve(options)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,86 @@
+"""Both schedulers inside the served cluster, run by the real-time driver on their own thread.
+
+Both schedulers read through one set of shared informers and write through the store's ports; the
+driver pumps the informers between steps, runs ``scheduleOne`` back to back while pods are ready and
+a batch session every schedule period while batch work waits, and otherwise waits until the store
+takes a write (from the API's thread, or the simulated kubelets').
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kubesched.batch.conf import BatchConf, default_batch_conf
+from kubesched.batch.scheduler import BatchScheduler
+from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.registry import Registry
+from kubesched.plugins import default_registry
+from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.ports import StorePorts
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.store.parsers import informer_factory
+from kubesched.store.sqlite import SqliteStore
+
+log = logging.getLogger(__name__)
+
+
+class _BatchSessions:
+    """The batch scheduler as the driver runs it; the warnings of each session are logged, not
+    kept (a long-running server would otherwise collect them without end)."""
+
+    def __init__(self, batch: BatchScheduler) -> None:
+        self.batch = batch
+
+    @property
+    def wants_session(self) -> bool:
+        return self.batch.wants_session
+
+    @property
+    def schedule_period(self) -> float:
+        return self.batch.schedule_period
+
+    def run_session(self) -> None:
+        self.batch.run_session()
+        for warning in self.batch.warnings:
+            log.warning("batch scheduler: %s", warning)
+        self.batch.warnings = []
+
+
+class ServedSchedulers:
+    def __init__(
+        self,
+        store: SqliteStore,
+        config: SchedulerConfig | None = None,
+        batch_conf: BatchConf | None = None,
+        *,
+        registry: Registry | None = None,
+        max_idle: float = 0.1,
+    ) -> None:
+        registry = registry or default_registry()
+        self.informers = informer_factory(store)
+        ports = StorePorts(store).ports()
+        self.scheduler = Scheduler(
+            self.informers,
+            ports,
+            config or default_config(registry),
+            registry,
+            now=time.time,
+            seed=None,
+        )
+        self.batch = BatchScheduler(
+            self.informers, ports, batch_conf or default_batch_conf(), now=time.time, seed=None
+        )
+        self.driver = RealTimeDriver(
+            self.informers, self.scheduler, store, batch=_BatchSessions(self.batch), max_idle=max_idle
+        )
+
+    def start(self) -> None:
+        self.driver.start()
+
+    @property
+    def running(self) -> bool:
+        return not self.driver.stopped
+
+    def stop(self) -> None:
+        self.driver.stop(timeout=10.0)

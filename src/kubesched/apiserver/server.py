@@ -1,0 +1,203 @@
+"""``kubesched serve``: the API server, the schedulers and the simulated kubelets in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from kubesched.apiserver.app import ApiServer, admit
+from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
+from kubesched.apiserver.lifecycle import Lifecycle, simulated_node
+from kubesched.apiserver.schedulers import ServedSchedulers
+from kubesched.batch.conf import BatchConf
+from kubesched.framework.config import SchedulerConfig
+from kubesched.framework.registry import Registry
+from kubesched.sim.simulation import LOAD_ORDER
+from kubesched.store.base import AlreadyExists
+from kubesched.store.sqlite import DEFAULT_HISTORY, SqliteStore
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class ServeOptions:
+    data_dir: Path
+    address: str = "127.0.0.1"
+    port: int = 6443
+    nodes: int = 0
+    node_cpu: str = "32"
+    node_memory: str = "256Gi"
+    node_pods: str = "110"
+    zones: int = 3
+    objects: Sequence[dict[str, Any]] = field(default_factory=list)
+    config: SchedulerConfig | None = None
+    batch_conf: BatchConf | None = None
+    schedulers: bool = True
+    bookmark_interval: float = 60.0
+    tick: float = 0.05
+    auto_create_namespaces: bool = True
+    #: The framework plugins (in-tree ones when None).
+    registry: Registry | None = None
+    #: Changes kept for watches that start from a resourceVersion.
+    history: int = DEFAULT_HISTORY
+
+
+def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
+    """System namespaces, the default Volcano queue, simulated nodes and the given manifests; what
+    already exists (a restart) is left as it is. Returns warnings."""
+    warnings: list[str] = []
+    wanted: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in SYSTEM_NAMESPACES
+    ]
+    wanted.append(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "default"},
+            "spec": {"weight": 1, "reclaimable": True},
+        }
+    )
+    wanted += [
+        simulated_node(
+            i, cpu=options.node_cpu, memory=options.node_memory, pods=options.node_pods, zones=options.zones
+        )
+        for i in range(options.nodes)
+    ]
+    order = {k: i for i, k in enumerate(LOAD_ORDER)}
+    given = sorted(options.objects, key=lambda o: order.get(str(o.get("kind")), len(order)))
+    for obj in [*wanted, *given]:
+        obj = dict(obj)
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace")
+        if ns and store.get("Namespace", None, ns) is None:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            admit(namespace)
+            store.create(namespace)
+        admit(obj)
+        try:
+            store.create(obj)
+        except AlreadyExists:
+            continue
+        except Exception as exc:
+            warnings.append(f"{obj.get('kind')} {meta.get('name')}: {exc}")
+    return warnings
+
+
+class Served:
+    """A running served cluster (for tests and the CLI)."""
+
+    def __init__(self, options: ServeOptions) -> None:
+        self.options = options
+        options.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = SqliteStore(options.data_dir / "cluster.db", now=_wall_clock(), history=options.history)
+        self.warnings = seed_cluster(self.store, options)
+        hosts = [options.address] if options.address not in ("0.0.0.0", "::") else []
+        self.identity = ensure_identity(options.data_dir, hosts)
+        self.api = ApiServer(
+            self.store,
+            self.identity.token,
+            bookmark_interval=options.bookmark_interval,
+            auto_create_namespaces=options.auto_create_namespaces,
+        )
+        self.lifecycle = Lifecycle(self.store)
+        self.schedulers = (
+            ServedSchedulers(self.store, options.config, options.batch_conf, registry=options.registry)
+            if options.schedulers
+            else None
+        )
+        self.kubeconfig = options.data_dir / "kubeconfig"
+        self.port = options.port
+        self._runner: web.AppRunner | None = None
+        self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.options.address
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return f"https://{host}:{self.port}"
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(
+            self.api.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
+        await self._runner.setup()
+        site = web.TCPSite(
+            self._runner,
+            self.options.address,
+            self.options.port,
+            ssl_context=self.identity.ssl_context(),
+            backlog=1024,
+        )
+        await site.start()
+        if self.options.port == 0:
+            server = site._server
+            assert server is not None
+            sockets = getattr(server, "sockets", None) or []
+            self.port = sockets[0].getsockname()[1]
+        write_kubeconfig(self.kubeconfig, self.url, self.identity)
+        if self.schedulers is not None:
+            self.schedulers.start()
+        self._ticker = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        reported = False
+        while True:
+            try:
+                self.lifecycle.tick()
+            except Exception:
+                log.exception("simulated kubelets and controllers")
+            if self.schedulers is not None and not self.schedulers.running and not reported:
+                reported = True
+                try:
+                    self.schedulers.stop()
+                except Exception:
+                    log.exception("the schedulers stopped; the API keeps serving")
+            await asyncio.sleep(self.options.tick)
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.schedulers is not None and self.schedulers.running:
+            self.schedulers.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.store.close()
+
+
+def _wall_clock() -> Any:
+    import time
+
+    return time.time
+
+
+def serve(options: ServeOptions, ready: threading.Event | None = None) -> None:
+    """Run until SIGINT or SIGTERM."""
+
+    async def main() -> None:
+        served = Served(options)
+        for warning in served.warnings:
+            log.warning("%s", warning)
+        await served.start()
+        print(f"kubesched serving at {served.url}", flush=True)
+        print(f"export KUBECONFIG={served.kubeconfig}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        if ready is not None:
+            ready.set()
+        await stop.wait()
+        await served.stop()
+
+    asyncio.run(main())

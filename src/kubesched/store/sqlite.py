@@ -1,0 +1,211 @@
+"""A durable cluster store: the in-memory store's objects and admission, written through to SQLite.
+
+Every object lives in one row (kind, namespace, name → resourceVersion, JSON); the database runs in
+WAL mode and each write is committed before the call returns, so an acknowledged write survives the
+process being killed. ResourceVersions continue after a restart: the last one handed out (also by a
+delete, which leaves no row) is kept in the ``meta`` table.
+
+Reads are served from memory (the rows are loaded once when the store opens). A bounded history of
+recent changes, each stamped with its resourceVersion, lets API watches start from a version;
+a version older than the history is "too old" (HTTP 410), as etcd's compaction makes it upstream.
+"""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import itertools
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kubesched.store.base import AlreadyExists, EventType, NotFound, Obj, Watch, WatchEvent, object_key
+from kubesched.store.memory import MemoryStore
+
+#: Changes kept for watches that start from a resourceVersion.
+DEFAULT_HISTORY = 100_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    rv INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (kind, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+class TooOld(Exception):
+    """A watch asked for changes from a resourceVersion the history no longer holds."""
+
+
+class SqliteStore(MemoryStore):
+    """ClusterStore persisted in a SQLite database; safe to call from several threads."""
+
+    def __init__(
+        self, path: str | Path, now: Callable[[], float] | None = None, history: int = DEFAULT_HISTORY
+    ) -> None:
+        super().__init__(now=now)
+        if not hasattr(self, "lock"):
+            self.lock = threading.RLock()
+        if not hasattr(self, "_write_listeners"):
+            self._write_listeners: list[Callable[[], None]] = []
+        self.path = Path(path)
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # A commit reaches the OS before the call returns, which is what surviving a killed process
+        # needs; an fsync per write would only add power-loss safety at a large cost.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        last = 0
+        for kind, namespace, name, rv, data in self._db.execute(
+            "SELECT kind, namespace, name, rv, data FROM objects ORDER BY rv"
+        ):
+            obj = orjson.loads(data)
+            MemoryStore._put(self, (kind, namespace, name), obj)
+            last = max(last, int(rv))
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
+        if row is not None:
+            last = max(last, int(row[0]))
+        self._last_rv = last
+        self._rv = itertools.count(last + 1)
+        self._max_history = history
+        self._history_rvs: list[int] = []
+        self._history: list[WatchEvent] = []
+        #: Watches may start from any version after this one (older ones were dropped or predate
+        #: this process).
+        self._oldest_rv = last
+        # Event names carry a sequence number; starting it from the clock keeps the names of this
+        # run clear of those an earlier run stored (upstream names events by UnixNano too).
+        self._event_seq = itertools.count(time.time_ns())
+
+    # -- persistence -----------------------------------------------------------------------------
+    def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
+        rv = int(obj["metadata"]["resourceVersion"])
+        self._db.execute(
+            "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, data) VALUES (?, ?, ?, ?, ?)",
+            (key[0], key[1], key[2], rv, orjson.dumps(obj)),
+        )
+        self._last_rv = max(self._last_rv, rv)
+        MemoryStore._put(self, key, obj)
+
+    def _emit(self, event: WatchEvent) -> None:
+        rv = int(event.obj["metadata"]["resourceVersion"])
+        self._history_rvs.append(rv)
+        self._history.append(event)
+        if len(self._history) > 2 * self._max_history:
+            cut = len(self._history) - self._max_history
+            self._oldest_rv = self._history_rvs[cut - 1]
+            del self._history[:cut]
+            del self._history_rvs[:cut]
+        for w in self._watches:
+            w.push(event)
+        for listener in self._write_listeners:
+            listener()
+
+    # -- ClusterStore (locked) -------------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        with self.lock:
+            return super().create(obj)
+
+    def update(self, obj: Obj) -> Obj:
+        with self.lock:
+            return super().update(obj)
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> Obj:
+        """Remove the object; the DELETED event carries it with a new resourceVersion, as upstream."""
+        with self.lock:
+            key = object_key(kind, namespace, name)
+            old = self._objects.get(key)
+            if old is None:
+                raise NotFound(f"{kind} {name} not found")
+            rv = next(self._rv)
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute("DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key)
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (rv,))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            self._last_rv = rv
+            del self._objects[key]
+            del self._by_kind[kind][key]
+            gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
+            self._emit(WatchEvent(EventType.DELETED, kind, gone))
+            return gone
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
+        with self.lock:
+            return super().get(kind, namespace, name)
+
+    def list(self, kind: str) -> list[Obj]:
+        with self.lock:
+            return super().list(kind)
+
+    def watch(self, kinds: frozenset[str] | None = None) -> Watch:
+        with self.lock:
+            return super().watch(kinds)
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> Obj:
+        with self.lock:
+            return super().bind(namespace, name, uid, node_name)
+
+    def update_pod_condition(
+        self, namespace: str, name: str, condition: Mapping[str, Any], nominated_node: str | None = None
+    ) -> Obj | None:
+        with self.lock:
+            return super().update_pod_condition(namespace, name, condition, nominated_node)
+
+    def record_event(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        with self.lock:
+            for _ in range(3):
+                try:
+                    super().record_event(regarding, event_type, reason, action, note, reporter)
+                    return
+                except AlreadyExists:
+                    # Named after an event of an earlier run: skip past it.
+                    self._event_seq = itertools.count(time.time_ns())
+
+    # -- API server support ----------------------------------------------------------------------
+    def add_write_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every write, on the writing thread, holding the store's lock."""
+        with self.lock:
+            self._write_listeners.append(listener)
+
+    def remove_write_listener(self, listener: Callable[[], None]) -> None:
+        with self.lock:
+            self._write_listeners = [f for f in self._write_listeners if f is not listener]
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out."""
+        with self.lock:
+            return self._last_rv
+
+    def list_with_version(self, kind: str) -> tuple[builtins.list[Obj], int]:
+        """A consistent listing and the resourceVersion it is as of."""
+        with self.lock:
+            return super().list(kind), self._last_rv
+
+    def changes_since(self, rv: int, limit: int = 10_000) -> builtins.list[WatchEvent]:
+        """Changes made after ``rv``, oldest first; :class:`TooOld` if some were already dropped."""
+        with self.lock:
+            if rv < self._oldest_rv:
+                raise TooOld(f"too old resource version: {rv} ({self._oldest_rv + 1})")
+            start = bisect.bisect_right(self._history_rvs, rv)
+            return self._history[start : start + limit]
+
+    def close(self) -> None:
+        with self.lock:
+            self._db.close()

@@ -1,0 +1,169 @@
+"""Side by side with kube-apiserver itself (v1.20.2 from ../shared/refcp): the same requests get the
+same status codes, reasons and, for the common errors, the same messages. Skipped unless refcp is
+built (``../shared/refcp/build.sh``)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shlex
+import ssl
+import subprocess
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+REFCP = Path(__file__).resolve().parents[3] / "shared" / "refcp"
+REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
+pytestmark = pytest.mark.skipif(
+    not (REF_DIR / "bin" / "kube-apiserver").exists() or not (REFCP / "start.sh").exists(),
+    reason="refcp (a real kube-apiserver) is not built here",
+)
+
+
+class Reference:
+    def __init__(self) -> None:
+        env = {**os.environ, "REF_PORTS": "auto"}
+        subprocess.run(
+            ["bash", str(REFCP / "start.sh")], check=True, env=env, capture_output=True, timeout=180
+        )
+        values: dict[str, str] = {}
+        for line in (REF_DIR / "env.sh").read_text().splitlines():
+            if line.startswith("export "):
+                key, _, value = line[len("export ") :].partition("=")
+                values[key] = shlex.split(value)[0] if value else ""
+        url = urlparse(values["REF_API_URL"])
+        self.port = int(url.port or 443)
+        self.token = values["REF_TOKEN"]
+        self.ctx = ssl.create_default_context(cafile=values["REF_CA"])
+
+    def request(self, method, path, body=None, *, content_type="application/json", token="default"):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=30)
+        headers = {"Content-Type": content_type}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {self.token if token == 'default' else token}"
+        data = body if isinstance(body, bytes | str) or body is None else json.dumps(body)
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+        try:
+            parsed = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = raw.decode()
+        return resp.status, parsed, dict(resp.getheaders())
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(REFCP / "stop.sh"), "--wipe"], capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    ref = Reference()
+    yield ref
+    ref.stop()
+
+
+def _pod(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
+CM = "/api/v1/namespaces/default/configmaps"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def _scenario(server) -> list[tuple[int, str | None, str | None, list[str] | None]]:
+    """The same requests, in order; what each answered (code, reason, message, cause fields)."""
+    out = []
+
+    def note(result, message: bool = True):
+        code, body, _ = result
+        reason = body.get("reason") if isinstance(body, dict) and body.get("kind") == "Status" else None
+        msg = (
+            body.get("message")
+            if message and isinstance(body, dict) and body.get("kind") == "Status"
+            else None
+        )
+        causes = None
+        if isinstance(body, dict) and isinstance(body.get("details"), dict) and body["details"].get("causes"):
+            causes = sorted(c.get("field", "") for c in body["details"]["causes"])
+        out.append((code, reason, msg, causes))
+        return body
+
+    note(server.request("GET", f"{PODS}/missing"))
+    note(server.request("GET", PODS, token="wrong"))
+    created = note(
+        server.request("POST", CM, {"metadata": {"name": "cfg"}, "data": {"a": "1"}}), message=False
+    )
+    note(server.request("POST", CM, {"metadata": {"name": "cfg"}, "data": {"a": "1"}}))
+    note(server.request("PUT", f"{CM}/cfg", {**created, "data": {"a": "2"}}), message=False)
+    note(server.request("PUT", f"{CM}/cfg", {**created, "data": {"a": "3"}}))
+    note(
+        server.request(
+            "POST",
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        )
+    )
+    note(server.request("POST", PODS, {**_pod("Bad_Name")}), message=False)
+    note(server.request("POST", PODS, b"{not json"), message=False)
+    note(
+        server.request(
+            "POST",
+            "/api/v1/namespaces/kube-system/pods",
+            _pod("x") | {"metadata": {"name": "x", "namespace": "default"}},
+        )
+    )
+    note(server.request("POST", "/api/v1/namespaces/other/pods", _pod("x")))
+    note(server.request("PATCH", f"{CM}/cfg", {"data": {"b": "2"}}, content_type="text/plain"), message=False)
+    note(
+        server.request(
+            "PATCH", f"{CM}/nope", {"data": {"b": "2"}}, content_type="application/merge-patch+json"
+        )
+    )
+    bad_cpu = _pod("cpu")
+    bad_cpu["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    note(server.request("POST", PODS, bad_cpu), message=False)
+    note(
+        server.request("POST", PODS, _pod("lbl") | {"metadata": {"name": "lbl", "labels": {"a": "-x-"}}}),
+        message=False,
+    )
+    note(server.request("POST", PODS, [1, 2]), message=False)
+    note(server.request("GET", f"{PODS}?labelSelector=a%3D%3D%3Db"), message=False)
+    note(server.request("GET", f"{PODS}?fieldSelector=spec.bogus%3D1"), message=False)
+    note(
+        server.request(
+            "PATCH",
+            f"{CM}/cfg",
+            [{"op": "remove", "path": "/nope"}],
+            content_type="application/json-patch+json",
+        ),
+        message=False,
+    )
+    note(server.request("DELETE", "/api/v1/namespaces/default/widgets/x"), message=False)
+    for i in range(3):
+        server.request("POST", CM, {"metadata": {"name": f"page-{i}"}})
+    code, body, _ = server.request("GET", f"{CM}?limit=2")
+    out.append((code, None, None, [str(len(body["items"])), str(bool(body["metadata"].get("continue")))]))
+    note(server.request("DELETE", f"{CM}/cfg"), message=False)
+    note(server.request("DELETE", f"{CM}/cfg"))
+    return out
+
+
+def test_same_answers_as_kube_apiserver(reference, make_cluster):
+    ours = make_cluster(nodes=0, schedulers=False, auto_create_namespaces=False)
+    theirs = _scenario(reference)
+    mine = _scenario(ours)
+    for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        assert a == b, f"request {i}: kubesched {a} != kube-apiserver {b}"
