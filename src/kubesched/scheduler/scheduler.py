@@ -33,6 +33,7 @@ from kubesched.framework.types import ActionType, ClusterEvent, IntArray, Queued
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue
 from kubesched.runtime.ports import Ports, StorePorts
+from kubesched.scheduler.batching import OpportunisticBatch, Signature
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
@@ -108,6 +109,17 @@ class Scheduler:
         for fwk in self.profiles.values():
             fwk.nominator = self.queue.nominator
         self.next_start_node_index = 0
+        # Opportunistic batching, one state per profile; upstream turns it off with extenders.
+        batching_off = not config.gate_enabled("OpportunisticBatching") or bool(config.extenders)
+        self.batches: dict[str, OpportunisticBatch] = {
+            name: OpportunisticBatch(fwk, disabled=batching_off, seed=seed)
+            for name, fwk in self.profiles.items()
+        }
+        #: Scheduling cycles started (upstream's scheduling cycle count): a batch is reused only by
+        #: the very next cycle.
+        self.cycle = 0
+        self._hint: int | None = None
+        self._signature: Signature | None = None
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
         self._binding_tasks: list[_BindingTask] = []
@@ -145,7 +157,12 @@ class Scheduler:
         fwk = self.profiles.get(pod.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else None
 
+    def _invalidate_batches(self) -> None:
+        for batch in self.batches.values():
+            batch.invalidate()
+
     def _on_node(self, change: Change[Node]) -> None:
+        self._invalidate_batches()
         if change.type == EventType.DELETED:
             self.cache.remove_node(str(change.obj["metadata"]["name"]))
             return
@@ -174,16 +191,22 @@ class Scheduler:
             return  # did not parse: the informer logged it
         if change.type == EventType.DELETED:
             if pod.node_name or self.cache.pod_state(pod.uid) is not None:
+                self._invalidate_batches()
                 self.cache.remove_pod(pod)
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
             self.queue.delete(pod.uid)
             return
         if pod.node_name:
             if pod.terminated:
+                self._invalidate_batches()
                 self.cache.remove_pod(pod)
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
                 return
             known = self.cache.pod_state(pod.uid)
+            if known is None or not known.assumed:
+                # Not the confirmation of this scheduler's own binding: the nodes changed under
+                # the stored batch.
+                self._invalidate_batches()
             if known is None or known.assumed:
                 self.queue.delete(pod.uid)
                 self.cache.add_pod(pod)
@@ -209,6 +232,7 @@ class Scheduler:
             return False
         pod = info.pod
         fwk = self.profiles[pod.scheduler_name]
+        self.cycle += 1
         if self.cache.pod_state(pod.uid) is not None:
             self.queue.done(pod.uid)  # already assumed or bound
             return True
@@ -304,18 +328,56 @@ class Scheduler:
         table = self.snapshot.table
         if self.snapshot.num_nodes == 0:
             raise NoNodesAvailable()
+        self._hint, self._signature = None, None
         feasible, evaluated = self.find_nodes_that_fit(fwk, state, pod)
         explain = self.explain
         if len(feasible) == 1:
             if explain is not None:
                 explain.record_scores(pod, table, feasible, None, None)
+            self._store_batch(fwk, int(feasible[0]), None)
             return ScheduleResult(table.names[int(feasible[0])], evaluated, 1)
         details = ScoreDetails() if explain is not None else None
         scores = self.prioritize_nodes(fwk, state, pod, feasible, details)
         if explain is not None:
             explain.record_scores(pod, table, feasible, scores, details)
         slot = self.select_host(feasible, scores)
+        self._store_batch(fwk, slot, (feasible, scores))
         return ScheduleResult(table.names[slot], evaluated, len(feasible))
+
+    # -- opportunistic batching hooks --------------------------------------------------------------
+    def _batch_hint(self, fwk: Framework, state: CycleState, pod: Pod) -> None:
+        """After PreFilter: ask the profile's batch for a hinted node (upstream GetNodeHint)."""
+        table = self.snapshot.table
+
+        def last_node_rejects(node: str) -> bool | None:
+            slot = table.slot_of.get(node)
+            if slot is None or not table.valid[slot]:
+                return None
+            rows = np.zeros(table.capacity, dtype=np.bool_)
+            rows[slot] = True
+            try:
+                passed, _, _ = fwk.run_filters(state, pod, table, rows)
+            except (FrameworkError, KeyError, ValueError):
+                return False  # an error is not a rejection (upstream IsRejected)
+            return not bool(passed[slot])
+
+        self._hint, self._signature = self.batches[fwk.profile_name].node_hint(
+            pod, self.cycle, self.now(), last_node_rejects
+        )
+
+    def _store_batch(self, fwk: Framework, slot: int, scored: tuple[IntArray, IntArray] | None) -> None:
+        """After choosing a node: keep the cycle's other scored nodes (upstream StoreScheduleResults)."""
+        batch = self.batches[fwk.profile_name]
+        if batch.disabled:
+            return
+        table = self.snapshot.table
+        others = None
+        if scored is not None and self._signature is not None:
+            feasible, scores = scored
+            keep = feasible != slot
+            others = (feasible[keep], scores[keep])
+        hinted = table.names[self._hint] if self._hint is not None else None
+        batch.store(self._signature, hinted, table.names[slot], self.cycle, self.now(), others)
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: Pod) -> tuple[IntArray, int]:
         """Feasible slots in evaluation order, and how many nodes were evaluated."""
@@ -336,7 +398,8 @@ class Scheduler:
                 self.explain.record_pre_filter(pod, st)
             raise FitError(pod.key, diag)
 
-        nominated = self._evaluate_nominated_node(fwk, state, pod)
+        self._batch_hint(fwk, state, pod)
+        nominated = self._evaluate_nominated_node(fwk, state, pod, self._hint)
         if nominated is not None:
             return nominated, 1
 
@@ -400,11 +463,15 @@ class Scheduler:
                 raise FitError(pod.key, diag)
         return feasible, len(processed)
 
-    def _evaluate_nominated_node(self, fwk: Framework, state: CycleState, pod: Pod) -> IntArray | None:
+    def _evaluate_nominated_node(
+        self, fwk: Framework, state: CycleState, pod: Pod, hint: int | None = None
+    ) -> IntArray | None:
         """A pod nominated by an earlier preemption tries that node first (upstream
-        evaluateNominatedNode): when it fits there, it is the only feasible node."""
+        evaluateNominatedNode): when it fits there, it is the only feasible node. Without a
+        nomination, a batching hint is tried the same way."""
         table = self.snapshot.table
-        slot = table.slot_of.get(self.queue.nominator.node_of(pod.uid))
+        nominated = self.queue.nominator.node_of(pod.uid)
+        slot = table.slot_of.get(nominated) if nominated else hint
         if slot is None or not table.valid[slot]:
             return None
         rows = np.zeros(table.capacity, dtype=np.bool_)

@@ -14,8 +14,11 @@ from kubesched.api.objects import Pod
 from kubesched.api.taints import Toleration, find_untolerated_taint
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.status import Status
 from kubesched.framework.types import ActionType, ClusterEvent, FilterResult, IntArray, NodeFailure
 from kubesched.plugins.helper import default_normalize_score
+from kubesched.plugins.helper.sign import frozen
 
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_EFFECTS = frozenset({"PreferNoSchedule"})
@@ -32,6 +35,9 @@ CACHE_LIMIT = 4096
 
 class TaintToleration:
     name: ClassVar[str] = "TaintToleration"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        return (("TaintToleration.tolerations", frozen(pod.tolerations)),), None
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         # tolerations → (number of signatures evaluated, per-signature reason or None)
