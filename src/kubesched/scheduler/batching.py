@@ -28,6 +28,8 @@ from kubesched.framework.interfaces import SignPlugin
 from kubesched.framework.runtime import Framework
 from kubesched.framework.types import IntArray
 
+__all__ = ["MAX_BATCH_AGE_SECONDS", "OpportunisticBatch", "Signature", "batchable_plugins", "sign_pod"]
+
 #: Upstream ``maxBatchAge``: a list older than this is not reused.
 MAX_BATCH_AGE_SECONDS = 0.5
 
@@ -111,8 +113,8 @@ class OpportunisticBatch:
     previous pod went to (None: the node is gone).
     """
 
-    def __init__(self, fwk: Framework, *, disabled: bool = False, seed: int | None = None) -> None:
-        signers = None if disabled else batchable_plugins(fwk)
+    def __init__(self, signers: list[SignPlugin] | None, *, seed: int | None = None) -> None:
+        """``signers``: the profile's :func:`batchable_plugins`; None turns batching off."""
         self.signers: list[SignPlugin] = signers or []
         self.disabled = signers is None
         self.state: _BatchState | None = None
@@ -130,16 +132,20 @@ class OpportunisticBatch:
             self.flushes["cluster_event"] += 1
             self.state = None
 
+    def sign(self, pod: Pod) -> Signature | None:
+        return None if self.disabled else sign_pod(self.signers, pod)
+
     def node_hint(
-        self, pod: Pod, cycle: int, now: float, last_node_rejects: Callable[[str], bool | None]
-    ) -> tuple[int | None, Signature | None]:
-        """The hinted slot (or None) and the pod's signature."""
-        if self.disabled:
-            return None, None
-        signature = sign_pod(self.signers, pod)
+        self,
+        signature: Signature | None,
+        cycle: int,
+        now: float,
+        last_node_rejects: Callable[[str], bool | None],
+    ) -> int | None:
+        """The hinted slot for a pod with ``signature`` in scheduling cycle ``cycle``, or None."""
         state = self.state
-        if state is None or state.remaining() == 0:
-            return None, signature
+        if self.disabled or state is None or state.remaining() == 0:
+            return None
         reason = ""
         if cycle != self.last.cycle + 1:
             reason = "pod_skipped"
@@ -158,8 +164,8 @@ class OpportunisticBatch:
         if reason:
             self.flushes[reason] += 1
             self.state = None
-            return None, signature
-        return state.pop(self.rng), signature
+            return None
+        return state.pop(self.rng)
 
     def store(
         self,

@@ -33,7 +33,7 @@ from kubesched.framework.types import ActionType, ClusterEvent, IntArray, Queued
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue
 from kubesched.runtime.ports import Ports, StorePorts
-from kubesched.scheduler.batching import OpportunisticBatch, Signature
+from kubesched.scheduler.batching import OpportunisticBatch, Signature, batchable_plugins
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
@@ -112,7 +112,7 @@ class Scheduler:
         # Opportunistic batching, one state per profile; upstream turns it off with extenders.
         batching_off = not config.gate_enabled("OpportunisticBatching") or bool(config.extenders)
         self.batches: dict[str, OpportunisticBatch] = {
-            name: OpportunisticBatch(fwk, disabled=batching_off, seed=seed)
+            name: OpportunisticBatch(None if batching_off else batchable_plugins(fwk), seed=seed)
             for name, fwk in self.profiles.items()
         }
         #: Scheduling cycles started (upstream's scheduling cycle count): a batch is reused only by
@@ -361,9 +361,9 @@ class Scheduler:
                 return False  # an error is not a rejection (upstream IsRejected)
             return not bool(passed[slot])
 
-        self._hint, self._signature = self.batches[fwk.profile_name].node_hint(
-            pod, self.cycle, self.now(), last_node_rejects
-        )
+        batch = self.batches[fwk.profile_name]
+        self._signature = batch.sign(pod)
+        self._hint = batch.node_hint(self._signature, self.cycle, self.now(), last_node_rejects)
 
     def _store_batch(self, fwk: Framework, slot: int, scored: tuple[IntArray, IntArray] | None) -> None:
         """After choosing a node: keep the cycle's other scored nodes (upstream StoreScheduleResults)."""
