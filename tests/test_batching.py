@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.bench import node_default, pod_default
 from kubesched.errors import InputError
@@ -254,3 +256,27 @@ def test_feature_gate_in_config_and_flag() -> None:
         parse_feature_gates("NoSuchGate=true")
     with pytest.raises(InputError, match="unknown feature gate"):
         _config({"NoSuchGate": True})
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    cpus=st.lists(st.sampled_from(["2", "3", "4", "6", "8"]), min_size=3, max_size=25),
+    pod_cpu=st.sampled_from(["1500m", "2", "3"]),
+    pods=st.integers(1, 30),
+)
+def test_batched_placements_never_overcommit_a_node(cpus: list[str], pod_cpu: str, pods: int) -> None:
+    sim = Simulation(_config(), default_registry(), seed=0)
+    for i, cpu in enumerate(cpus):
+        node = node_default(i)
+        node["status"]["allocatable"]["cpu"] = cpu
+        sim.store.create(node)
+    for i in range(pods):
+        sim.store.create(_big_pod(i, cpu=pod_cpu))
+    sim.run()
+    millis = {"1500m": 1500, "2": 2000, "3": 3000}[pod_cpu]
+    used = Counter(_placements(sim).values())
+    for node, count in used.items():
+        assert count * millis <= int(cpus[int(node.split("-")[1])]) * 1000
+    # Every pod that fits somewhere was placed: batching never leaves a feasible pod pending.
+    capacity = sum(int(c) * 1000 // millis for c in cpus)
+    assert sum(used.values()) == min(pods, capacity)
