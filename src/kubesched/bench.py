@@ -45,13 +45,17 @@ class BenchResult:
         return self.scheduled / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
 
 
-def _simulation(feature_gates: dict[str, bool] | None, **kw: Any) -> Simulation:
-    """A simulation with the default configuration and ``feature_gates`` set."""
-    from kubesched.framework.config import default_config
+def _simulation(feature_gates: dict[str, bool] | None, *, no_topology: bool = False, **kw: Any) -> Simulation:
+    """A simulation with the default configuration and ``feature_gates`` set; ``no_topology``: without
+    PodTopologySpread's default constraints (upstream's scheduler-config-no-topology for batching)."""
+    from kubesched.framework.config import API_VERSION, KIND, config_from_dict
     from kubesched.plugins import default_registry
 
     registry = default_registry()
-    config = default_config(registry)
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    if no_topology:
+        doc["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]
+    config = config_from_dict(doc, registry, source="<bench>")
     config.feature_gates.update(feature_gates or {})
     return Simulation(config, registry, **kw)
 
@@ -124,12 +128,13 @@ def _run_workload(
     feature_gates: dict[str, bool] | None = None,
     churn: Callable[[Simulation, int], None] | None = None,
     churn_every: int = 0,
+    no_topology: bool = False,
 ) -> BenchResult:
     """The default profile on ``setup`` objects and ``nodes`` nodes (``node(i)``): ``existing(i)``
     pods placed first (not timed), then the time to try every ``measured(i)`` pod, and how many of
     those were scheduled. With ``churn``, ``churn(sim, step)`` runs before every ``churn_every``
     measured pods (the pods of one step are created, then scheduled)."""
-    sim = _simulation(feature_gates, seed=seed)
+    sim = _simulation(feature_gates, no_topology=no_topology, seed=seed)
     for obj in setup:
         sim.store.create(obj)
     for i in range(nodes):
@@ -650,6 +655,34 @@ def run_preemption_async(
     )
 
 
+def run_resource_saturation(
+    nodes: int = 5000,
+    existing_pods: int = 0,
+    pods: int = 5000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """Upstream's batching/ResourceSaturation shape (20000 nodes there): 3-CPU pods on 4-CPU nodes,
+    one per node, PodTopologySpread disabled; the best case for opportunistic batching."""
+    return _run_workload(
+        "resource-saturation",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        existing=lambda i: _saturating_pod(f"init-{i}"),
+        measured=lambda i: _saturating_pod(f"pod-{i}"),
+        feature_gates=feature_gates,
+        no_topology=True,
+    )
+
+
+def _saturating_pod(name: str) -> dict[str, Any]:
+    pod = pod_default(name)
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+    return pod
+
+
 #: Upstream scheduler_perf's thresholds (pods/s) for the workload shapes above
 #: (``test/integration/scheduler_perf/misc/performance-config.yaml``).
 UPSTREAM_THRESHOLDS: dict[str, int] = {
@@ -678,6 +711,7 @@ SUITE: tuple[str, ...] = (
 
 WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "gang": run_gang,
+    "resource-saturation": run_resource_saturation,
     "basic-50k": run_basic_50k,
     "daemonset": run_daemonset,
     "unschedulable": run_unschedulable,
