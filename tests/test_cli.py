@@ -422,3 +422,60 @@ def test_bench_offers_every_workload() -> None:
     parser = build_parser()
     for name in WORKLOADS:
         assert parser.parse_args(["bench", name]).workload == name
+
+
+def test_bench_json_and_feature_gates(capsys) -> None:
+    code, out, _ = run_main(
+        capsys, "bench", "basic", "--nodes", "20", "--existing-pods", "0", "--pods", "30", "--json",
+        "--feature-gates", "OpportunisticBatching=false",
+    )  # fmt: skip
+    assert code == EXIT_OK
+    doc = json.loads(out)
+    assert doc["scheduled"] == 30 and doc["peak_rss_bytes"] > 0 and doc["cpu_seconds"] > 0
+    code, _, err = run_main(capsys, "bench", "basic", "--feature-gates", "NoSuchGate=true")
+    assert code == EXIT_BAD_INPUT and "unknown feature gate" in err
+
+
+def test_simulate_takes_feature_gates(capsys, tmp_path) -> None:
+    path = write(tmp_path, "c.yaml", _TINY)
+    code, out, _ = run(capsys, path, "-q", "-o", "json", "--feature-gates", "OpportunisticBatching=false")
+    assert code == EXIT_OK and json.loads(out)
+
+
+_TINY = textwrap.dedent(
+    """\
+    apiVersion: v1
+    kind: Node
+    metadata: {name: n1}
+    status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: p1, namespace: default}
+    spec: {containers: [{name: c, image: pause}]}
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "name,sizes",
+    [
+        ("daemonset", {"nodes": 30, "pods": 20}),
+        ("unschedulable", {"nodes": 20, "existing_pods": 10, "pods": 300}),
+        ("mixed-churn", {"nodes": 20, "pods": 800}),
+        ("while-gated", {"existing_pods": 30, "pods": 40}),
+        ("extended-resource", {"nodes": 20, "pods": 20}),
+        ("preemption-async", {"nodes": 100, "existing_pods": 400, "pods": 250}),
+    ],
+)
+def test_bench_suite_workloads_schedule_every_measured_pod(name: str, sizes: dict[str, int]) -> None:
+    from kubesched.bench import WORKLOADS
+
+    res = WORKLOADS[name](**sizes)
+    assert res.scheduled == res.measured_pods
+
+
+def run_main(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -303,3 +303,24 @@ def test_update_of_active_pod_keeps_single_entry() -> None:
     info = q.pop()
     assert info is not None and info.pod.priority == 5
     assert q.pop() is None
+
+
+def test_events_move_failed_pods_in_order_and_leave_gated_ones() -> None:
+    clock = Clock()
+    q = make_queue(clock)
+    for i in range(50):
+        q.add(make_pod(f"g{i}", gates=("example.com/wait",)))
+    failed = []
+    for name in ("a", "b", "c"):
+        q.add(make_pod(name))
+        info = q.pop()
+        assert info is not None
+        fail(q, info, NodeResourcesFit.name)
+        failed.append(info.pod.uid)
+    clock.t += 100  # past backoff
+    assert q.move_all_to_active_or_backoff(NODE_ADD) == 3
+    popped = [q.pop() for _ in range(3)]
+    assert [p.pod.uid for p in popped if p is not None] == failed
+    assert all(where(q, f"uid-g{i}") == "gated" for i in range(50))
+    clock.t += 10_000
+    assert q.flush_unschedulable_leftover() == 0

@@ -2,7 +2,13 @@
 
 Each workload builds its cluster in the embedded store, lets the scheduler place the existing pods
 (not measured), then creates the measured pods and times the scheduler until every one of them has
-been tried. Reported: pods scheduled per second of wall time.
+been tried. Reported: pods scheduled per second of wall time, and of the process's CPU time (steadier
+on a loaded machine).
+
+Upstream's churn operations run on a wall-clock interval ("one object every 200 ms"). Here they are
+tied to the measured pods instead: one churn step per ``interval * upstream threshold`` measured
+pods, the rate upstream's churn has when the scheduler runs exactly at its threshold. That keeps the
+runs deterministic and the churn share no lighter than upstream's at the bar.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.sim.simulation import Simulation
+from kubesched.sim.simulation import DEFAULT_HORIZON, Simulation
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 
@@ -25,12 +31,33 @@ class BenchResult:
     measured_pods: int
     scheduled: int
     seconds: float
+    #: CPU time of this process over the measured phase.
+    cpu_seconds: float = 0.0
     #: Extra lines a workload reports (the gang workload: per-session times).
     details: str = ""
 
     @property
     def pods_per_second(self) -> float:
         return self.scheduled / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def pods_per_cpu_second(self) -> float:
+        return self.scheduled / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
+
+
+def _simulation(feature_gates: dict[str, bool] | None, *, no_topology: bool = False, **kw: Any) -> Simulation:
+    """A simulation with the default configuration and ``feature_gates`` set; ``no_topology``: without
+    PodTopologySpread's default constraints (upstream's scheduler-config-no-topology for batching)."""
+    from kubesched.framework.config import API_VERSION, KIND, config_from_dict
+    from kubesched.plugins import default_registry
+
+    registry = default_registry()
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    if no_topology:
+        doc["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]
+    config = config_from_dict(doc, registry, source="<bench>")
+    config.feature_gates.update(feature_gates or {})
+    return Simulation(config, registry, **kw)
 
 
 def node_default(i: int) -> dict[str, Any]:
@@ -67,7 +94,13 @@ def pod_default(name: str) -> dict[str, Any]:
     }
 
 
-def run_basic(nodes: int = 5000, existing_pods: int = 1000, pods: int = 10000, seed: int = 0) -> BenchResult:
+def run_basic(
+    nodes: int = 5000,
+    existing_pods: int = 1000,
+    pods: int = 10000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
     """SchedulingBasic: uniform nodes, uniform pods, default profile."""
     return _run_workload(
         "basic",
@@ -77,6 +110,7 @@ def run_basic(nodes: int = 5000, existing_pods: int = 1000, pods: int = 10000, s
         seed,
         existing=lambda i: pod_default(f"init-{i}"),
         measured=lambda i: pod_default(f"pod-{i}"),
+        feature_gates=feature_gates,
     )
 
 
@@ -90,28 +124,47 @@ def _run_workload(
     existing: Callable[[int], dict[str, Any]],
     measured: Callable[[int], dict[str, Any]],
     setup: Sequence[dict[str, Any]] = (),
+    node: Callable[[int], dict[str, Any]] = node_default,
+    feature_gates: dict[str, bool] | None = None,
+    churn: Callable[[Simulation, int], None] | None = None,
+    churn_every: int = 0,
+    no_topology: bool = False,
 ) -> BenchResult:
-    """The default profile on ``setup`` objects and ``nodes`` default nodes: ``existing(i)`` pods
-    placed first (not timed), then the time to try every ``measured(i)`` pod, and how many of those
-    were scheduled."""
-    sim = Simulation(seed=seed)
+    """The default profile on ``setup`` objects and ``nodes`` nodes (``node(i)``): ``existing(i)``
+    pods placed first (not timed), then the time to try every ``measured(i)`` pod, and how many of
+    those were scheduled. With ``churn``, ``churn(sim, step)`` runs before every ``churn_every``
+    measured pods (the pods of one step are created, then scheduled)."""
+    sim = _simulation(feature_gates, no_topology=no_topology, seed=seed)
     for obj in setup:
         sim.store.create(obj)
     for i in range(nodes):
-        sim.store.create(node_default(i))
+        sim.store.create(node(i))
     for i in range(existing_pods):
         sim.store.create(existing(i))
     sim.run()
-    before = sim.scheduler.outcomes.copy()
-    for i in range(pods):
-        sim.store.create(measured(i))
+    before = set(sim.scheduler.outcomes)
+    step = churn_every if churn is not None and churn_every > 0 else max(pods, 1)
+    names: set[tuple[str, str]] = set()
     start = time.perf_counter()
-    sim.run()
+    cpu_start = time.process_time()
+    for k, first in enumerate(range(0, pods, step)):
+        if churn is not None:
+            churn(sim, k)
+        for i in range(first, min(first + step, pods)):
+            obj = measured(i)
+            names.add((obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]))
+            sim.store.create(obj)
+        # The driver alone: Simulation.run also builds a result over every pod, which is reporting,
+        # not scheduling, and would make churn steps cost O(pods) each.
+        sim.driver.run(DEFAULT_HORIZON)
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     scheduled = sum(
-        1 for uid, o in sim.scheduler.outcomes.items() if uid not in before and o.status == "Scheduled"
+        1
+        for uid, o in sim.scheduler.outcomes.items()
+        if uid not in before and o.status == "Scheduled" and (o.namespace, o.name) in names
     )
-    return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed)
+    return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed, cpu_seconds=cpu)
 
 
 def _extensions() -> Any:
@@ -136,7 +189,11 @@ def pod_with_anti_affinity(name: str, namespace: str) -> dict[str, Any]:
 
 
 def run_pod_anti_affinity(
-    nodes: int = 5000, existing_pods: int = 1000, pods: int = 2000, seed: int = 0
+    nodes: int = 5000,
+    existing_pods: int = 1000,
+    pods: int = 2000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
 ) -> BenchResult:
     """SchedulingPodAntiAffinity (5000Nodes_2000Pods): existing pods in ``sched-0``, measured pods in
     ``sched-1``, every one with required anti-affinity to all the others on the node's hostname."""
@@ -152,6 +209,7 @@ def run_pod_anti_affinity(
         ],
         existing=lambda i: pod_with_anti_affinity(f"init-{i}", "sched-0"),
         measured=lambda i: pod_with_anti_affinity(f"pod-{i}", "sched-1"),
+        feature_gates=feature_gates,
     )
 
 
@@ -169,7 +227,12 @@ def pod_with_topology_spreading(name: str, when: str) -> dict[str, Any]:
 
 
 def run_topology_spread(
-    nodes: int = 5000, existing_pods: int = 1000, pods: int = 2000, seed: int = 0, preferred: bool = False
+    nodes: int = 5000,
+    existing_pods: int = 1000,
+    pods: int = 2000,
+    seed: int = 0,
+    preferred: bool = False,
+    feature_gates: dict[str, bool] | None = None,
 ) -> BenchResult:
     """TopologySpreading (or PreferredTopologySpreading with ``preferred``): nodes in three zones,
     plain existing pods, measured pods with zone and hostname spread constraints (maxSkew 1)."""
@@ -182,6 +245,7 @@ def run_topology_spread(
         seed,
         existing=lambda i: pod_default(f"init-{i}"),
         measured=lambda i: pod_with_topology_spreading(f"pod-{i}", when),
+        feature_gates=feature_gates,
     )
 
 
@@ -202,7 +266,11 @@ def _prioritized_pod(name: str, priority_class: str, cpu: str) -> dict[str, Any]
 
 
 def run_preemption(
-    nodes: int = 5000, existing_pods: int = 20000, pods: int = 5000, seed: int = 0
+    nodes: int = 5000,
+    existing_pods: int = 20000,
+    pods: int = 5000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
 ) -> BenchResult:
     """PreemptionBasic: 4-CPU nodes filled with low-priority pods (900m each, 4 per node), then
     high-priority pods of 3 CPU, each of which must evict three of them (DefaultPreemption) and is
@@ -216,6 +284,7 @@ def run_preemption(
         setup=[_priority_class("low", 1), _priority_class("high", 10)],
         existing=lambda i: _prioritized_pod(f"low-{i}", "low", "900m"),
         measured=lambda i: _prioritized_pod(f"high-{i}", "high", "3"),
+        feature_gates=feature_gates,
     )
 
 
@@ -273,7 +342,13 @@ def gang_workload(groups: int, seed: int, *, min_size: int = 8, max_size: int = 
     return objs
 
 
-def run_gang(nodes: int = 1000, existing_pods: int = 0, pods: int = 30000, seed: int = 0) -> BenchResult:
+def run_gang(
+    nodes: int = 1000,
+    existing_pods: int = 0,
+    pods: int = 30000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
     """Volcano gangs: ``nodes`` 32-CPU nodes, PodGroups of 8 to 64 pods until about ``pods`` pods, in
     three weighted queues, scheduled by the batch profile (Volcano's default conf). Timed: from the
     first session to the last; reported per session too."""
@@ -290,8 +365,10 @@ def run_gang(nodes: int = 1000, existing_pods: int = 0, pods: int = 30000, seed:
         sim.store.create(obj)
         measured += obj["kind"] == "Pod"
     start = time.perf_counter()
+    cpu_start = time.process_time()
     sim.run()
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     batch = sim.batch
     assert batch is not None
     scheduled = sum(1 for o in batch.outcomes.values() if o.status == "Scheduled")
@@ -301,13 +378,355 @@ def run_gang(nodes: int = 1000, existing_pods: int = 0, pods: int = 30000, seed:
         f" cpu {s.cpu_seconds:.3f}s)"
         for i, s in enumerate(batch.sessions)
     ]
-    return BenchResult("gang", nodes, existing_pods, measured, scheduled, elapsed, "\n".join(lines))
+    return BenchResult(
+        "gang", nodes, existing_pods, measured, scheduled, elapsed, cpu_seconds=cpu, details="\n".join(lines)
+    )
 
+
+PERF_NODE = "scheduler-perf-node"
+
+
+def node_with_name(name: str = PERF_NODE) -> dict[str, Any]:
+    """scheduler_perf's node-with-name: one node that holds up to 90000 pods."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "90000"}},
+    }
+
+
+def daemonset_pod(name: str) -> dict[str, Any]:
+    """scheduler_perf's daemonset-pod: no requests, required node affinity on the node's name."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [PERF_NODE]}]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+                }
+            },
+            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+
+
+def light_pod(name: str, namespace: str = "default", gated: bool = False) -> dict[str, Any]:
+    """scheduler_perf's light-pod (no requests); ``gated``: its gated-pod, held by a scheduling gate."""
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+            "terminationGracePeriodSeconds": 0,
+        },
+    }
+    if gated:
+        pod["spec"]["schedulingGates"] = [{"name": "test.k8s.io/hold"}]
+    return pod
+
+
+def _churn_every(interval_s: float, threshold: int) -> int:
+    """Measured pods per churn step: upstream's interval at upstream's threshold rate."""
+    return max(1, round(interval_s * threshold))
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def run_basic_50k(
+    nodes: int = 5000,
+    existing_pods: int = 5000,
+    pods: int = 50000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """SchedulingBasic 5000Nodes_50000Pods."""
+    res = run_basic(nodes, existing_pods, pods, seed, feature_gates)
+    res.workload = "basic-50k"
+    return res
+
+
+def run_daemonset(
+    nodes: int = 15000,
+    existing_pods: int = 0,
+    pods: int = 30000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """SchedulingDaemonset: ``scheduler-perf-node`` plus ``nodes`` default nodes; every measured pod
+    is pinned to that one node by required node affinity on ``metadata.name`` (NodeAffinity's
+    PreFilterResult narrows the search to it)."""
+    return _run_workload(
+        "daemonset",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[node_with_name()],
+        existing=lambda i: daemonset_pod(f"init-{i}"),
+        measured=lambda i: daemonset_pod(f"pod-{i}"),
+        feature_gates=feature_gates,
+    )
+
+
+def _high_priority_large_cpu(name: str) -> dict[str, Any]:
+    """scheduler_perf's pod-high-priority-large-cpu: 9 CPU, fits no 4-CPU node, not even by preempting."""
+    return _prioritized_pod(name, "high", "9")
+
+
+def run_unschedulable(
+    nodes: int = 5000,
+    existing_pods: int = 20000,
+    pods: int = 10000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """Unschedulable (5kNodes/20kInit/10kPods): default pods, interleaved with high-priority 9-CPU
+    pods that fit nowhere (created every 200 ms upstream; each one runs preemption in vain)."""
+
+    def churn(sim: Simulation, k: int) -> None:
+        sim.store.create(_high_priority_large_cpu(f"unschedulable-{k}"))
+
+    return _run_workload(
+        "unschedulable",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[_priority_class("high", 10)],
+        existing=lambda i: pod_default(f"init-{i}"),
+        measured=lambda i: pod_default(f"pod-{i}"),
+        feature_gates=feature_gates,
+        churn=churn,
+        churn_every=_churn_every(0.2, UPSTREAM_THRESHOLDS["unschedulable"]),
+    )
+
+
+def run_mixed_churn(
+    nodes: int = 5000,
+    existing_pods: int = 0,
+    pods: int = 10000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """SchedulingWithMixedChurn (5000Nodes_10000Pods): default pods while a node, an unschedulable
+    high-priority pod and a service are deleted and created again every second upstream."""
+
+    def churn(sim: Simulation, k: int) -> None:
+        if k:
+            prev = k - 1
+            sim.store.delete("Node", None, f"churn-node-{prev}")
+            sim.store.delete("Pod", "default", f"churn-pod-{prev}")
+            sim.store.delete("Service", "default", f"churn-svc-{prev}")
+        node = node_default(0)
+        node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = f"churn-node-{k}"
+        sim.store.create(node)
+        sim.store.create(_high_priority_large_cpu(f"churn-pod-{k}"))
+        sim.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": f"churn-svc-{k}", "namespace": "default"},
+                "spec": {"selector": {"app": "churn"}, "ports": [{"port": 80}]},
+            }
+        )
+
+    return _run_workload(
+        "mixed-churn",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[_priority_class("high", 10)],
+        existing=lambda i: pod_default(f"init-{i}"),
+        measured=lambda i: pod_default(f"pod-{i}"),
+        feature_gates=feature_gates,
+        churn=churn,
+        churn_every=_churn_every(1.0, UPSTREAM_THRESHOLDS["mixed-churn"]),
+    )
+
+
+def run_while_gated(
+    nodes: int = 1,
+    existing_pods: int = 30000,
+    pods: int = 20000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """SchedulingWhileGated (1Node_10000GatedPods): one big node; a third of the existing pods stay
+    gated to the end, the rest are scheduled first and then deleted at 50/s upstream while the
+    measured pods are scheduled (every deletion is an AssignedPodDelete event for the queue).
+    ``nodes`` is ignored: the workload has its one node."""
+    gated = existing_pods // 3
+    deleting = existing_pods - gated
+    deleted = [0]
+    every = _churn_every(1 / 50, UPSTREAM_THRESHOLDS["while-gated"])
+
+    def churn(sim: Simulation, k: int) -> None:
+        if k and deleted[0] < deleting:
+            sim.store.delete("Pod", "namespace-3", f"deleting-{deleted[0]}")
+            deleted[0] += 1
+
+    def existing(i: int) -> dict[str, Any]:
+        if i < gated:
+            return light_pod(f"gated-{i}", gated=True)
+        return light_pod(f"deleting-{i - gated}", "namespace-3")
+
+    res = _run_workload(
+        "while-gated",
+        0,
+        existing_pods,
+        pods,
+        seed,
+        setup=[_namespace("namespace-3"), node_with_name()],
+        existing=existing,
+        measured=lambda i: light_pod(f"pod-{i}"),
+        feature_gates=feature_gates,
+        churn=churn,
+        churn_every=every,
+    )
+    res.nodes = 1
+    return res
+
+
+def run_extended_resource(
+    nodes: int = 5000,
+    existing_pods: int = 0,
+    pods: int = 5000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """SchedulingWithExtendedResource (5000pods_5000nodes): node i offers one ``foo.com/bar-i`` and
+    pod i asks for it, so each pod fits exactly one node."""
+
+    def node(i: int) -> dict[str, Any]:
+        obj = node_default(i)
+        obj["metadata"]["labels"]["node-with-extended-resource"] = "true"
+        obj["status"]["allocatable"][f"foo.com/bar-{i}"] = "1"
+        return obj
+
+    def pod(i: int) -> dict[str, Any]:
+        obj = pod_default(f"pod-{i}")
+        obj["metadata"]["namespace"] = "test"
+        res = {f"foo.com/bar-{i}": "1"}
+        obj["spec"]["containers"][0]["resources"] = {"requests": res, "limits": dict(res)}
+        return obj
+
+    return _run_workload(
+        "extended-resource",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[_namespace("test")],
+        node=node,
+        existing=lambda i: pod_default(f"init-{i}"),
+        measured=pod,
+        feature_gates=feature_gates,
+    )
+
+
+def run_preemption_async(
+    nodes: int = 5000,
+    existing_pods: int = 20000,
+    pods: int = 5000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """PreemptionAsync (5000Nodes): nodes filled by four 900m low-priority pods each; default pods
+    (always schedulable) are measured while 3-CPU high-priority pods, each preempting three victims,
+    arrive every 200 ms upstream."""
+
+    def churn(sim: Simulation, k: int) -> None:
+        sim.store.create(_prioritized_pod(f"preemptor-{k}", "high", "3"))
+
+    return _run_workload(
+        "preemption-async",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[_priority_class("low", 1), _priority_class("high", 10)],
+        existing=lambda i: _prioritized_pod(f"low-{i}", "low", "900m"),
+        measured=lambda i: pod_default(f"pod-{i}"),
+        feature_gates=feature_gates,
+        churn=churn,
+        churn_every=_churn_every(0.2, UPSTREAM_THRESHOLDS["preemption-async"]),
+    )
+
+
+def run_resource_saturation(
+    nodes: int = 5000,
+    existing_pods: int = 0,
+    pods: int = 5000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """Upstream's batching/ResourceSaturation shape (20000 nodes there): 3-CPU pods on 4-CPU nodes,
+    one per node, PodTopologySpread disabled; the best case for opportunistic batching."""
+    return _run_workload(
+        "resource-saturation",
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        existing=lambda i: _saturating_pod(f"init-{i}"),
+        measured=lambda i: _saturating_pod(f"pod-{i}"),
+        feature_gates=feature_gates,
+        no_topology=True,
+    )
+
+
+def _saturating_pod(name: str) -> dict[str, Any]:
+    pod = pod_default(name)
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+    return pod
+
+
+#: Upstream scheduler_perf's thresholds (pods/s) for the workload shapes above
+#: (``test/integration/scheduler_perf/misc/performance-config.yaml``).
+UPSTREAM_THRESHOLDS: dict[str, int] = {
+    "basic": 680,
+    "basic-50k": 810,
+    "daemonset": 1100,
+    "unschedulable": 600,
+    "mixed-churn": 710,
+    "while-gated": 910,
+    "extended-resource": 180,
+    "preemption-async": 570,
+}
+
+#: ``kubesched bench --all``: upstream's CI-gated workloads, then our gang workload.
+SUITE: tuple[str, ...] = (
+    "basic",
+    "basic-50k",
+    "daemonset",
+    "unschedulable",
+    "mixed-churn",
+    "while-gated",
+    "extended-resource",
+    "preemption-async",
+    "gang",
+)
 
 WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "per-node-plugin": lambda **kw: _extensions().run_per_node_plugin(**kw),
     "extender": lambda **kw: _extensions().run_extender(**kw),
     "gang": run_gang,
+    "resource-saturation": run_resource_saturation,
+    "basic-50k": run_basic_50k,
+    "daemonset": run_daemonset,
+    "unschedulable": run_unschedulable,
+    "mixed-churn": run_mixed_churn,
+    "while-gated": run_while_gated,
+    "extended-resource": run_extended_resource,
+    "preemption-async": run_preemption_async,
     "preemption": run_preemption,
     "basic": run_basic,
     "topology-spread": run_topology_spread,

@@ -105,7 +105,7 @@ def run_per_node_plugin(nodes: int = 1000, existing_pods: int = 0, pods: int = 2
         f"vectorized twin: {pods / vectorized:.0f} pods/s; per-node adapter: +{extra_us:.0f} us per pod "
         f"(+{extra_us / max(nodes, 1):.2f} us per node, filter and score together)"
     )
-    return BenchResult("per-node-plugin", nodes, existing_pods, pods, done, per_node, details)
+    return BenchResult("per-node-plugin", nodes, existing_pods, pods, done, per_node, details=details)
 
 
 class _Extender(BaseHTTPRequestHandler):
@@ -161,4 +161,4 @@ def run_extender(nodes: int = 100, existing_pods: int = 0, pods: int = 1000, see
         f"without the extender: {pods / plain:.0f} pods/s; extender: +{extra_ms:.2f} ms per pod "
         f"(one filter and one prioritize call, {nodes} node names each)"
     )
-    return BenchResult("extender", nodes, existing_pods, pods, done, with_ext, details)
+    return BenchResult("extender", nodes, existing_pods, pods, done, with_ext, details=details)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from kubesched.batch.conf import load_batch_conf
 from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
-from kubesched.framework.config import load_config
+from kubesched.framework.config import SchedulerConfig, default_config, load_config, parse_feature_gates
 from kubesched.framework.plugin_loading import plugin_registry
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.outcome import PodOutcome
@@ -175,6 +176,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     _check_output_dir(args.export, "--export")
     registry = _registry(args)
     runs = plan_runs(args.config or [], args.sweep, registry)
+    gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
     sample_every = _positive_duration(args.sample_every, "--sample-every")
     # --schedule-period: Volcano's flag of that name.
     schedule_period = _positive_duration(args.schedule_period, "--schedule-period")
@@ -189,7 +191,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             MetricsRecorder(sample_every=sample_every, pool_label=args.pool_label) if want_metrics else None
         )
         sim = Simulation(
-            run.config,
+            _gated(run.config, gates, registry),
             registry,
             seed=args.seed,
             explain=args.explain,
@@ -236,6 +238,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.fail_on_unschedulable and any(r.unschedulable or r.pending for _, r, _ in done):
         return EXIT_UNSCHEDULABLE
     return EXIT_OK
+
+
+def _gated(
+    config: SchedulerConfig | None, gates: dict[str, bool], registry: Registry
+) -> SchedulerConfig | None:
+    """``config`` (or the default one) with ``--feature-gates`` over its ``featureGates``."""
+    if not gates:
+        return config
+    base = config or default_config(registry)
+    return dataclasses.replace(base, feature_gates={**base.feature_gates, **gates})
 
 
 def _positive_duration(value: str | None, flag: str) -> float | None:
@@ -313,6 +325,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     registry = _registry(args)
     config = load_config(args.config, registry) if args.config else None
+    if args.feature_gates:
+        config = _gated(config, parse_feature_gates(args.feature_gates), registry)
     loaded = load_manifests(args.paths)
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
     sim = Simulation(config, registry, seed=args.seed, explain=True, batch_conf=batch_conf)
@@ -334,16 +348,38 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
+    if args.all:
+        return _bench_all(args, gates)
     fn = WORKLOADS[args.workload]
     sizes = {"nodes": args.nodes, "existing_pods": args.existing_pods, "pods": args.pods}
-    res = fn(**{k: v for k, v in sizes.items() if v is not None}, seed=args.seed)
+    res = fn(**{k: v for k, v in sizes.items() if v is not None}, seed=args.seed, feature_gates=gates)
     if res.scheduled != res.measured_pods:
         print(f"warning: only {res.scheduled}/{res.measured_pods} pods were scheduled", file=sys.stderr)
+    if args.json:
+        import resource
+
+        doc = {
+            "workload": res.workload,
+            "nodes": res.nodes,
+            "existing_pods": res.existing_pods,
+            "pods": res.measured_pods,
+            "scheduled": res.scheduled,
+            "seconds": res.seconds,
+            "cpu_seconds": res.cpu_seconds,
+            "pods_per_second": res.pods_per_second,
+            "pods_per_cpu_second": res.pods_per_cpu_second,
+            # Linux reports kilobytes.
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        }
+        print(json.dumps(doc))
+        return EXIT_OK
     print(
         f"workload={res.workload} nodes={res.nodes} existing_pods={res.existing_pods} "
-        f"pods={res.measured_pods} scheduled={res.scheduled} seconds={res.seconds:.3f}"
+        f"pods={res.measured_pods} scheduled={res.scheduled} seconds={res.seconds:.3f} "
+        f"cpu_seconds={res.cpu_seconds:.3f}"
     )
-    print(f"{res.pods_per_second:.0f} pods/s")
+    print(f"{res.pods_per_second:.0f} pods/s ({res.pods_per_cpu_second:.0f} per CPU second)")
     if res.details:
         print(res.details)
     return EXIT_OK
@@ -357,6 +393,45 @@ def _plugin_flag(parser: argparse.ArgumentParser) -> None:
         help="register an out-of-tree plugin class (repeatable); enable it by name in --config. "
         "Installed packages' kubesched.plugins entry points are registered too",
     )
+
+
+def _bench_all(args: argparse.Namespace, gates: dict[str, bool]) -> int:
+    """Every workload of the suite, each in a fresh interpreter (so its peak memory is its own),
+    in one table beside upstream's thresholds."""
+    import subprocess
+
+    from kubesched.bench import SUITE, UPSTREAM_THRESHOLDS
+
+    table = Table(title="kubesched bench --all")
+    for col in ("workload", "nodes", "pods", "pods/s", "pods/CPU-s", "upstream", "ratio (CPU)", "peak RSS"):
+        table.add_column(col, justify="left" if col == "workload" else "right")
+    failed = False
+    for name in SUITE:
+        cmd = [sys.executable, "-m", "kubesched.cli", "bench", name, "--json", "--seed", str(args.seed)]
+        if args.feature_gates:
+            cmd += ["--feature-gates", args.feature_gates]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            failed = True
+            print(f"{name}: failed\n{proc.stderr}", file=sys.stderr)
+            continue
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+        threshold = UPSTREAM_THRESHOLDS.get(name)
+        rate = float(doc["pods_per_second"])
+        # The ratio uses CPU time: on a shared, loaded machine wall time mostly measures the load.
+        cpu_rate = float(doc["pods_per_cpu_second"])
+        table.add_row(
+            name,
+            str(doc["nodes"]),
+            f"{doc['scheduled']}/{doc['pods']}",
+            f"{rate:.0f}",
+            f"{cpu_rate:.0f}",
+            str(threshold) if threshold else "-",
+            f"{cpu_rate / threshold:.2f}" if threshold else "-",
+            f"{int(doc['peak_rss_bytes']) / 2**20:.0f} MiB",
+        )
+    Console().print(table)
+    return EXIT_BAD_INPUT if failed else EXIT_OK
 
 
 def _seeds(text: str) -> list[int]:
@@ -497,6 +572,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     _plugin_flag(sim)
+    sim.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help="feature gates, as kube-scheduler takes them (e.g. OpportunisticBatching=false)",
+    )
     sim.set_defaults(func=cmd_simulate)
 
     explain = sub.add_parser(
@@ -511,6 +591,11 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
     explain.add_argument("--seed", type=_seed, default=0, help="seed for random tie-breaks (default 0)")
     explain.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
+    explain.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help="feature gates, as kube-scheduler takes them (e.g. OpportunisticBatching=false)",
+    )
     explain.add_argument(
         "--top", type=_count, default=5, help="how many top-scored nodes to show (default 5)"
     )
@@ -530,6 +615,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--pods", type=_count, default=None, help="pods to place (default: the workload's own)"
     )
     bench.add_argument("--seed", type=_seed, default=0)
+    bench.add_argument(
+        "--all", action="store_true", help="run every workload of the suite and print one table"
+    )
+    bench.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    bench.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help="feature gates, as kube-scheduler takes them (e.g. OpportunisticBatching=false)",
+    )
     bench.set_defaults(func=cmd_bench)
 
     serve = sub.add_parser(

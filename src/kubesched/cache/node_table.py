@@ -122,11 +122,34 @@ class NodeTable:
             col = len(self.resource_names)
             self.resource_names.append(resource)
             self.resource_col[resource] = col
+            self._add_resource_column()
+            self._shared.discard("allocatable")
+        return col
+
+    def _add_resource_column(self) -> None:
+        """Append a zero column to ``allocatable`` and ``requested``.
+
+        Outside forks both are views of buffers with spare columns, doubled when full: a cluster
+        with a resource per node (extended resources) adds thousands of columns, and copying the
+        whole matrix for each would cost rows x columns per column.
+        """
+        width = self.allocatable.shape[1]
+        if self.is_fork:
             pad = np.zeros((self.capacity, 1), dtype=np.int64)
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
-            self._shared.discard("allocatable")
-        return col
+            return
+        bufs: dict[str, IntArray] = self.__dict__.setdefault("_column_buffers", {})
+        for attr in ("allocatable", "requested"):
+            current: IntArray = getattr(self, attr)
+            buf = bufs.get(attr)
+            fits = buf is not None and buf.shape[1] > width and buf.shape[0] == current.shape[0]
+            if buf is None or not fits or current.base is not buf:
+                buf = np.zeros((current.shape[0], max(2 * width, width + 8)), dtype=np.int64)
+                buf[:, :width] = current
+                bufs[attr] = buf
+            assert buf is not None
+            setattr(self, attr, buf[:, : width + 1])
 
     # -- forks -----------------------------------------------------------------------------------
     @property

@@ -90,6 +90,12 @@ DEFAULT_MULTI_POINT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = (
     ("DefaultBinder", None),
 )
 
+#: The feature gates kubesched knows, with their defaults (upstream v1.35).
+FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
+    # Beta and on by default since v1.35 (KEP-5598).
+    "OpportunisticBatching": True,
+}
+
 #: Plugins upstream removed; v1 rejects them when enabled or configured.
 REMOVED_PLUGIN_NAMES: Final = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 
@@ -183,6 +189,12 @@ class SchedulerConfig:
     extenders: list[dict[str, Any]] = field(default_factory=list)
     #: The same entries validated and defaulted, ignorable ones last (upstream buildExtenders).
     extender_configs: list[ExtenderConfig] = field(default_factory=list)
+    #: Feature gates set explicitly (``featureGates`` or ``--feature-gates``); see :func:`gate_enabled`.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+
+    def gate_enabled(self, name: str) -> bool:
+        """Whether a feature gate is on: as set, else its default."""
+        return self.feature_gates.get(name, FEATURE_GATE_DEFAULTS[name])
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         """The profile with that ``schedulerName``, if any."""
@@ -474,6 +486,8 @@ class KubeSchedulerConfigurationDoc(_Doc):
     profiles: list[ProfileDoc | None] | None = _expects("of KubeSchedulerProfile", "a KubeSchedulerProfile")
     extenders: list[ExtenderDoc | None] | None = _expects("of Extender", "an Extender")
     delay_cache_until_active: StrictBool | None = None
+    #: kube-scheduler takes these as ``--feature-gates``; kubesched also reads them from the document.
+    feature_gates: dict[StrictStr, StrictBool] | None = None
 
 
 _FIELD_OF_KEY: Final = {to_camel(name): name for name in PluginsDoc.model_fields}
@@ -724,7 +738,17 @@ class _Loader:
             parallelism=parallelism,
             extenders=[dict(ext or {}) for ext in data.get("extenders") or []],
             extender_configs=extenders,
+            feature_gates=self.feature_gates(doc.feature_gates),
         )
+
+    def feature_gates(self, gates: dict[str, bool] | None) -> dict[str, bool]:
+        for name in gates or {}:
+            if name not in FEATURE_GATE_DEFAULTS:
+                raise self.error(
+                    f"unknown feature gate {name!r}; known: {', '.join(sorted(FEATURE_GATE_DEFAULTS))}",
+                    _join("featureGates", name),
+                )
+        return dict(gates or {})
 
     # -- extenders ------------------------------------------------------------------------------
 
@@ -1089,3 +1113,21 @@ class _Loader:
                 f'apiVersion must be "{API_VERSION}", got "{version}"', _join(where, "apiVersion")
             )
         return args
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``--feature-gates`` as kube-scheduler takes it: ``Name=true,Other=false``."""
+    gates: dict[str, bool] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        name, value = name.strip(), value.strip().lower()
+        if not sep or value not in ("true", "false"):
+            raise InputError(f"--feature-gates: expected Name=true|false, got {part!r}")
+        if name not in FEATURE_GATE_DEFAULTS:
+            known = ", ".join(sorted(FEATURE_GATE_DEFAULTS))
+            raise InputError(f"--feature-gates: unknown feature gate {name!r}; known: {known}")
+        gates[name] = value == "true"
+    return gates

@@ -7,7 +7,7 @@ arrays. A user plugin that prefers to look at one node at a time subclasses
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -136,6 +136,25 @@ class BindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+#: One piece of a pod's scheduling signature: a key (the plugin's own, e.g. ``NodeResourcesFit.requests``)
+#: and a hashable value.
+SignFragment = tuple[str, Hashable]
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """A plugin that can say which parts of a pod its PreFilter/Filter/PreScore/Score results
+    depend on (upstream ``SignPlugin``, opportunistic batching). Two pods with equal fragments from
+    every such plugin must get the same feasibility and scores on the same nodes.
+
+    Returns the fragments and None, or a non-success status when the pod cannot be signed (its
+    results depend on more than the pod and the node, e.g. inter-pod affinity): such a pod gets no
+    signature and is never batched.
+    """
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]: ...
 
 
 @runtime_checkable

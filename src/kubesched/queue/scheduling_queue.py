@@ -116,6 +116,9 @@ class SchedulingQueue:
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(sort_key)
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(self.backoff_expiry)
         self._unschedulable: dict[str, _Unschedulable] = {}
+        #: The uids of ``_unschedulable`` that are not gated, in the same order: cluster events and
+        #: the leftover flush look only at these, so thousands of gated pods cost nothing per event.
+        self._movable: dict[str, None] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         #: events seen while a pod was in flight: pod uid → events, with the changed objects
         self._in_flight_events: dict[str, list[InFlightEvent]] = {}
@@ -189,6 +192,7 @@ class SchedulingQueue:
             self.nominator.add(pod, nominated)
         if self._gate(info):
             self._unschedulable[pod.uid] = _Unschedulable(info, self._now(), gated=True)
+            self._movable.pop(pod.uid, None)
             return
         self._active.push(pod.uid, info)
 
@@ -219,6 +223,7 @@ class SchedulingQueue:
                     break
             if strategy is not Strategy.SKIP:
                 del self._unschedulable[uid]
+                self._movable.pop(uid, None)
                 self._requeue_with(u.info, strategy)
             return
         if uid in self._in_flight:
@@ -233,6 +238,7 @@ class SchedulingQueue:
         self._active.delete(uid)
         self._backoff.delete(uid)
         self._unschedulable.pop(uid, None)
+        self._movable.pop(uid, None)
 
     def contains(self, uid: str) -> bool:
         return (
@@ -282,6 +288,7 @@ class SchedulingQueue:
             self._backoff.push(uid, info)
         else:
             self._unschedulable[uid] = _Unschedulable(info, self._now(), gated=False)
+            self._movable[uid] = None
 
     def _requeue(self, info: QueuedPodInfo) -> None:
         if self._backing_off(info):
@@ -347,13 +354,15 @@ class SchedulingQueue:
         Returns how many moved."""
         self._record_in_flight(event, old, new)
         moved = 0
-        for uid, u in list(self._unschedulable.items()):
-            if u.gated or (pre_check is not None and not pre_check(u.info)):
+        for uid in list(self._movable):
+            u = self._unschedulable[uid]
+            if pre_check is not None and not pre_check(u.info):
                 continue
             strategy = self._worth_requeuing(u.info, event, old, new)
             if strategy is Strategy.SKIP:
                 continue
             del self._unschedulable[uid]
+            del self._movable[uid]
             self._requeue_with(u.info, strategy)
             moved += 1
         return moved
@@ -372,11 +381,10 @@ class SchedulingQueue:
     def flush_unschedulable_leftover(self) -> int:
         now = self._now()
         stale = [
-            uid
-            for uid, u in self._unschedulable.items()
-            if not u.gated and now - u.since > self.max_in_unschedulable
+            uid for uid in self._movable if now - self._unschedulable[uid].since > self.max_in_unschedulable
         ]
         for uid in stale:
+            del self._movable[uid]
             self._requeue(self._unschedulable.pop(uid).info)
         return len(stale)
 

@@ -40,6 +40,7 @@ from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, In
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue, pod_update_events
 from kubesched.runtime.ports import Ports, StorePorts
+from kubesched.scheduler.batching import OpportunisticBatch, Signature, batchable_plugins
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.extenders import (
     ExtenderFailures,
@@ -127,6 +128,17 @@ class Scheduler:
         for fwk in self.profiles.values():
             fwk.extenders = self.extenders
         self.next_start_node_index = 0
+        # Opportunistic batching, one state per profile; upstream turns it off with extenders.
+        batching_off = not config.gate_enabled("OpportunisticBatching") or bool(config.extenders)
+        self.batches: dict[str, OpportunisticBatch] = {
+            name: OpportunisticBatch(None if batching_off else batchable_plugins(fwk), seed=seed)
+            for name, fwk in self.profiles.items()
+        }
+        #: Scheduling cycles started (upstream's scheduling cycle count): a batch is reused only by
+        #: the very next cycle.
+        self.cycle = 0
+        self._hint: int | None = None
+        self._signature: Signature | None = None
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
         self._binding_tasks: list[_BindingTask] = []
@@ -163,8 +175,14 @@ class Scheduler:
         fwk = self.profiles.get(pod.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else None
 
+    def _invalidate_batches(self) -> None:
+        for batch in self.batches.values():
+            batch.invalidate()
+
     def _on_node(self, change: Change[Node]) -> None:
-        # The cache has the change already (its feed subscribed first): only the queue moves.
+        # The cache has the change already (its feed subscribed first): only the queue moves, and a
+        # stored batch of nodes is stale.
+        self._invalidate_batches()
         if change.type == EventType.DELETED:
             if change.view is not None:
                 # A node leaving can even a topology spread (upstream moves on Node/Delete too).
@@ -201,13 +219,19 @@ class Scheduler:
         before = self.feed.before(change)
         if change.type == EventType.DELETED:
             if pod.node_name or before is not None:
+                self._invalidate_batches()
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
             self.queue.delete(pod.uid)
             return
         if pod.node_name:
             if pod.terminated:
+                self._invalidate_batches()
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
                 return
+            if before is None or not before.assumed:
+                # Not the confirmation of this scheduler's own binding: the nodes changed under
+                # the stored batch.
+                self._invalidate_batches()
             if before is None or before.assumed:
                 self.queue.delete(pod.uid)
                 # Upstream AssignedPodAdded: only pods a new pod could help across nodes are asked.
@@ -268,6 +292,7 @@ class Scheduler:
             return False
         pod = info.pod
         fwk = self.profiles[pod.scheduler_name]
+        self.cycle += 1
         if self.cache.pod_state(pod.uid) is not None:
             self.queue.done(pod.uid)  # already assumed or bound
             return True
@@ -363,18 +388,56 @@ class Scheduler:
         table = self.snapshot.table
         if self.snapshot.num_nodes == 0:
             raise NoNodesAvailable()
+        self._hint, self._signature = None, None
         feasible, evaluated = self.find_nodes_that_fit(fwk, state, pod)
         explain = self.explain
         if len(feasible) == 1:
             if explain is not None:
                 explain.record_scores(pod, table, feasible, None, None)
+            self._store_batch(fwk, int(feasible[0]), None)
             return ScheduleResult(table.names[int(feasible[0])], evaluated, 1)
         details = ScoreDetails() if explain is not None else None
         scores = self.prioritize_nodes(fwk, state, pod, feasible, details)
         if explain is not None:
             explain.record_scores(pod, table, feasible, scores, details)
         slot = self.select_host(feasible, scores)
+        self._store_batch(fwk, slot, (feasible, scores))
         return ScheduleResult(table.names[slot], evaluated, len(feasible))
+
+    # -- opportunistic batching hooks --------------------------------------------------------------
+    def _batch_hint(self, fwk: Framework, state: CycleState, pod: Pod) -> None:
+        """After PreFilter: ask the profile's batch for a hinted node (upstream GetNodeHint)."""
+        table = self.snapshot.table
+
+        def last_node_rejects(node: str) -> bool | None:
+            slot = table.slot_of.get(node)
+            if slot is None or not table.valid[slot]:
+                return None
+            rows = np.zeros(table.capacity, dtype=np.bool_)
+            rows[slot] = True
+            try:
+                passed, _, _ = fwk.run_filters(state, pod, table, rows)
+            except (FrameworkError, KeyError, ValueError):
+                return False  # an error is not a rejection (upstream IsRejected)
+            return not bool(passed[slot])
+
+        batch = self.batches[fwk.profile_name]
+        self._signature = batch.sign(pod)
+        self._hint = batch.node_hint(self._signature, self.cycle, self.now(), last_node_rejects)
+
+    def _store_batch(self, fwk: Framework, slot: int, scored: tuple[IntArray, IntArray] | None) -> None:
+        """After choosing a node: keep the cycle's other scored nodes (upstream StoreScheduleResults)."""
+        batch = self.batches[fwk.profile_name]
+        if batch.disabled:
+            return
+        table = self.snapshot.table
+        others = None
+        if scored is not None and self._signature is not None:
+            feasible, scores = scored
+            keep = feasible != slot
+            others = (feasible[keep], scores[keep])
+        hinted = table.names[self._hint] if self._hint is not None else None
+        batch.store(self._signature, hinted, table.names[slot], self.cycle, self.now(), others)
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: Pod) -> tuple[IntArray, int]:
         """Feasible slots in evaluation order, and how many nodes were evaluated."""
@@ -395,7 +458,8 @@ class Scheduler:
                 self.explain.record_pre_filter(pod, st)
             raise FitError(pod.key, diag)
 
-        nominated = self._evaluate_nominated_node(fwk, state, pod)
+        self._batch_hint(fwk, state, pod)
+        nominated = self._evaluate_nominated_node(fwk, state, pod, self._hint)
         if nominated is not None:
             return nominated, 1
 
@@ -480,11 +544,15 @@ class Scheduler:
         node = info.node if info is not None else None
         return node.raw if node is not None else {"metadata": {"name": name}}
 
-    def _evaluate_nominated_node(self, fwk: Framework, state: CycleState, pod: Pod) -> IntArray | None:
+    def _evaluate_nominated_node(
+        self, fwk: Framework, state: CycleState, pod: Pod, hint: int | None = None
+    ) -> IntArray | None:
         """A pod nominated by an earlier preemption tries that node first (upstream
-        evaluateNominatedNode): when it fits there, it is the only feasible node."""
+        evaluateNominatedNode): when it fits there, it is the only feasible node. Without a
+        nomination, a batching hint is tried the same way."""
         table = self.snapshot.table
-        slot = table.slot_of.get(self.queue.nominator.node_of(pod.uid))
+        nominated = self.queue.nominator.node_of(pod.uid)
+        slot = table.slot_of.get(nominated) if nominated else hint
         if slot is None or not table.valid[slot]:
             return None
         rows = np.zeros(table.capacity, dtype=np.bool_)

@@ -18,7 +18,10 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE, IntArray
+from kubesched.plugins.helper.sign import frozen
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -42,6 +45,9 @@ def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
 
 class ImageLocality:
     name: ClassVar[str] = "ImageLocality"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        return (("ImageLocality.images", frozen(pod.images)),), None
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass

@@ -38,6 +38,7 @@ from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import Clause, PodIndex, TermKind
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import InterPodAffinityArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -52,6 +53,7 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
+from kubesched.plugins.helper.sign import frozen
 from kubesched.plugins.interpodaffinity.topology import DomainCounts, add_at_slot, fold_into_domains, per_node
 from kubesched.store.informers import Change, Informer, InformerFactory
 
@@ -164,6 +166,16 @@ def _any_positive(counts: DomainCounts) -> bool:
 
 class InterPodAffinity:
     name: ClassVar[str] = "InterPodAffinity"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """A pod with affinity or anti-affinity terms of its own cannot be signed. Otherwise existing
+        pods' terms decide by the pod's namespace and labels, which go into the signature."""
+        if pod.affinity.get("podAffinity") or pod.affinity.get("podAntiAffinity"):
+            return (), Status.unschedulable("pods with inter-pod affinity are not signable")
+        return (
+            ("InterPodAffinity.namespace", pod.namespace),
+            ("InterPodAffinity.labels", frozen(pod.labels)),
+        ), None
 
     def __init__(self, args: InterPodAffinityArgs | None = None, handle: Any = None) -> None:
         args = args or InterPodAffinityArgs()

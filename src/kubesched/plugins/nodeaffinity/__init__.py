@@ -29,6 +29,7 @@ from kubesched.cache.label_match import match_labels_mask, term_mask, terms_mask
 from kubesched.cache.node_table import NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import INT32_MAX, NodeAffinityArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -43,6 +44,7 @@ from kubesched.framework.types import (
     QueueingHint,
 )
 from kubesched.plugins.helper import default_normalize_score
+from kubesched.plugins.helper.sign import frozen
 
 ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
@@ -243,6 +245,13 @@ class _PreFilterState:
 
 class NodeAffinity:
     name: ClassVar[str] = "NodeAffinity"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """The pod's nodeSelector and node affinity (the profile's added affinity is the same for all)."""
+        return (
+            ("NodeAffinity.nodeSelector", frozen(pod.node_selector)),
+            ("NodeAffinity.nodeAffinity", frozen(pod.affinity.get("nodeAffinity"))),
+        ), None
 
     def __init__(self, args: NodeAffinityArgs | None = None, handle: Any = None) -> None:
         args = args or NodeAffinityArgs()

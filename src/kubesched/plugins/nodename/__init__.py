@@ -9,6 +9,8 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,
     ClusterEvent,
@@ -22,6 +24,9 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name: ClassVar[str] = "NodeName"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        return (("NodeName.nodeName", pod.node_name),), None
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass

@@ -18,6 +18,7 @@ from kubesched.api.objects import DEFAULT_BIND_ALL_HOST_IP, HostPort, Pod
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import BoolArray, NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     ActionType,
@@ -27,6 +28,7 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
+from kubesched.plugins.helper.sign import frozen
 from kubesched.queue.nominator import status_nominated_node
 
 PRE_FILTER_KEY = "PreFilterNodePorts"
@@ -53,6 +55,9 @@ def conflicting_nodes(table: NodeTable, wanted: tuple[HostPort, ...]) -> BoolArr
 
 class NodePorts:
     name: ClassVar[str] = "NodePorts"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        return (("NodePorts.hostPorts", frozen(pod.host_ports)),), None
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass

@@ -22,10 +22,12 @@ from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource, is_hugepages
 from kubesched.cache.node_table import CPU_COL, EPHEMERAL_COL, MEMORY_COL, NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import NodeResourcesBalancedAllocationArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, IntArray
 from kubesched.plugins.helper.int64 import saturating_add
+from kubesched.plugins.helper.sign import frozen
 
 PRE_SCORE_KEY: Final = "PreScoreNodeResourcesBalancedAllocation"
 _FIXED_COLUMNS: Final = {CPU: CPU_COL, MEMORY: MEMORY_COL, EPHEMERAL_STORAGE: EPHEMERAL_COL}
@@ -102,6 +104,13 @@ class _Resource:
 
 class NodeResourcesBalancedAllocation:
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """The score depends on the pod's requests only."""
+        return (
+            ("NodeResourcesBalancedAllocation.requests", frozen(pod.requests)),
+            ("NodeResourcesBalancedAllocation.nonzero", (pod.nonzero_cpu, pod.nonzero_memory)),
+        ), None
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Any = None) -> None:
         args = args or NodeResourcesBalancedAllocationArgs()

@@ -22,6 +22,7 @@ from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import CPU_COL, MEMORY_COL, PODS_COL, NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import NodeResourcesFitArgs
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
@@ -36,6 +37,7 @@ from kubesched.framework.types import (
     QueueingHint,
 )
 from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
+from kubesched.plugins.helper.sign import frozen
 from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
 from kubesched.queue.nominator import status_nominated_node
 
@@ -70,6 +72,13 @@ def most_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
 
 class NodeResourcesFit:
     name: ClassVar[str] = "NodeResourcesFit"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """Feasibility and score depend on the pod's requests only."""
+        return (
+            ("NodeResourcesFit.requests", frozen(pod.requests)),
+            ("NodeResourcesFit.nonzero", (pod.nonzero_cpu, pod.nonzero_memory)),
+        ), None
 
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Any = None) -> None:
         args = args or NodeResourcesFitArgs()

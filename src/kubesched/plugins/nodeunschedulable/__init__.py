@@ -8,6 +8,8 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.taints import Taint, tolerates_any
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,
     ClusterEvent,
@@ -15,6 +17,7 @@ from kubesched.framework.types import (
     FilterResult,
     QueueingHint,
 )
+from kubesched.plugins.helper.sign import frozen
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -22,6 +25,10 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 
 class NodeUnschedulable:
     name: ClassVar[str] = "NodeUnschedulable"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """Whether the pod tolerates the unschedulable taint follows from its tolerations."""
+        return (("NodeUnschedulable.tolerations", frozen(pod.tolerations)),), None
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         pass

@@ -65,6 +65,7 @@ from kubesched.cache.label_match import match_labels_mask, terms_mask
 from kubesched.cache.node_table import NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import PodTopologySpreadArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -352,6 +353,16 @@ class _ObjectCache:
 
 class PodTopologySpread:
     name: ClassVar[str] = "PodTopologySpread"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """Spreading is not local to one pod and one node: a pod with constraints, its own or the
+        profile's defaults, cannot be signed (as upstream, whatever the pod's owners)."""
+        spec = pod.raw.get("spec")
+        if isinstance(spec, Mapping) and spec.get("topologySpreadConstraints"):
+            return (), Status.unschedulable("pods with topology constraints are not signable")
+        if self.default_constraints:
+            return (), Status.unschedulable("pods with default topology constraints are not signable")
+        return (), None
 
     def __init__(self, args: PodTopologySpreadArgs | None = None, handle: Any = None) -> None:
         args = args or PodTopologySpreadArgs()

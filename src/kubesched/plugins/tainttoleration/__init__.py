@@ -14,6 +14,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.taints import Toleration, find_untolerated_taint
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,
@@ -25,6 +26,7 @@ from kubesched.framework.types import (
     QueueingHint,
 )
 from kubesched.plugins.helper import default_normalize_score
+from kubesched.plugins.helper.sign import frozen
 
 PRE_SCORE_KEY = "PreScoreTaintToleration"
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -48,6 +50,9 @@ def prefer_no_schedule_tolerations(tolerations: tuple[Toleration, ...]) -> tuple
 
 class TaintToleration:
     name: ClassVar[str] = "TaintToleration"
+
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        return (("TaintToleration.tolerations", frozen(pod.tolerations)),), None
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         # tolerations → (number of signatures evaluated, per-signature reason or None)
