@@ -55,7 +55,9 @@ class SchedulerCache:
         self._next_slot = 0
         self._tree = NodeTree()
         self._pods: dict[str, PodState] = {}
-        self._lags: weakref.WeakKeyDictionary[Snapshot, _SnapshotLag] = weakref.WeakKeyDictionary()
+        # Per snapshot (by id), the rows it has not seen yet. A plain dict, iterated on every node
+        # change; an entry leaves with its snapshot (weakref.finalize).
+        self._lags: dict[int, _SnapshotLag] = {}
         self._generation = itertools.count(1)
         #: Per-slot pod aggregates for topology plugins, kept in step with every pod change below.
         self.pod_index = PodIndex()
@@ -209,9 +211,10 @@ class SchedulerCache:
     def update_snapshot(self, snapshot: Snapshot) -> None:
         """Bring the snapshot up to date, copying only the node rows that changed (upstream
         ``UpdateSnapshot`` by generation). A snapshot new to this cache gets every node."""
-        lag = self._lags.get(snapshot)
+        lag = self._lags.get(id(snapshot))
         if lag is None:
-            lag = self._lags[snapshot] = _SnapshotLag(set(self.node_infos))
+            lag = self._lags[id(snapshot)] = _SnapshotLag(set(self.node_infos))
+            weakref.finalize(snapshot, self._lags.pop, id(snapshot), None)
         table = snapshot.table
         snapshot.pod_index = self.pod_index
         snapshot.gpu_cards = self.gpu_cards
