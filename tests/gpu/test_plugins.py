@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kubesched.framework.config import config_from_dict
 from kubesched.gpu.cards import (
     ANNOTATION_GPU_CARDS,
@@ -120,12 +122,13 @@ def test_fgd_puts_a_share_where_it_fragments_least() -> None:
     assert _cards(sim, "second") == _cards(sim, "first")
 
 
-def test_the_example_config_enables_gpushare_and_fgd() -> None:
+@pytest.mark.parametrize("example", ["fgd.yaml", "bestfit.yaml"])
+def test_the_example_configs_enable_gpushare_and_a_gpu_score(example: str) -> None:
     from pathlib import Path
 
     from kubesched.framework.config import load_config
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "gpu-sharing" / "fgd.yaml"
+    path = Path(__file__).resolve().parents[2] / "examples" / "gpu-sharing" / example
     config = load_config(path, default_registry())
     sim = Simulation(config)
     sim.store.create(_node("n1", 2))

@@ -156,6 +156,18 @@ def test_fragmentation_ignores_free_gpus_big_enough() -> None:
     )
 
 
+def test_arrived_gpu_workload_is_the_running_sum_of_arrived_requests() -> None:
+    rec = MetricsRecorder()
+    simulate(two_nodes_three_pods(), rec)
+    # 6 GPUs in all; a (3) at 0, b (2) at 10, c (2) at 20: arrived never falls when pods finish,
+    # while allocation does (and c waits at 20, so allocation lags arrived from then on).
+    assert rec.series.columns["arrived.nvidia.com/gpu"] == pytest.approx(
+        [3 / 6, 5 / 6, 7 / 6, 7 / 6, 7 / 6, 7 / 6]
+    )
+    assert rec.series.columns["alloc.nvidia.com/gpu"] == pytest.approx([3 / 6, 5 / 6, 5 / 6, 5 / 6, 3 / 6, 0])
+    assert "arrived.cpu" not in rec.series.columns  # GPU resources only
+
+
 def test_unschedulable_reasons_histogram() -> None:
     rec = MetricsRecorder()
     simulate(two_nodes_three_pods(), rec)

@@ -17,7 +17,7 @@ import yaml
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.sim.export import export_runs
 from kubesched.sim.metrics import MetricsRecorder
-from kubesched.sim.report import RunReport, format_duration, write_report
+from kubesched.sim.report import RunReport, _Plotter, format_duration, write_report
 
 from .test_metrics import node, pod, simulate, two_nodes_three_pods
 
@@ -54,7 +54,14 @@ def test_report_embeds_every_plot_and_writes_the_pngs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     page = (out / "report.html").read_text()
     embedded = images(page)
-    for name in ("allocation.png", "pending.png", "latency_cdf.png", "pools.png", "gpu_fragmentation.png"):
+    for name in (
+        "allocation.png",
+        "pending.png",
+        "latency_cdf.png",
+        "pools.png",
+        "gpu_fragmentation.png",
+        "gpu_alloc_vs_arrived.png",
+    ):
         png = (out / name).read_bytes()
         assert png.startswith(PNG_MAGIC)
         assert embedded[name] == png
@@ -65,6 +72,30 @@ def test_report_embeds_every_plot_and_writes_the_pngs(tmp_path: Path) -> None:
     assert "<th>default</th>" in page and "32.0s" in page
     assert "Insufficient cpu" in page
     assert "built-in default profile" in page
+
+
+def test_allocation_vs_arrived_plot_has_one_line_per_run_at_the_hand_computed_points() -> None:
+    # two_nodes_three_pods: samples at 0, 10, 20, 60, 90, 100 s; 6 GPUs; arrivals a 3, b 2, c 2.
+    arrived = [50.0, 250 / 3, 350 / 3, 350 / 3, 350 / 3, 350 / 3]
+    allocated = [50.0, 250 / 3, 250 / 3, 250 / 3, 50.0, 0.0]
+    fig = _Plotter([RunReport("fgd", recorded()), RunReport("bestfit", recorded())]).arrived()
+    assert fig is not None
+    (ax,) = fig.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    for label in ("fgd", "bestfit"):
+        assert list(lines[label].get_xdata()) == pytest.approx(arrived)
+        assert list(lines[label].get_ydata()) == pytest.approx(allocated)
+    assert "all arrived placed" in lines  # the diagonal
+    assert ax.get_xlim() == (0.0, 125.0)  # scaled to the data: 116.7 % arrived, rounded up
+    assert "arrived nvidia.com/gpu" in ax.get_xlabel()
+
+
+def test_no_allocation_vs_arrived_plot_without_gpus(tmp_path: Path) -> None:
+    rec = MetricsRecorder()
+    simulate([node("n1", "2"), pod("p", "1")], rec)
+    write_report(tmp_path, [RunReport("default", rec)])
+    assert not (tmp_path / "gpu_alloc_vs_arrived.png").exists()
+    assert "gpu_alloc_vs_arrived.png" not in images((tmp_path / "report.html").read_text())
 
 
 def test_report_with_queues_has_the_queue_share_plot(tmp_path: Path) -> None:

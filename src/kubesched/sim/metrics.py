@@ -296,6 +296,8 @@ class MetricsRecorder:
         self._bound_total = 0
         #: GPU resource → pending request amount → how many pending pods ask exactly that.
         self._pending_gpu: dict[str, Counter[int]] = {}
+        #: GPU resource → summed requests of every pod that has arrived so far (never decreases).
+        self._arrived_gpu: Counter[str] = Counter()
         self._queues: dict[str, _QueueState] = {}
         self._queue_objects: dict[str, Queue] = {}
         self._changed = True
@@ -444,6 +446,9 @@ class MetricsRecorder:
                 return
             rec = self._new_record(sim, obj, t)
             self.pods[uid] = rec
+            for name, amount in rec.requests.items():
+                if amount > 0 and is_gpu_resource(name):
+                    self._arrived_gpu[name] += amount
             if node:
                 rec.preexisting = True
                 rec.bound = t
@@ -586,6 +591,7 @@ class MetricsRecorder:
             cells = (sums[1:] / nodes.pool_alloc)[nodes.pool_mask].tolist()
             row.update(zip(nodes.pool_cells, cells, strict=True))
         for c, name, frag_name, ratio_name in nodes.gpu_cols:
+            row[f"arrived.{name}"] = self._arrived_gpu[name] / float(nodes.total_alloc[c])
             free = nodes.gpu_alloc[c] - req[:, c]
             smallest = min(self._pending_gpu.get(name) or (), default=None)
             has_free = free > 0

@@ -146,13 +146,15 @@ def _time_unit(max_seconds: float) -> tuple[float, str]:
     return 86400.0, "days"
 
 
-def _figure(rows: int, cols: int = 1, *, height: float = 2.6, width: float = 9.0) -> Figure:
+def _figure(
+    rows: int, cols: int = 1, *, height: float = 2.6, width: float = 9.0, sharex: bool = True
+) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, max(2.8, height * rows)), layout="constrained")
     FigureCanvasAgg(fig)
-    fig.subplots(rows, cols, squeeze=False, sharex=True)
+    fig.subplots(rows, cols, squeeze=False, sharex=sharex)
     return fig
 
 
@@ -320,6 +322,50 @@ class _Plotter:
             panels, "GPU fragmentation: free GPU on nodes too small for the smallest pending GPU request"
         )
 
+    def arrived(self) -> Figure | None:
+        """Per GPU resource, allocation against the GPU workload arrived so far (the x axis of the
+        FGD paper's curves): the diagonal is "everything that arrived is placed"; where a run's
+        line leaves it, arrived GPU demand is waiting (or was placed and has already finished)."""
+        resources: list[str] = []
+        for run in self.runs:
+            names = run.metrics.series.names("arrived.")
+            resources.extend(n[len("arrived.") :] for n in names if n[len("arrived.") :] not in resources)
+        if not resources:
+            return None
+        # Each panel has its own arrived range: no shared x axis.
+        fig = _figure(len(resources), height=3.6, sharex=False)
+        axes = _axes(fig)
+        for ax, res in zip(axes, resources, strict=False):
+            x_peak = y_peak = 0.0
+            for run, color in zip(self.runs, self.colors, strict=True):
+                x = run.metrics.series.array(f"arrived.{res}") * 100
+                y = run.metrics.series.array(f"alloc.{res}") * 100
+                ok = np.isfinite(x) & np.isfinite(y)
+                if not ok.any():
+                    continue
+                ax.plot(x[ok], y[ok], color=color, label=run.label, linewidth=1.2)
+                x_peak = max(x_peak, float(x[ok].max()))
+                y_peak = max(y_peak, float(y[ok].max()))
+            # Scaled to the data like the allocation axes: a light trace arrives a few % only.
+            right = float(np.ceil(x_peak * 1.05 / 5.0) * 5.0) if x_peak > 1.0 else max(x_peak * 1.1, 0.1)
+            ax.plot(
+                [0.0, right],
+                [0.0, right],
+                color="grey",
+                linestyle=":",
+                linewidth=1,
+                label="all arrived placed",
+            )
+            if right >= 100.0:
+                ax.axvline(100.0, color="grey", linestyle="--", linewidth=0.8)
+            ax.set_xlim(0, right)
+            _percent_axis(ax, y_peak, f"{res}\nallocated %")
+            ax.set_xlabel(f"arrived {res} workload (% of cluster capacity)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small", loc="upper left")
+        fig.suptitle("GPU allocation vs arrived GPU workload (requests of all pods arrived so far)")
+        return fig
+
     def reasons(self) -> Figure | None:
         total: Counter[str] = Counter()
         for run in self.runs:
@@ -374,6 +420,11 @@ PLOTS: Final = (
     ("latency_cdf.png", "Scheduling latency (arrival to bind), cumulative distribution.", "latency_cdf"),
     ("jct_cdf.png", "Job completion time, cumulative distribution.", "jct_cdf"),
     ("gpu_fragmentation.png", "GPU capacity unusable by the pending GPU pods.", "fragmentation"),
+    (
+        "gpu_alloc_vs_arrived.png",
+        "GPU allocation against arrived GPU workload (cumulative requests of arrived pods), per run.",
+        "arrived",
+    ),
     ("queue_share.png", "Per-queue allocated share vs deserved share.", "queue_share"),
     ("reasons.png", "Why scheduling attempts failed.", "reasons"),
 )
