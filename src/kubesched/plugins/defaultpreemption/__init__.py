@@ -10,6 +10,8 @@ Follows upstream ``Evaluator.Preempt``:
    some lower-priority pods makes the pod fit — until it has ``numCandidates`` of them
    (``max(minCandidateNodesAbsolute, minCandidateNodesPercentage% of the potential nodes)``, at most
    all of them) including one that violates no PodDisruptionBudget. See :mod:`.dry_run`.
+   Members of a running PodGroup are never evicted so as to leave it partially bound: a gang loses
+   members only within its slack above ``minMember``, or all of them together (:mod:`.gangs`).
 4. ``pickOneNodeForPreemption`` chooses one (:func:`.candidates.pick_one_node`).
 5. The victims get a ``DisruptionTarget`` condition, a ``Preempted`` event and are deleted (a victim
    waiting at Permit is rejected instead; one already being deleted is left alone); pods of lower
@@ -46,6 +48,7 @@ from kubesched.plugins.defaultpreemption.dry_run import (
     dry_run_generic,
     fast_path_applies,
 )
+from kubesched.plugins.defaultpreemption.gangs import GangGuard
 from kubesched.plugins.defaultpreemption.victims import NodePodColumns, start_time
 
 if TYPE_CHECKING:
@@ -178,6 +181,7 @@ class DefaultPreemption:
                 num_candidates(self.args, len(potential)),
                 pdbs,
                 allowed,
+                GangGuard.build(self.handle.informers.informer("PodGroup").list(), snapshot.node_infos),
             )
             result = self.dry_run(inp)
         if result is None or len(result.candidates) == 0:
@@ -233,7 +237,13 @@ class DefaultPreemption:
         )
 
     def dry_run(self, inp: DryRunInput) -> DryRunResult:
-        if not self.force_generic and fast_path_applies(inp.fwk, inp.state, inp.pod, inp.diagnosis):
+        # The vectorized put-back loop moves one pod at a time: gangs that must stay whole take the
+        # literal path.
+        if (
+            inp.gangs is None
+            and not self.force_generic
+            and fast_path_applies(inp.fwk, inp.state, inp.pod, inp.diagnosis)
+        ):
             self.last_dry_run = "fast"
             return dry_run_fast(inp, self.columns)
         self.last_dry_run = "generic"

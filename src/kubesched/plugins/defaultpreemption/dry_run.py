@@ -41,6 +41,7 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.runtime import FrameworkError
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.defaultpreemption.candidates import PRIORITY_OFFSET, Candidates
+from kubesched.plugins.defaultpreemption.gangs import GANG_KEPT, GangGuard
 from kubesched.plugins.defaultpreemption.victims import (
     NOT_STARTED,
     NodePodColumns,
@@ -72,6 +73,8 @@ class DryRunInput:
     num_candidates: int
     pdbs: Sequence[PodDisruptionBudget]
     pdb_allowed: Sequence[int]
+    #: PodGroups to keep whole (only the literal dry run reads them); None: no gang to guard.
+    gangs: GangGuard | None = None
 
 
 @dataclass(slots=True)
@@ -117,12 +120,18 @@ def select_victims_on_node(
     info: NodeInfo,
     pdbs: Sequence[PodDisruptionBudget],
     allowed: Sequence[int],
+    gangs: GangGuard | None = None,
 ) -> tuple[list[Pod], int, Status | None]:
     """Upstream ``SelectVictimsOnNode`` on a copy of the node and a clone of the state: (victims most
-    important first, PDB violations, None) or ([], 0, the node's status)."""
+    important first, PDB violations, None) or ([], 0, the node's status).
+
+    With ``gangs``, members of a PodGroup that must stay are not taken out, and a gang that may go
+    only as a whole is put back (or evicted) as one unit (see :mod:`.gangs`)."""
     work = info.clone()
     st = state.clone()
     potential = [p for p in info.pods.values() if p.priority < pod.priority]
+    if gangs is not None and potential:
+        return _select_with_gangs(fwk, st, pod, slot, work, by_importance(potential), pdbs, allowed, gangs)
     for p in potential:
         work.remove_pod(p)
         fwk.run_pre_filter_extension_remove_pod(st, pod, p, slot)
@@ -155,6 +164,57 @@ def select_victims_on_node(
     return victims, violations, None
 
 
+def _select_with_gangs(
+    fwk: Framework,
+    st: CycleState,
+    pod: Pod,
+    slot: int,
+    work: NodeInfo,
+    potential: list[Pod],
+    pdbs: Sequence[PodDisruptionBudget],
+    allowed: Sequence[int],
+    gangs: GangGuard,
+) -> tuple[list[Pod], int, Status | None]:
+    """:func:`select_victims_on_node` over reprieve units: a unit is one pod, or a gang whose every
+    bound member is on the node; it is put back, or evicted, whole. PDB ordering is upstream's, a
+    unit counting as violating when any of its pods does."""
+    units, kept = gangs.units(potential)
+    if not units:
+        reason = GANG_KEPT if kept else NO_VICTIMS
+        return [], 0, Status.unschedulable(reason, unresolvable=True)
+    for unit in units:
+        for p in unit:
+            work.remove_pod(p)
+            fwk.run_pre_filter_extension_remove_pod(st, pod, p, slot)
+    status = fwk.filter_status_on(st, pod, slot, work)
+    if status is not None:
+        return [], 0, status
+    removed = [p for unit in units for p in unit]
+    flags = dict(
+        zip((p.uid for p in removed), pdb_violations(by_importance(removed), pdbs, allowed), strict=True)
+    )
+    violating = [u for u in units if any(flags[p.uid] for p in u)]
+    non_violating = [u for u in units if not any(flags[p.uid] for p in u)]
+    victims: list[Pod] = []
+
+    def reprieve(unit: list[Pod]) -> None:
+        for p in unit:
+            work.add_pod(p)
+            fwk.run_pre_filter_extension_add_pod(st, pod, p, slot)
+        if fwk.filter_status_on(st, pod, slot, work) is None:
+            return
+        for p in unit:
+            work.remove_pod(p)
+            fwk.run_pre_filter_extension_remove_pod(st, pod, p, slot)
+        victims.extend(unit)
+
+    for unit in violating + non_violating:
+        reprieve(unit)
+    victims = gangs.complete(victims, removed)
+    violations = sum(1 for p in victims if flags[p.uid])
+    return by_importance(victims), violations, None
+
+
 def dry_run_generic(inp: DryRunInput) -> DryRunResult:
     fwk = inp.fwk
     table = fwk.handle.snapshot.table
@@ -168,7 +228,7 @@ def dry_run_generic(inp: DryRunInput) -> DryRunResult:
         name = table.names[slot]
         try:
             victims, violations, status = select_victims_on_node(
-                fwk, inp.state, inp.pod, slot, infos[name], inp.pdbs, inp.pdb_allowed
+                fwk, inp.state, inp.pod, slot, infos[name], inp.pdbs, inp.pdb_allowed, inp.gangs
             )
         except (FrameworkError, KeyError, ValueError) as exc:
             victims, violations, status = [], 0, Status.error(str(exc))
