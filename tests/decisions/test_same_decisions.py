@@ -318,24 +318,7 @@ def recorded() -> dict[str, Any]:
     return data
 
 
-#: Seeds recorded before DefaultPreemption kept PodGroups whole: there a default-scheduler pod
-#: evicted a gang member and left its gang partially bound. Strict: they must differ until the
-#: corpus is recorded again.
-GANG_SAFE_PREEMPTION_CHANGES = frozenset({28, 97, 133, 173, 231, 243, 272})
-
-
-@pytest.mark.parametrize(
-    "seed",
-    [
-        pytest.param(
-            s,
-            marks=pytest.mark.xfail(strict=True, reason="DefaultPreemption keeps gangs whole since recorded"),
-        )
-        if s in GANG_SAFE_PREEMPTION_CHANGES
-        else s
-        for s in SEEDS
-    ],
-)
+@pytest.mark.parametrize("seed", SEEDS)
 def test_same_decisions_as_recorded(seed: int, recorded: dict[str, Any]) -> None:
     assert decide(seed) == recorded[str(seed)]
 
