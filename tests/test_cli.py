@@ -479,3 +479,14 @@ def run_main(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_table_shows_every_status_without_markup_residue(capsys) -> None:
+    """Pods bound in the input are listed as Bound: the status cell holds the word alone."""
+    from kubesched.cli import main
+
+    rc = main(["simulate", "examples/quickstart", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "Bound" in out
+    assert "[]" not in out

@@ -81,11 +81,19 @@ def _print_table(result: SimulationResult, console: Console) -> None:
     table.add_column("NODE")
     table.add_column("STATUS")
     table.add_column("MESSAGE", overflow="fold")
-    styles = {"Scheduled": "green", "Unschedulable": "red", "Pending": "yellow"}
+    styles = {
+        "Scheduled": "green",
+        "Bound": "green",
+        "Succeeded": "green",
+        "Unschedulable": "red",
+        "Failed": "red",
+        "Pending": "yellow",
+        "Evicted": "yellow",
+    }
     for o in result.outcomes:
-        table.add_row(
-            escape(o.key), o.node or "-", f"[{styles.get(o.status, '')}]{o.status}", escape(o.message)
-        )
+        style = styles.get(o.status)
+        status = f"[{style}]{escape(o.status)}[/]" if style else escape(o.status)
+        table.add_row(escape(o.key), o.node or "-", status, escape(o.message))
     console.print(table)
     console.print(
         f"{result.scheduled} scheduled, {result.unschedulable} unschedulable, {result.pending} pending"
