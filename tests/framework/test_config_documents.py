@@ -9,15 +9,14 @@ from typing import Any
 
 import pytest
 
+from kubesched.api.yaml_input import MAX_NESTING, yaml_nesting_problem
 from kubesched.cli import EXIT_BAD_INPUT, main
 from kubesched.errors import ConfigError, InputError, KubeschedError
 from kubesched.framework.config import (
     API_VERSION,
     KIND,
-    MAX_NESTING,
     config_from_dict,
     load_config,
-    yaml_nesting_problem,
 )
 from kubesched.plugins import default_registry
 

@@ -15,7 +15,15 @@ from typing import Any, Final
 
 import yaml
 
-__all__ = ["MAX_EXPANDED_NODES", "BoundedSafeLoader", "ExcessiveAliasing", "safe_load", "safe_load_all"]
+__all__ = [
+    "MAX_EXPANDED_NODES",
+    "MAX_NESTING",
+    "BoundedSafeLoader",
+    "ExcessiveAliasing",
+    "safe_load",
+    "safe_load_all",
+    "yaml_nesting_problem",
+]
 
 #: Nodes a document may stand for once aliases are expanded, beyond the nodes it spells out.
 MAX_EXPANDED_NODES: Final = 1_000_000
@@ -113,3 +121,27 @@ def safe_load(text: str) -> Any:
 def safe_load_all(text: str) -> list[Any]:
     """Every document of ``yaml.safe_load_all``, with the alias bound."""
     return list(yaml.load_all(text, Loader=BoundedSafeLoader))
+
+
+#: How deep a configuration document may nest (upstream's decoder stops at a similar depth); a
+#: deeper one is rejected where it gets too deep instead of exhausting the parser's stack.
+MAX_NESTING: Final = 100
+
+
+def yaml_nesting_problem(text: str, limit: int = MAX_NESTING) -> str | None:
+    """Why *text* nests too deeply to be loaded (with the line and column where it does), or None.
+
+    PyYAML builds documents recursively, so a deep enough document would end in a RecursionError;
+    its event parser is not recursive, so the depth is measured on the events first.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                mark = event.start_mark
+                at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+                return f"nested more than {limit} levels deep{at}; a configuration is never that deep"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None

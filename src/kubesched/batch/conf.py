@@ -38,9 +38,8 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationErr
 from pydantic import model_validator as _model_validator
 from pydantic_core import PydanticCustomError
 
-from kubesched.api.yaml_input import safe_load
+from kubesched.api.yaml_input import safe_load, yaml_nesting_problem
 from kubesched.errors import ConfigError, InputError, yaml_error_detail
-from kubesched.framework.config import yaml_nesting_problem
 from kubesched.framework.plugin_args import parse_args
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from kubesched.api.resources import is_extended_resource as is_extended_resource_name
-from kubesched.api.yaml_input import BoundedSafeLoader
+from kubesched.api.yaml_input import BoundedSafeLoader, yaml_nesting_problem
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.extension_points import MULTI_POINT, ExtensionPoint
 from kubesched.framework.plugin_args import (
@@ -110,9 +110,6 @@ _OLD_API_VERSIONS: Final = frozenset(
 )
 
 _PLUGINS_FIELDS: Final = (MULTI_POINT, *(p.value for p in ExtensionPoint))
-#: How deep a configuration document may nest (upstream's decoder stops at a similar depth); a
-#: deeper one is rejected where it gets too deep instead of exhausting the parser's stack.
-MAX_NESTING: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,25 +247,6 @@ def config_from_dict(
 
 # --------------------------------------------------------------------------------------------------
 # YAML
-
-
-def yaml_nesting_problem(text: str, limit: int = MAX_NESTING) -> str | None:
-    """Why *text* nests too deeply to be loaded (with the line and column where it does), or None.
-
-    PyYAML builds documents recursively, so a deep enough document would end in a RecursionError;
-    its event parser is not recursive, so the depth is measured on the events first.
-    """
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > limit:
-                mark = event.start_mark
-                at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-                return f"nested more than {limit} levels deep{at}; a configuration is never that deep"
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-    return None
 
 
 class _StrictLoader(BoundedSafeLoader):
