@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.cache.node_table import NodeTable
 from kubesched.runtime.ports import Ports
 from kubesched.store.informers import InformerFactory
+
+if TYPE_CHECKING:
+    from kubesched.metrics.volcano import VolcanoMetrics
 
 
 class SessionCycle:
@@ -63,6 +67,8 @@ class SessionCycle:
         self.snapshot = Snapshot()
         self.last_processed_node_index = 0
         self.sessions: list[SessionStats] = []
+        #: Prometheus metrics (``SchedulerMetrics.attach_batch``); None records nothing.
+        self.metrics: VolcanoMetrics | None = None
 
     def _private_table(self, names: set[str]) -> NodeTable:
         """A fork of the snapshot's table the session may write to, with a column for every
@@ -152,7 +158,8 @@ class SessionCycle:
         changed = {uid for uid in itertools.chain(self.jobs.changed, self.jobs.invalid) if uid in snap.jobs}
         self.jobs.changed = set()
         snap.queue_totals = self.jobs.recount(changed, snap.jobs)
-        ssn = open_session(snap, self.conf)
+        timer = self.metrics.plugin if self.metrics is not None else None
+        ssn = open_session(snap, self.conf, timer)
         closed = False
         try:
             bound, decide, moved, worked_on, updates = self._decide_and_apply(ssn, snap, changed)
@@ -161,7 +168,7 @@ class SessionCycle:
             if not closed:
                 # An action or a write failed: the plugins still close, and the cache's pod index
                 # is put back as the session found it.
-                abort_session(ssn)
+                abort_session(ssn, timer)
         self.jobs.recount(moved)
         self.applier.write(ssn, updates, missing_queue)
         for up in updates:
@@ -186,6 +193,8 @@ class SessionCycle:
                 snap.now,
             )
         )
+        if self.metrics is not None:
+            self.metrics.session_closed(ssn, time.perf_counter() - start, bound, updates, self.jobs.live)
         return ssn
 
     def _decide_and_apply(
@@ -205,8 +214,14 @@ class SessionCycle:
         ssn.last_processed_node_index = self.last_processed_node_index
         self._drop_invalid_jobs(ssn, changed)
         decide_start = time.perf_counter()
+        metrics = self.metrics
         for action in self.actions:
-            action.execute(ssn)
+            if metrics is None:
+                action.execute(ssn)
+            else:
+                action_start = time.perf_counter()
+                action.execute(ssn)
+                metrics.action(action.name, time.perf_counter() - action_start)
         decide = time.perf_counter() - decide_start
         touched = {t.job for t in ssn.touched}
         # Jobs whose state the session moved (and the kept sums must follow): tasks placed or
@@ -221,7 +236,7 @@ class SessionCycle:
         self.last_processed_node_index = ssn.last_processed_node_index
         ssn.restore_pod_index()
         bound = self.applier.carry_out(ssn)
-        updates = close_session(ssn)
+        updates = close_session(ssn, self.metrics.plugin if self.metrics is not None else None)
         updates.extend(job_update(ssn, job) for job in ssn.invalid_jobs_info.values())
         return bound, decide, moved, worked_on, updates
 

@@ -11,6 +11,8 @@ actions or writes failed.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,7 +74,11 @@ class BatchSnapshot:
     ports: Ports | None = None
 
 
-def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
+#: Called with (plugin name, "OnSessionOpen" or "OnSessionClose", seconds) after each plugin call.
+PluginTimer = Callable[[str, str, float], None]
+
+
+def open_session(snapshot: BatchSnapshot, conf: BatchConf, timer: PluginTimer | None = None) -> Session:
     ssn = Session(
         conf=conf,
         table=snapshot.table,
@@ -95,16 +101,30 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf) -> Session:
                 continue
             plugin = builder(opt)
             ssn.plugins[opt.name] = plugin
-            plugin.on_session_open(ssn)
+            if timer is None:
+                plugin.on_session_open(ssn)
+            else:
+                start = time.perf_counter()
+                plugin.on_session_open(ssn)
+                timer(opt.name, "OnSessionOpen", time.perf_counter() - start)
     return ssn
 
 
-def abort_session(ssn: Session) -> None:
+def _close_plugins(ssn: Session, timer: PluginTimer | None) -> None:
+    for name, plugin in ssn.plugins.items():
+        if timer is None:
+            plugin.on_session_close(ssn)
+        else:
+            start = time.perf_counter()
+            plugin.on_session_close(ssn)
+            timer(name, "OnSessionClose", time.perf_counter() - start)
+
+
+def abort_session(ssn: Session, timer: PluginTimer | None = None) -> None:
     """Close a session whose actions or writes failed: its plugins close, and the cache's pod
     index is put back as the session found it; nothing it decided is carried out."""
     ssn.restore_pod_index()
-    for plugin in ssn.plugins.values():
-        plugin.on_session_close(ssn)
+    _close_plugins(ssn, timer)
 
 
 @dataclass(slots=True)
@@ -121,10 +141,10 @@ class JobUpdate:
     event: tuple[str, str, str] | None = None
 
 
-def close_session(ssn: Session) -> list[JobUpdate]:
-    """Run every plugin's ``on_session_close``, then compute the job updates (Volcano job updater)."""
-    for plugin in ssn.plugins.values():
-        plugin.on_session_close(ssn)
+def close_session(ssn: Session, timer: PluginTimer | None = None) -> list[JobUpdate]:
+    """Run every plugin's ``on_session_close``, then compute the job updates (Volcano job updater).
+    ``timer`` (open_session's too): told how long each plugin's call took."""
+    _close_plugins(ssn, timer)
     only = ssn.update_jobs
     return [job_update(ssn, job) for job in ssn.jobs.values() if only is None or job.uid in only]
 

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Pod
 from kubesched.framework.status import Status
@@ -39,6 +39,9 @@ from kubesched.framework.types import (
 )
 from kubesched.queue.heap import KeyedHeap
 from kubesched.queue.nominator import Nominator, status_nominated_node
+
+if TYPE_CHECKING:
+    from kubesched.metrics.kube import KubeSchedulerMetrics
 
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 #: Pseudo event for "moved after max_in_unschedulable", which every pod accepts.
@@ -126,6 +129,8 @@ class SchedulingQueue:
         self.scheduling_cycle = 0
         #: Pods nominated to nodes by preemption (upstream keeps the nominator in the queue too).
         self.nominator = Nominator()
+        #: Where incoming pods and unschedulable plugins are counted (None: not counted).
+        self.metrics: KubeSchedulerMetrics | None = None
 
     # -- sizes -----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -142,6 +147,19 @@ class SchedulingQueue:
     @property
     def unschedulable_count(self) -> int:
         return len(self._unschedulable)
+
+    def pending_counts(self) -> dict[str, int]:
+        """Pods per queue (upstream's ``pending_pods`` gauge): active, backoff, unschedulable (tried
+        and failed) and gated (held by a PreEnqueue plugin). Reads lengths only: safe from any
+        thread."""
+        waiting = len(self._unschedulable)
+        movable = len(self._movable)
+        return {
+            "active": len(self._active),
+            "backoff": len(self._backoff),
+            "unschedulable": movable,
+            "gated": max(waiting - movable, 0),
+        }
 
     def pending_pods(self) -> list[tuple[str, QueuedPodInfo]]:
         out = [("active", q) for q in self._active]
@@ -180,6 +198,8 @@ class SchedulingQueue:
         if st is not None and not st.ok:
             info.gated_by = st.plugin or "PreEnqueue"
             info.unschedulable_plugins = {info.gated_by}
+            if self.metrics is not None:
+                self.metrics.mark_unschedulable(info)
             return True
         info.gated_by = ""
         return False
@@ -193,8 +213,12 @@ class SchedulingQueue:
         if self._gate(info):
             self._unschedulable[pod.uid] = _Unschedulable(info, self._now(), gated=True)
             self._movable.pop(pod.uid, None)
+            if self.metrics is not None:
+                self.metrics.incoming("unschedulable", "UnscheduledPodAdd")
             return
         self._active.push(pod.uid, info)
+        if self.metrics is not None:
+            self.metrics.incoming("active", "UnscheduledPodAdd")
 
     def update(self, pod: Pod, old: Pod | None = None) -> None:
         """A pending pod changed (gates removed, labels edited, …); ``old`` is its previous view."""
@@ -214,7 +238,9 @@ class SchedulingQueue:
                 if self._gate(u.info):
                     return
                 del self._unschedulable[uid]
-                self._requeue(u.info)
+                where = self._requeue(u.info)
+                if self.metrics is not None:
+                    self.metrics.incoming(where, "UnscheduledPodUpdate")
                 return
             strategy = Strategy.AFTER_BACKOFF if not events else Strategy.SKIP
             for event in events:
@@ -224,7 +250,9 @@ class SchedulingQueue:
             if strategy is not Strategy.SKIP:
                 del self._unschedulable[uid]
                 self._movable.pop(uid, None)
-                self._requeue_with(u.info, strategy)
+                where = self._requeue_with(u.info, strategy)
+                if self.metrics is not None:
+                    self.metrics.incoming(where, "UnscheduledPodUpdate")
             return
         if uid in self._in_flight:
             self._in_flight[uid].pod = pod
@@ -234,6 +262,8 @@ class SchedulingQueue:
         self.add(pod)
 
     def delete(self, uid: str) -> None:
+        if self.metrics is not None:
+            self.metrics.clear_unschedulable(uid)
         self.nominator.delete(uid)
         self._active.delete(uid)
         self._backoff.delete(uid)
@@ -259,6 +289,8 @@ class SchedulingQueue:
         self.scheduling_cycle += 1
         self._in_flight[info.pod.uid] = info
         self._in_flight_events[info.pod.uid] = []
+        if self.metrics is not None:
+            self.metrics.clear_unschedulable(info.pod.uid)
         return info
 
     def done(self, uid: str) -> None:
@@ -272,8 +304,13 @@ class SchedulingQueue:
         events = self._in_flight_events.get(uid, [])
         self.done(uid)
         info.timestamp = self._now()
+        m = self.metrics
+        if m is not None:
+            m.mark_unschedulable(info)
         if error or not (info.unschedulable_plugins or info.pending_plugins):
             self._backoff.push(uid, info)
+            if m is not None:
+                m.incoming("backoff", "ScheduleAttemptFailure")
             return
         # Did anything that happened while the pod was being scheduled change its verdict
         # (upstream ``determineSchedulingHintForInFlightPod``)?
@@ -284,24 +321,32 @@ class SchedulingQueue:
                 break
         if strategy is Strategy.IMMEDIATELY:
             self._active.push(uid, info)
+            where = "active"
         elif strategy is Strategy.AFTER_BACKOFF:
             self._backoff.push(uid, info)
+            where = "backoff"
         else:
             self._unschedulable[uid] = _Unschedulable(info, self._now(), gated=False)
             self._movable[uid] = None
+            where = "unschedulable"
+        if m is not None:
+            m.incoming(where, "ScheduleAttemptFailure")
 
-    def _requeue(self, info: QueuedPodInfo) -> None:
+    def _requeue(self, info: QueuedPodInfo) -> str:
+        """Back to backoffQ or activeQ; returns which ("backoff" or "active")."""
         if self._backing_off(info):
             self._backoff.push(info.pod.uid, info)
-        else:
-            self._active.push(info.pod.uid, info)
+            return "backoff"
+        self._active.push(info.pod.uid, info)
+        return "active"
 
-    def _requeue_with(self, info: QueuedPodInfo, strategy: Strategy) -> None:
-        """Upstream ``requeuePodWithQueueingStrategy`` for a pod leaving unschedulablePods."""
+    def _requeue_with(self, info: QueuedPodInfo, strategy: Strategy) -> str:
+        """Upstream ``requeuePodWithQueueingStrategy`` for a pod leaving unschedulablePods; returns
+        the queue it went to."""
         if strategy is Strategy.IMMEDIATELY:
             self._active.push(info.pod.uid, info)
-        else:
-            self._requeue(info)
+            return "active"
+        return self._requeue(info)
 
     # -- events ----------------------------------------------------------------------------------
     def _events_for(self, pod: Pod) -> dict[str, list[ClusterEventWithHint]]:
@@ -363,7 +408,9 @@ class SchedulingQueue:
                 continue
             del self._unschedulable[uid]
             del self._movable[uid]
-            self._requeue_with(u.info, strategy)
+            where = self._requeue_with(u.info, strategy)
+            if self.metrics is not None:
+                self.metrics.moved(where, event)
             moved += 1
         return moved
 
@@ -373,6 +420,8 @@ class SchedulingQueue:
         while True:
             head = self._backoff.peek()
             if head is None or self.backoff_expiry(head) > now:
+                if moved and self.metrics is not None:
+                    self.metrics.incoming("active", "BackoffComplete", moved)
                 return moved
             self._backoff.pop()
             self._active.push(head.pod.uid, head)
@@ -385,7 +434,9 @@ class SchedulingQueue:
         ]
         for uid in stale:
             del self._movable[uid]
-            self._requeue(self._unschedulable.pop(uid).info)
+            where = self._requeue(self._unschedulable.pop(uid).info)
+            if self.metrics is not None:
+                self.metrics.incoming(where, "UnschedulableTimeout")
         return len(stale)
 
     def pods(self) -> Iterable[QueuedPodInfo]:

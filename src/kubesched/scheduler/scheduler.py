@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOu
 from kubesched.store.base import ClusterStore, EventType, StoreError
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.parsers import informer_factory
+
+if TYPE_CHECKING:
+    from kubesched.metrics.kube import KubeSchedulerMetrics
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
@@ -142,6 +145,8 @@ class Scheduler:
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
         self._binding_tasks: list[_BindingTask] = []
+        #: Prometheus metrics (``SchedulerMetrics.attach``); None records nothing.
+        self.metrics: KubeSchedulerMetrics | None = None
         informers.informer("Node").add_handler(self._on_node)
         informers.informer("Pod").add_handler(self._on_pod)
 
@@ -296,6 +301,8 @@ class Scheduler:
         if self.cache.pod_state(pod.uid) is not None:
             self.queue.done(pod.uid)  # already assumed or bound
             return True
+        if self.metrics is not None:
+            self.metrics.cycle_started(info)
         state = CycleState()
         self.cache.update_snapshot(self.snapshot)
         outcome = self.outcomes.setdefault(
@@ -321,6 +328,8 @@ class Scheduler:
         assumed = copy.copy(pod)
         assumed.node_name = result.node
         self.cache.assume_pod(assumed, result.node)
+        if self.metrics is not None:
+            self.metrics.assumed(pod.uid)
         # The pod holds its node now: a nomination would count it twice (upstream assume()).
         self.queue.nominator.delete(pod.uid)
         task = _BindingTask(fwk, state, info, assumed, result.node, outcome)
@@ -619,6 +628,8 @@ class Scheduler:
         except (FrameworkError, KeyError, ValueError) as exc:
             nominated, st = None, Status.error(f"running PostFilter plugins: {exc}")
         diagnosis.post_filter_msg = st.message
+        if self.metrics is not None:
+            self.metrics.post_filter_done(fwk.post_filter, state)
         if self.explain is not None:
             self.explain.record_post_filter(pod, st, state.get(POST_FILTER_EXPLAIN_KEY))
         return nominated
@@ -645,6 +656,8 @@ class Scheduler:
             return
         self.cache.finish_binding(assumed)
         self.queue.done(assumed.uid)
+        if self.metrics is not None:
+            self.metrics.pod_scheduled(fwk.profile_name, info)
         outcome.node = node
         outcome.status = SCHEDULED
         outcome.message = ""
@@ -693,6 +706,8 @@ class Scheduler:
         upstream clearNominatedNode), None to leave it unchanged.
         """
         pod = info.pod
+        if self.metrics is not None:
+            self.metrics.attempt_failed(fwk.profile_name, info, error=error)
         if diagnosis is not None:
             info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             info.pending_plugins = set(diagnosis.pending_plugins)

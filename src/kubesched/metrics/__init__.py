@@ -1,0 +1,16 @@
+"""Prometheus metrics of both schedulers, and the health and metrics HTTP endpoints.
+
+- :mod:`~kubesched.metrics.kube`: the kube-scheduler's metric families (upstream names, labels,
+  buckets) and the recording calls the scheduler, its queue and its frameworks make;
+- :mod:`~kubesched.metrics.volcano`: the Volcano scheduler's families, recorded per session;
+- :mod:`~kubesched.metrics.instrument`: timing a framework's extension points and plugins;
+- :mod:`~kubesched.metrics.collectors`: gauges read at scrape time (queue sizes);
+- :mod:`~kubesched.metrics.registry`: :class:`SchedulerMetrics`, one registry per scheduler process;
+- :mod:`~kubesched.metrics.server`: ``/metrics``, ``/healthz``, ``/livez``, ``/readyz`` over HTTP.
+"""
+
+from __future__ import annotations
+
+from kubesched.metrics.registry import CONTENT_TYPE, SchedulerMetrics
+
+__all__ = ["CONTENT_TYPE", "SchedulerMetrics"]

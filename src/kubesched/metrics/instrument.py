@@ -1,0 +1,149 @@
+"""Timing a framework's extension points and plugins without touching its code paths.
+
+:func:`instrument_framework` replaces, on one :class:`~kubesched.framework.runtime.Framework`
+instance, each ``run_<point>`` method by a wrapper that times it and records
+``scheduler_framework_extension_point_duration_seconds``, and each plugin's extension-point method
+by a wrapper that times it only in sampled cycles (``scheduler_plugin_execution_duration_seconds``).
+A framework that is never instrumented (simulations, benchmarks) runs its plain methods: metrics
+off cost nothing.
+
+The status label comes from what the call returned (its :class:`Status`, or the Status in the
+tuple it returned); a call that raises is recorded as ``Error`` and the exception goes on. A Filter
+plugin answers for all nodes at once: its call is ``Success`` when it rejected none of them, else
+``Unschedulable``.
+
+Upstream records Filter per node and so has no Filter extension-point duration; neither is one
+recorded here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Status
+from kubesched.framework.types import FilterResult
+from kubesched.metrics.kube import CODE_NAMES, KubeSchedulerMetrics
+
+#: Framework method → upstream's extension_point label.
+FRAMEWORK_POINTS = {
+    "run_pre_enqueue": "PreEnqueue",
+    "run_pre_filter": "PreFilter",
+    "run_post_filter": "PostFilter",
+    "run_pre_score": "PreScore",
+    "run_score": "Score",
+    "run_reserve": "Reserve",
+    "run_unreserve": "Unreserve",
+    "run_permit": "Permit",
+    "run_pre_bind": "PreBind",
+    "run_bind": "Bind",
+    "run_post_bind": "PostBind",
+}
+
+#: Framework plugin list → (plugin method, extension_point label) for the plugins in it.
+PLUGIN_POINTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "pre_enqueue": (("pre_enqueue", "PreEnqueue"),),
+    "pre_filter": (("pre_filter", "PreFilter"),),
+    "pre_filter_extensions": (
+        ("add_pod", "PreFilterExtensionAddPod"),
+        ("remove_pod", "PreFilterExtensionRemovePod"),
+    ),
+    "filter": (("filter_nodes", "Filter"),),
+    "post_filter": (("post_filter", "PostFilter"),),
+    "pre_score": (("pre_score", "PreScore"),),
+    "reserve": (("reserve", "Reserve"), ("unreserve", "Unreserve")),
+    "permit": (("permit", "Permit"),),
+    "pre_bind": (("pre_bind", "PreBind"),),
+    "bind": (("bind", "Bind"),),
+    "post_bind": (("post_bind", "PostBind"),),
+}
+
+_INSTRUMENTED = "_kubesched_metrics"
+
+
+def status_label(out: object) -> str:
+    """The ``status`` label of a call that returned ``out``."""
+    if isinstance(out, tuple):
+        out = next((x for x in out if isinstance(x, Status)), None)
+    if isinstance(out, Status):
+        return CODE_NAMES.get(out.code, str(out.code))
+    if isinstance(out, FilterResult):
+        return "Unschedulable" if any(f.nodes.any() for f in out.failures) else "Success"
+    return "Success"
+
+
+def _time_extension_point(
+    fn: Callable[..., Any], point: str, profile: str, metrics: KubeSchedulerMetrics
+) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            out = fn(*args, **kwargs)
+        except Exception:
+            metrics.extension_point(point, "Error", profile, time.perf_counter() - start)
+            raise
+        metrics.extension_point(point, status_label(out), profile, time.perf_counter() - start)
+        return out
+
+    return timed
+
+
+def _sample_plugin(
+    fn: Callable[..., Any], plugin: str, point: str, metrics: KubeSchedulerMetrics
+) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def sampled(*args: Any, **kwargs: Any) -> Any:
+        if not metrics.sampled:
+            return fn(*args, **kwargs)
+        start = time.perf_counter()
+        try:
+            out = fn(*args, **kwargs)
+        except Exception:
+            metrics.plugin(plugin, point, "Error", time.perf_counter() - start)
+            raise
+        metrics.plugin(plugin, point, status_label(out), time.perf_counter() - start)
+        return out
+
+    return sampled
+
+
+def instrument_framework(fwk: Framework, metrics: KubeSchedulerMetrics) -> None:
+    """Record ``fwk``'s extension points and (sampled) plugin calls in ``metrics``; a framework is
+    instrumented once, later calls do nothing."""
+    if getattr(fwk, _INSTRUMENTED, None) is not None:
+        return
+    setattr(fwk, _INSTRUMENTED, metrics)
+    profile = fwk.profile_name
+    for method, point in FRAMEWORK_POINTS.items():
+        setattr(fwk, method, _time_extension_point(getattr(fwk, method), point, profile, metrics))
+    done: set[tuple[int, str]] = set()
+
+    def wrap(pl: object, method: str, point: str) -> None:
+        if (id(pl), method) in done:
+            return
+        done.add((id(pl), method))
+        fn = getattr(pl, method, None)
+        if fn is None:
+            return
+        name = str(getattr(pl, "name", type(pl).__name__))
+        # A plugin whose instances take no attributes (slots) is not timed.
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(pl, method, _sample_plugin(fn, name, point, metrics))
+
+    for attr, points in PLUGIN_POINTS.items():
+        for pl in getattr(fwk, attr):
+            for method, point in points:
+                wrap(pl, method, point)
+    for pl, _weight in fwk.score:
+        wrap(pl, "score_nodes", "Score")
+    normalizers = fwk._normalizers
+    for name, fn in list(normalizers.items()):
+        normalizers[name] = _sample_plugin(fn, name, "ScoreExtensionNormalize", metrics)
+
+
+__all__ = ["FRAMEWORK_POINTS", "PLUGIN_POINTS", "instrument_framework", "status_label"]
