@@ -54,6 +54,8 @@ from kubesched.apiserver.status import (
 )
 from kubesched.apiserver.tables import table
 from kubesched.errors import InputError
+from kubesched.metrics.health import Check, health_response, with_ping
+from kubesched.metrics.registry import CONTENT_TYPE, SchedulerMetrics
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj, WatchEvent
 from kubesched.store.parsers import DEFAULT_PARSERS
 from kubesched.store.sqlite import SqliteStore, TooOld
@@ -167,6 +169,11 @@ class ApiServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_pending = False
         self.started = time.time()
+        #: The served schedulers' metrics (``GET /metrics``, behind the token like every API path);
+        #: None: ``/metrics`` is 404.
+        self.metrics: SchedulerMetrics | None = None
+        #: Named checks ``/readyz`` runs after ``ping`` (``/healthz`` and ``/livez`` run ``ping``).
+        self.ready_checks: dict[str, Check] = {}
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -230,8 +237,12 @@ class ApiServer:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         method = request.method
-        if path in ("/healthz", "/readyz", "/livez") or path.startswith(("/healthz/", "/readyz/", "/livez/")):
-            return web.Response(text="ok")
+        if parts and parts[0] in ("healthz", "readyz", "livez") and len(parts) <= 2:
+            return self._health(request, parts)
+        if path == "/metrics":
+            if self.metrics is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
         if path == "/version":
             return _json(self._version())
         if path == "/api":
@@ -275,6 +286,18 @@ class ApiServer:
         if sub is not None and sub not in res.subresources:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return await self._resource(request, res, namespace, name, sub)
+
+    def _health(self, request: web.Request, parts: list[str]) -> web.Response:
+        endpoint = parts[0]
+        checks = with_ping(self.ready_checks if endpoint == "readyz" else {})
+        status, body = health_response(
+            endpoint,
+            checks,
+            check=parts[1] if len(parts) == 2 else None,
+            verbose="verbose" in request.query,
+            exclude=request.query.getall("exclude", []),
+        )
+        return web.Response(text=body, status=status, content_type="text/plain", charset="utf-8")
 
     def _version(self) -> dict[str, str]:
         major, minor = self.git_version.lstrip("v").split(".")[:2]

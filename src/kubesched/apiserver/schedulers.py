@@ -15,6 +15,7 @@ from kubesched.batch.conf import BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
+from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.ports import StorePorts
@@ -71,6 +72,10 @@ class ServedSchedulers:
         self.batch = BatchScheduler(
             self.informers, ports, batch_conf or default_batch_conf(), now=time.time, seed=None
         )
+        #: Both schedulers' metrics (served at ``/metrics``).
+        self.metrics = SchedulerMetrics()
+        self.metrics.attach(self.scheduler)
+        self.metrics.attach_batch(self.batch)
         self.driver = RealTimeDriver(
             self.informers, self.scheduler, store, batch=_BatchSessions(self.batch), max_idle=max_idle
         )

@@ -115,6 +115,10 @@ class Served:
             if options.schedulers
             else None
         )
+        if self.schedulers is not None:
+            schedulers = self.schedulers
+            self.api.metrics = schedulers.metrics
+            self.api.ready_checks["kubesched-schedulers"] = lambda: schedulers.running
         self.kubeconfig = options.data_dir / "kubeconfig"
         self.port = options.port
         self._runner: web.AppRunner | None = None

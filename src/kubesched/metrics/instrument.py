@@ -9,8 +9,8 @@ off cost nothing.
 
 The status label comes from what the call returned (its :class:`Status`, or the Status in the
 tuple it returned); a call that raises is recorded as ``Error`` and the exception goes on. A Filter
-plugin answers for all nodes at once: its call is ``Success`` when it rejected none of them, else
-``Unschedulable``.
+plugin answers for all nodes at once: its call is ``Success`` when it rejected none of the table's
+nodes, else ``Unschedulable``.
 
 Upstream records Filter per node and so has no Filter extension-point duration; neither is one
 recorded here.
@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kubesched.cache.node_table import NodeTable
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.types import FilterResult
@@ -71,9 +72,14 @@ def status_label(out: object) -> str:
         out = next((x for x in out if isinstance(x, Status)), None)
     if isinstance(out, Status):
         return CODE_NAMES.get(out.code, str(out.code))
-    if isinstance(out, FilterResult):
-        return "Unschedulable" if any(f.nodes.any() for f in out.failures) else "Success"
     return "Success"
+
+
+def filter_status_label(out: object, table: NodeTable) -> str:
+    """A Filter plugin's call: ``Unschedulable`` when it rejected a node of the table."""
+    if isinstance(out, FilterResult) and any((f.nodes & table.valid).any() for f in out.failures):
+        return "Unschedulable"
+    return status_label(out)
 
 
 def _time_extension_point(
@@ -106,7 +112,11 @@ def _sample_plugin(
         except Exception:
             metrics.plugin(plugin, point, "Error", time.perf_counter() - start)
             raise
-        metrics.plugin(plugin, point, status_label(out), time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        if point == "Filter" and len(args) >= 3 and isinstance(args[2], NodeTable):
+            metrics.plugin(plugin, point, filter_status_label(out, args[2]), seconds)
+        else:
+            metrics.plugin(plugin, point, status_label(out), seconds)
         return out
 
     return sampled
@@ -146,4 +156,4 @@ def instrument_framework(fwk: Framework, metrics: KubeSchedulerMetrics) -> None:
         normalizers[name] = _sample_plugin(fn, name, "ScoreExtensionNormalize", metrics)
 
 
-__all__ = ["FRAMEWORK_POINTS", "PLUGIN_POINTS", "instrument_framework", "status_label"]
+__all__ = ["FRAMEWORK_POINTS", "PLUGIN_POINTS", "filter_status_label", "instrument_framework", "status_label"]

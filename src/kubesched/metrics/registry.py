@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # Upstream exposes no ``*_created`` series; prometheus_client adds one per counter and histogram
 # unless told not to (a process-wide switch).
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 #: The ``Content-Type`` of :meth:`SchedulerMetrics.exposition` (Prometheus text format 0.0.4).
 CONTENT_TYPE = CONTENT_TYPE_LATEST
