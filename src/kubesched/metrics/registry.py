@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     ProcessCollector,
     disable_created_metrics,
@@ -33,8 +32,10 @@ if TYPE_CHECKING:
 # unless told not to (a process-wide switch).
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
-#: The ``Content-Type`` of :meth:`SchedulerMetrics.exposition` (Prometheus text format 0.0.4).
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+#: The ``Content-Type`` of :meth:`SchedulerMetrics.exposition`: the Prometheus text format 0.0.4, as
+#: Kubernetes components serve it (every name here is a classic metric name, so the text is the same
+#: in that format and in the newer one prometheus_client would announce).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class SchedulerMetrics:
