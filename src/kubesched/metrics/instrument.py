@@ -3,9 +3,9 @@
 :func:`instrument_framework` replaces, on one :class:`~kubesched.framework.runtime.Framework`
 instance, each ``run_<point>`` method by a wrapper that times it and records
 ``scheduler_framework_extension_point_duration_seconds``, and each plugin's extension-point method
-by a wrapper that times it only in sampled cycles (``scheduler_plugin_execution_duration_seconds``).
-A framework that is never instrumented (simulations, benchmarks) runs its plain methods: metrics
-off cost nothing.
+by a wrapper that times it (``scheduler_plugin_execution_duration_seconds``), put in place only
+while cycles are sampled. A framework that is never instrumented (simulations, benchmarks) runs
+its plain methods: metrics off cost nothing.
 
 The status label comes from what the call returned (its :class:`Status`, or the Status in the
 tuple it returned); a call that raises is recorded as ``Error`` and the exception goes on. A Filter
@@ -28,6 +28,7 @@ from kubesched.cache.node_table import NodeTable
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.types import FilterResult
+from kubesched.metrics.families import HistogramChild
 from kubesched.metrics.kube import CODE_NAMES, KubeSchedulerMetrics
 
 #: Framework method → upstream's extension_point label.
@@ -85,27 +86,34 @@ def filter_status_label(out: object, table: NodeTable) -> str:
 def _time_extension_point(
     fn: Callable[..., Any], point: str, profile: str, metrics: KubeSchedulerMetrics
 ) -> Callable[..., Any]:
+    family = metrics.extension_point_duration
+    by_status: dict[str, HistogramChild] = {}
+
+    def observe(status: str, seconds: float) -> None:
+        child = by_status.get(status)
+        if child is None:
+            child = by_status[status] = family.labels(point, status, profile)
+        child.observe(seconds)
+
     @functools.wraps(fn)
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
             out = fn(*args, **kwargs)
         except Exception:
-            metrics.extension_point(point, "Error", profile, time.perf_counter() - start)
+            observe("Error", time.perf_counter() - start)
             raise
-        metrics.extension_point(point, status_label(out), profile, time.perf_counter() - start)
+        observe(status_label(out), time.perf_counter() - start)
         return out
 
     return timed
 
 
-def _sample_plugin(
+def _timed_plugin(
     fn: Callable[..., Any], plugin: str, point: str, metrics: KubeSchedulerMetrics
 ) -> Callable[..., Any]:
     @functools.wraps(fn)
-    def sampled(*args: Any, **kwargs: Any) -> Any:
-        if not metrics.sampled:
-            return fn(*args, **kwargs)
+    def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
             out = fn(*args, **kwargs)
@@ -119,41 +127,67 @@ def _sample_plugin(
             metrics.plugin(plugin, point, status_label(out), seconds)
         return out
 
-    return sampled
+    return timed
+
+
+class PluginTimers:
+    """Timing wrappers for one framework's plugin methods, put on the plugin instances only while
+    the scheduler's cycles are sampled: a cycle that is not sampled calls the plugins as they are."""
+
+    def __init__(self, fwk: Framework, metrics: KubeSchedulerMetrics) -> None:
+        self._fwk = fwk
+        #: (plugin instance, method name, its own bound method, the timing wrapper)
+        self._methods: list[tuple[object, str, Callable[..., Any], Callable[..., Any]]] = []
+        self._normalizers: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = []
+        seen: set[tuple[int, str]] = set()
+
+        def add(pl: object, method: str, point: str) -> None:
+            fn = getattr(pl, method, None)
+            if fn is None or (id(pl), method) in seen:
+                return
+            seen.add((id(pl), method))
+            name = str(getattr(pl, "name", type(pl).__name__))
+            self._methods.append((pl, method, fn, _timed_plugin(fn, name, point, metrics)))
+
+        for attr, points in PLUGIN_POINTS.items():
+            for pl in getattr(fwk, attr):
+                for method, point in points:
+                    add(pl, method, point)
+        for pl, _weight in fwk.score:
+            add(pl, "score_nodes", "Score")
+        for name, fn in fwk._normalizers.items():
+            self._normalizers.append((name, fn, _timed_plugin(fn, name, "ScoreExtensionNormalize", metrics)))
+
+    def switch(self, on: bool) -> None:
+        """Time the plugins' calls from now on (``on``) or stop timing them."""
+        for pl, method, fn, timed in self._methods:
+            # A plugin whose instances take no attributes (slots) is not timed.
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(pl, method, timed if on else fn)
+        normalizers = self._fwk._normalizers
+        for name, fn, timed in self._normalizers:
+            normalizers[name] = timed if on else fn
 
 
 def instrument_framework(fwk: Framework, metrics: KubeSchedulerMetrics) -> None:
-    """Record ``fwk``'s extension points and (sampled) plugin calls in ``metrics``; a framework is
-    instrumented once, later calls do nothing."""
+    """Record ``fwk``'s extension points, and its plugins' calls in sampled cycles, in
+    ``metrics``; a framework is instrumented once, later calls do nothing."""
     if getattr(fwk, _INSTRUMENTED, None) is not None:
         return
     setattr(fwk, _INSTRUMENTED, metrics)
     profile = fwk.profile_name
     for method, point in FRAMEWORK_POINTS.items():
         setattr(fwk, method, _time_extension_point(getattr(fwk, method), point, profile, metrics))
-    done: set[tuple[int, str]] = set()
-
-    def wrap(pl: object, method: str, point: str) -> None:
-        if (id(pl), method) in done:
-            return
-        done.add((id(pl), method))
-        fn = getattr(pl, method, None)
-        if fn is None:
-            return
-        name = str(getattr(pl, "name", type(pl).__name__))
-        # A plugin whose instances take no attributes (slots) is not timed.
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(pl, method, _sample_plugin(fn, name, point, metrics))
-
-    for attr, points in PLUGIN_POINTS.items():
-        for pl in getattr(fwk, attr):
-            for method, point in points:
-                wrap(pl, method, point)
-    for pl, _weight in fwk.score:
-        wrap(pl, "score_nodes", "Score")
-    normalizers = fwk._normalizers
-    for name, fn in list(normalizers.items()):
-        normalizers[name] = _sample_plugin(fn, name, "ScoreExtensionNormalize", metrics)
+    timers = PluginTimers(fwk, metrics)
+    timers.switch(metrics.sampled)
+    metrics.sampling_switches.append(timers.switch)
 
 
-__all__ = ["FRAMEWORK_POINTS", "PLUGIN_POINTS", "filter_status_label", "instrument_framework", "status_label"]
+__all__ = [
+    "FRAMEWORK_POINTS",
+    "PLUGIN_POINTS",
+    "PluginTimers",
+    "filter_status_label",
+    "instrument_framework",
+    "status_label",
+]

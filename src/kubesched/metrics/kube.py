@@ -17,12 +17,13 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.status import Code
 from kubesched.framework.types import ClusterEvent, QueuedPodInfo
+from kubesched.metrics.families import CounterVec, HistogramVec
 
 #: The PostFilter plugin whose runs are preemption attempts.
 PREEMPTION_PLUGIN = "DefaultPreemption"
@@ -82,38 +83,38 @@ class KubeSchedulerMetrics:
         plugin_sample_percent: float = PLUGIN_METRICS_SAMPLE_PERCENT,
         sample_seed: int | None = None,
     ) -> None:
-        self.schedule_attempts = Counter(
+        self.schedule_attempts = CounterVec(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
             "scheduled, while 'error' means an internal scheduler problem.",
             ["result", "profile"],
             registry=registry,
         )
-        self.attempt_duration = Histogram(
+        self.attempt_duration = HistogramVec(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"],
             buckets=exponential_buckets(0.001, 2, 15),
             registry=registry,
         )
-        self.algorithm_duration = Histogram(
+        self.algorithm_duration = HistogramVec(
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15),
             registry=registry,
         )
-        self.preemption_victims = Histogram(
+        self.preemption_victims = HistogramVec(
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
             buckets=exponential_buckets(1, 2, 7),
             registry=registry,
         )
-        self.preemption_attempts = Counter(
+        self.preemption_attempts = CounterVec(
             "scheduler_preemption_attempts",
             "Total preemption attempts in the cluster till now",
             registry=registry,
         )
-        self.sli_duration = Histogram(
+        self.sli_duration = HistogramVec(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
             "might involve multiple scheduling attempts.",
@@ -121,27 +122,27 @@ class KubeSchedulerMetrics:
             buckets=exponential_buckets(0.01, 2, 20),
             registry=registry,
         )
-        self.pod_attempts = Histogram(
+        self.pod_attempts = HistogramVec(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
             buckets=exponential_buckets(1, 2, 5),
             registry=registry,
         )
-        self.extension_point_duration = Histogram(
+        self.extension_point_duration = HistogramVec(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
             buckets=exponential_buckets(0.0001, 2, 12),
             registry=registry,
         )
-        self.plugin_duration = Histogram(
+        self.plugin_duration = HistogramVec(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
             buckets=exponential_buckets(0.00001, 1.5, 20),
             registry=registry,
         )
-        self.queue_incoming = Counter(
+        self.queue_incoming = CounterVec(
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"],
@@ -159,6 +160,9 @@ class KubeSchedulerMetrics:
         self._sample = random.Random(sample_seed)
         #: Whether the current scheduling cycle times its plugins.
         self.sampled = False
+        #: Called with the new value when ``sampled`` changes (installing or removing the plugin
+        #: timers, so that cycles not sampled run the plugins as they are).
+        self.sampling_switches: list[Callable[[bool], None]] = []
         #: The scheduler's clock (for the SLI); set when the metrics are attached to a scheduler.
         self.now: Callable[[], float] = time.time
         # Pod uid → perf_counter at the start of its attempt (until the attempt's outcome).
@@ -176,7 +180,11 @@ class KubeSchedulerMetrics:
         uid = info.pod.uid
         self._attempt_start[uid] = self._algorithm_start = time.perf_counter()
         self._algorithm_uid = uid
-        self.sampled = self._sample.random() * 100 < self.plugin_sample_percent
+        sampled = self._sample.random() * 100 < self.plugin_sample_percent
+        if sampled != self.sampled:
+            self.sampled = sampled
+            for switch in self.sampling_switches:
+                switch(sampled)
 
     def _algorithm_done(self, uid: str) -> None:
         if self._algorithm_uid == uid:
@@ -220,9 +228,6 @@ class KubeSchedulerMetrics:
             self.preemption_victims.observe(len(chosen["victims"]))
 
     # -- framework -------------------------------------------------------------------------------
-    def extension_point(self, point: str, status: str, profile: str, seconds: float) -> None:
-        self.extension_point_duration.labels(point, status, profile).observe(seconds)
-
     def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self.plugin_duration.labels(plugin, point, status).observe(seconds)
 

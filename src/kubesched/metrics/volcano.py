@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
+from kubesched.metrics.families import CounterVec, HistogramVec
 from kubesched.metrics.kube import exponential_buckets
 
 if TYPE_CHECKING:
@@ -48,8 +49,8 @@ def _rfc3339(value: str) -> float | None:
 
 class VolcanoMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        def histogram(name: str, doc: str, start: float, labels: tuple[str, ...] = ()) -> Histogram:
-            return Histogram(
+        def histogram(name: str, doc: str, start: float, labels: tuple[str, ...] = ()) -> HistogramVec:
+            return HistogramVec(
                 name, doc, list(labels), buckets=exponential_buckets(start, 2, 10), registry=registry
             )
 
@@ -75,7 +76,7 @@ class VolcanoMetrics:
             5,
             ("action",),
         )
-        self.schedule_attempts = Counter(
+        self.schedule_attempts = CounterVec(
             "volcano_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
             "scheduled, while 'error' means an internal scheduler problem.",
