@@ -27,6 +27,7 @@ from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config, load_config, parse_feature_gates
 from kubesched.framework.plugin_loading import plugin_registry
 from kubesched.framework.registry import Registry
+from kubesched.metrics.logs import configure_logging
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.compare import RunSpec, plan_runs
 from kubesched.sim.export import export_runs
@@ -518,6 +519,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubesched", description="A Kubernetes scheduler in Python.")
     parser.add_argument("--version", action="version", version=f"kubesched {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument(
+        "--logging-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines as text, or as one JSON object each (as Kubernetes components' json format)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser(
@@ -715,8 +722,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(logging.WARNING - 10 * min(args.verbose, 2), args.logging_format)
     try:
         code: int = args.func(args)
         return code
