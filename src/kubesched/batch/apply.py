@@ -13,9 +13,11 @@ import copy
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 
+from kubesched.api.objects import Pod
 from kubesched.batch.framework import JobUpdate
-from kubesched.batch.job_info import JobInfo, TaskStatus
+from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import PodGroup
 from kubesched.batch.report import BatchReports, JobReport
@@ -40,8 +42,12 @@ class SessionApplier:
         outcomes: dict[str, PodOutcome],
         *,
         now: Callable[[], float],
+        bind_pool: Executor | None = None,
     ) -> None:
+        """``bind_pool``: workers that send a session's binds side by side (Volcano binds in
+        goroutines); without it each bind is sent and settled before the next."""
         self.ports = ports
+        self.bind_pool = bind_pool
         self.cache = cache
         self.jobs = jobs
         self.reports = reports
@@ -69,45 +75,68 @@ class SessionApplier:
             self.ports.events.record(
                 t.pod.raw, "Normal", "Evict", "Evicting", f"Pod is evicted, because of {ev.reason}", "volcano"
             )
-        bound = 0
-        for t in ssn.to_bind:
-            node = t.node_name
-            assumed = copy.copy(t.pod)
-            assumed.node_name = node
-            self.cache.assume_pod(assumed, node)
-            try:
-                self.ports.binder.bind(t.namespace, t.name, t.uid, node)
-            except StoreError as exc:
-                # Refused (the pod changed or is gone): the session's settle puts the task back to
-                # pending, and the change that refused it makes the next session try again.
-                self.cache.forget_pod(assumed)
-                outcome = self.outcomes.get(t.uid)
-                if outcome is not None:
-                    outcome.status = PENDING
-                    outcome.message = f"binding rejected: {exc}"
-                continue
-            self.cache.finish_binding(assumed)
-            self.jobs.drop_pending(t.uid)
-            t.pod = assumed
-            job = ssn.jobs.get(t.job)
-            if job is not None:
-                job.update_task_status(t, TaskStatus.BOUND)
-            bound += 1
-            outcome = self.outcomes.setdefault(
-                t.uid, PodOutcome(t.namespace, t.name, t.uid, scheduler_name=t.pod.scheduler_name)
-            )
-            outcome.node = node
-            outcome.status = SCHEDULED
-            outcome.message = ""
-            self.ports.events.record(
-                t.pod.raw,
-                "Normal",
-                "Scheduled",
-                "Binding",
-                f"Successfully assigned {t.key} to {node}",
-                "volcano",
-            )
-        return bound
+        pool = self.bind_pool
+        if pool is None or len(ssn.to_bind) < 2:
+            bound = 0
+            for t in ssn.to_bind:
+                assumed = self._assume(t)
+                bound += self._settle(ssn, t, assumed, self._bind(assumed))
+            return bound
+        # Side by side: every pod is assumed first, so no bind waits for another's reply.
+        assumed_pods = [self._assume(t) for t in ssn.to_bind]
+        results = list(pool.map(self._bind, assumed_pods))
+        return sum(
+            self._settle(ssn, t, assumed, exc)
+            for t, assumed, exc in zip(ssn.to_bind, assumed_pods, results, strict=True)
+        )
+
+    def _assume(self, t: TaskInfo) -> Pod:
+        assumed = copy.copy(t.pod)
+        assumed.node_name = t.node_name
+        self.cache.assume_pod(assumed, t.node_name)
+        return assumed
+
+    def _bind(self, assumed: Pod) -> StoreError | None:
+        """Send one bind (from a bind worker, or the session's thread); the refusal, if any."""
+        try:
+            self.ports.binder.bind(assumed.namespace, assumed.name, assumed.uid, assumed.node_name)
+        except StoreError as exc:
+            return exc
+        return None
+
+    def _settle(self, ssn: Session, t: TaskInfo, assumed: Pod, exc: StoreError | None) -> bool:
+        """Record a bind's result; True when the pod was bound."""
+        node = assumed.node_name
+        if exc is not None:
+            # Refused (the pod changed or is gone): the session's settle puts the task back to
+            # pending, and the change that refused it makes the next session try again.
+            self.cache.forget_pod(assumed)
+            outcome = self.outcomes.get(t.uid)
+            if outcome is not None:
+                outcome.status = PENDING
+                outcome.message = f"binding rejected: {exc}"
+            return False
+        self.cache.finish_binding(assumed)
+        self.jobs.drop_pending(t.uid)
+        t.pod = assumed
+        job = ssn.jobs.get(t.job)
+        if job is not None:
+            job.update_task_status(t, TaskStatus.BOUND)
+        outcome = self.outcomes.setdefault(
+            t.uid, PodOutcome(t.namespace, t.name, t.uid, scheduler_name=t.pod.scheduler_name)
+        )
+        outcome.node = node
+        outcome.status = SCHEDULED
+        outcome.message = ""
+        self.ports.events.record(
+            t.pod.raw,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {t.key} to {node}",
+            "volcano",
+        )
+        return True
 
     def write(
         self, ssn: Session, updates: list[JobUpdate], missing_queue: dict[str, tuple[PodGroup, str]]
