@@ -12,14 +12,19 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 
+import numpy as np
+
 from kubesched.api.objects import Pod
+from kubesched.api.quantity import format_quantity, resource_amount
+from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.batch.framework import JobUpdate
 from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import PodGroup
+from kubesched.batch.objects import ROOT_QUEUE, PodGroup, Queue
+from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
 from kubesched.batch.session import Session
 from kubesched.cache.cache import SchedulerCache
@@ -30,6 +35,7 @@ from kubesched.store.base import NotFound, StoreError
 log = logging.getLogger(__name__)
 
 QUEUE_NOT_FOUND_REASON = "QueueNotFound"
+NOT_IN_QUEUE_STATUS = frozenset({PODS, EPHEMERAL_STORAGE})
 
 
 class SessionApplier:
@@ -224,6 +230,46 @@ class SessionApplier:
         if job is not None and self.jobs.live.get(key) is job:
             job.pod_group = group
 
+    def write_queue_status(self, totals: QueueTotals, queues: Mapping[str, Queue]) -> None:
+        """Each queue's ``status.allocated`` as Volcano's scheduler writes it when a session closes:
+        what the queue's jobs hold in allocated statuses, a child's part counted in its ancestors
+        too when a ``root`` queue exists; written only when it changed."""
+        writer = self.ports.queue_status
+        if writer is None:
+            return
+        names = totals.space.names
+        allocated: dict[str, np.ndarray] = {name: totals.space.zeros() for name in queues}
+        for name, qsum in totals.queues.items():
+            if name not in allocated:
+                continue
+            allocated[name] += qsum.allocated
+            if ROOT_QUEUE not in queues:
+                continue
+            seen = {name}
+            queue = queues[name]
+            while name != ROOT_QUEUE:
+                parent = queue.parent or ROOT_QUEUE
+                if parent in seen or parent not in queues:
+                    break
+                seen.add(parent)
+                allocated[parent] += qsum.allocated
+                name, queue = parent, queues[parent]
+        for name, vector in allocated.items():
+            # cpu and memory always, other resources when held (Volcano's resource lists carry
+            # scalar resources only; the pod count and ephemeral storage are not among them).
+            amounts = {
+                res: round(float(v))
+                for res, v in zip(names, vector, strict=True)
+                if res in (CPU, MEMORY) or (v and res not in NOT_IN_QUEUE_STATUS)
+            }
+            if _allocated_of(queues[name]) == amounts:
+                continue
+            status = {"allocated": {res: format_quantity(res, amount) for res, amount in amounts.items()}}
+            try:
+                writer.update_queue_status(name, status)
+            except StoreError as exc:  # written again after the next session
+                log.info("updating the status of queue %s: %s", name, exc)
+
     def _event(self, pg: PodGroup, etype: str, reason: str, msg: str) -> None:
         key = f"{pg.namespace}/{pg.name}/{reason}"
         if self._last_events.get(key) == msg:
@@ -235,3 +281,14 @@ class SessionApplier:
 
 
 __all__ = ["QUEUE_NOT_FOUND_REASON", "SessionApplier"]
+
+
+def _allocated_of(queue: Queue) -> dict[str, int] | None:
+    """The ``status.allocated`` a queue carries, as amounts (None when absent or unreadable)."""
+    raw = (queue.raw.get("status") or {}).get("allocated")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return {str(res): resource_amount(str(res), str(q)) for res, q in raw.items()}
+    except (ValueError, TypeError):
+        return None
