@@ -169,7 +169,9 @@ class Served:
         if self._ticker is not None:
             self._ticker.cancel()
         if self.schedulers is not None and self.schedulers.running:
-            self.schedulers.stop()
+            # Off the event loop: the scheduler's last step may be waiting for an HTTP extender
+            # that is itself calling this API (a binding extender posting the Binding).
+            await asyncio.to_thread(self.schedulers.stop)
         if self._runner is not None:
             await self._runner.cleanup()
         self.store.close()
