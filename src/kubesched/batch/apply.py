@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable
 
 from kubesched.batch.framework import JobUpdate
+from kubesched.batch.gang_breaks import bound_members, gang_break_notes, with_note
 from kubesched.batch.job_info import JobInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import PodGroup
+from kubesched.batch.operations import Evictee
 from kubesched.batch.report import BatchReports, JobReport
 from kubesched.batch.session import Session
 from kubesched.cache.cache import SchedulerCache
@@ -51,9 +53,13 @@ class SessionApplier:
         self.evicted: list[str] = []
         #: The last message of each (PodGroup, reason) event, so a repeat is not recorded again.
         self._last_events: dict[str, str] = {}
+        #: Job uid → why its gang is below minMember, for gangs this scheduler's evictions took
+        #: there; told in the PodGroup's condition while the gang stays below.
+        self.gang_breaks: dict[str, str] = {}
 
     def carry_out(self, ssn: Session) -> int:
         """Carry out committed evictions and binds."""
+        done: list[Evictee] = []
         for ev in ssn.to_evict:
             t = ev.task
             try:
@@ -66,6 +72,7 @@ class SessionApplier:
                 log.info("evicting %s: already gone", t.key)
                 continue
             self.evicted.append(t.key)
+            done.append(ev)
             self.ports.events.record(
                 t.pod.raw, "Normal", "Evict", "Evicting", f"Pod is evicted, because of {ev.reason}", "volcano"
             )
@@ -107,6 +114,8 @@ class SessionApplier:
                 f"Successfully assigned {t.key} to {node}",
                 "volcano",
             )
+        if done:
+            self.gang_breaks.update(gang_break_notes(ssn.jobs, done))
         return bound
 
     def write(
@@ -119,6 +128,7 @@ class SessionApplier:
         for up in updates:
             job = up.job
             pg = job.pod_group
+            self._tell_gang_break(ssn, up, stamp)
             for c in up.conditions:
                 if c.get("transitionID") == ssn.uid and not c.get("lastTransitionTime"):
                     c["lastTransitionTime"] = stamp
@@ -171,6 +181,21 @@ class SessionApplier:
         totals = self.jobs.totals
         assert totals is not None
         self.reports.keep_queues(ssn, totals)
+
+    def _tell_gang_break(self, ssn: Session, up: JobUpdate, stamp: str) -> None:
+        """Put the note of a gang this scheduler's evictions took below minMember into the job's
+        condition, while it stays below (a gang bound whole again, or not at all, is no longer)."""
+        job = up.job
+        note = self.gang_breaks.get(job.uid)
+        if note is None:
+            return
+        if not 0 < bound_members(job) < job.min_available:
+            del self.gang_breaks[job.uid]
+            return
+        conditions = with_note(up.conditions, note, ssn.uid, stamp)
+        if conditions != up.conditions:
+            up.conditions = conditions
+            up.status_changed = True
 
     def _write_status(
         self, pg: PodGroup, phase: str, conditions: list[dict[str, str]], job: JobInfo | None
