@@ -12,7 +12,7 @@ from tests.test_invariants_both_pipelines import CONF, KNOWN_GANG_BREAKS, cluste
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.batch.conf import batch_conf_from_dict
 from kubesched.batch.scheduler import BatchScheduler
-from kubesched.batch.testing import node, pod, pod_group, queue, store_of
+from kubesched.batch.testing import node, pod, pod_group, priority_class, queue, store_of
 from kubesched.sim.simulation import Simulation
 from kubesched.store.memory import MemoryStore
 
@@ -117,6 +117,36 @@ def test_reclaim_when_gang_answers_no_victims_is_told_on_the_podgroup() -> None:
         "without gang's minMember check."
     )
 
+
+
+def test_preempt_allowed_by_gangs_ready_count_is_told_on_the_podgroup() -> None:
+    """gang counts a completed member as ready: with one succeeded and two running members of a
+    minMember 2 gang it allows a victim, and one member is left running."""
+    finished = pod("b3", "n1", "big")
+    finished["status"] = {"phase": "Succeeded"}
+    objects = [
+        priority_class("high", 1000),
+        priority_class("low", 10),
+        node("n1", "2", "2G"),
+        queue("q1"),
+        pod_group("big", "q1", 2, "Running", "low"),
+        pod_group("urgent", "q1", 1, "Inqueue", "high"),
+        pod("b1", "n1", "big", priority_class="low"),
+        pod("b2", "n1", "big", priority_class="low"),
+        finished,
+        pod("u1", "", "urgent", priority_class="high"),
+    ]
+    sched, store = scheduler(objects, "preempt")
+    sched.run_session()
+    assert len(sched.evicted) == 1
+    (victim,) = sched.evicted
+    cond = unschedulable(store, "big")
+    assert cond is not None
+    assert cond["message"] == (
+        f"{NOTE}: 1 of minMember 2 members bound after preempt evicted {victim} for c1/u1: tier 1 "
+        "(priority, gang, conformance) chose the victims with gang counting best-effort and completed "
+        "members as ready."
+    )
 
 # -- the random clusters of the both-pipelines invariant suite where this happens --------------- #
 
