@@ -118,7 +118,6 @@ def test_reclaim_when_gang_answers_no_victims_is_told_on_the_podgroup() -> None:
     )
 
 
-
 def test_preempt_allowed_by_gangs_ready_count_is_told_on_the_podgroup() -> None:
     """gang counts a completed member as ready: with one succeeded and two running members of a
     minMember 2 gang it allows a victim, and one member is left running."""
@@ -147,6 +146,7 @@ def test_preempt_allowed_by_gangs_ready_count_is_told_on_the_podgroup() -> None:
         "(priority, gang, conformance) chose the victims with gang counting best-effort and completed "
         "members as ready."
     )
+
 
 # -- the random clusters of the both-pipelines invariant suite where this happens --------------- #
 
