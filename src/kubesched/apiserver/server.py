@@ -171,7 +171,12 @@ class Served:
         if self.schedulers is not None and self.schedulers.running:
             # Off the event loop: the scheduler's last step may be waiting for an HTTP extender
             # that is itself calling this API (a binding extender posting the Binding).
-            await asyncio.to_thread(self.schedulers.stop)
+            try:
+                await asyncio.to_thread(self.schedulers.stop)
+            except Exception:
+                # A step still running past the wait (an extender slower than that) or an error
+                # that stopped the loop: reported, and the API and the store still shut down.
+                log.exception("stopping the schedulers")
         if self._runner is not None:
             await self._runner.cleanup()
         self.store.close()
