@@ -83,4 +83,10 @@ class ServedSchedulers:
         return not self.driver.stopped
 
     def stop(self) -> None:
-        self.driver.stop(timeout=10.0)
+        try:
+            self.driver.stop(timeout=10.0)
+        finally:
+            for extender in self.scheduler.extenders:
+                close = getattr(extender, "close", None)
+                if close is not None:
+                    close()

@@ -21,9 +21,11 @@ from kubesched.api.objects import Pod
 from kubesched.api.quantity import format_quantity, resource_amount
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.batch.framework import JobUpdate
+from kubesched.batch.gang_breaks import bound_members, gang_break_notes, with_note
 from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
 from kubesched.batch.objects import ROOT_QUEUE, PodGroup, Queue
+from kubesched.batch.operations import Evictee
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
 from kubesched.batch.session import Session
@@ -63,9 +65,13 @@ class SessionApplier:
         self.evicted: list[str] = []
         #: The last message of each (PodGroup, reason) event, so a repeat is not recorded again.
         self._last_events: dict[str, str] = {}
+        #: Job uid → why its gang is below minMember, for gangs this scheduler's evictions took
+        #: there; told in the PodGroup's condition while the gang stays below.
+        self.gang_breaks: dict[str, str] = {}
 
     def carry_out(self, ssn: Session) -> int:
         """Carry out committed evictions and binds."""
+        done: list[Evictee] = []
         for ev in ssn.to_evict:
             t = ev.task
             try:
@@ -78,23 +84,25 @@ class SessionApplier:
                 log.info("evicting %s: already gone", t.key)
                 continue
             self.evicted.append(t.key)
+            done.append(ev)
             self.ports.events.record(
                 t.pod.raw, "Normal", "Evict", "Evicting", f"Pod is evicted, because of {ev.reason}", "volcano"
             )
+        bound = 0
         pool = self.bind_pool
         if pool is None or len(ssn.to_bind) < 2:
-            bound = 0
             for t in ssn.to_bind:
                 assumed = self._assume(t)
                 bound += self._settle(ssn, t, assumed, self._bind(assumed))
-            return bound
-        # Side by side: every pod is assumed first, so no bind waits for another's reply.
-        assumed_pods = [self._assume(t) for t in ssn.to_bind]
-        results = list(pool.map(self._bind, assumed_pods))
-        return sum(
-            self._settle(ssn, t, assumed, exc)
-            for t, assumed, exc in zip(ssn.to_bind, assumed_pods, results, strict=True)
-        )
+        else:
+            # Side by side: every pod is assumed first, so no bind waits for another's reply.
+            assumed_pods = [self._assume(t) for t in ssn.to_bind]
+            results = list(pool.map(self._bind, assumed_pods))
+            for t, assumed, exc in zip(ssn.to_bind, assumed_pods, results, strict=True):
+                bound += self._settle(ssn, t, assumed, exc)
+        if done:
+            self.gang_breaks.update(gang_break_notes(ssn.jobs, done))
+        return bound
 
     def _assume(self, t: TaskInfo) -> Pod:
         assumed = copy.copy(t.pod)
@@ -154,6 +162,7 @@ class SessionApplier:
         for up in updates:
             job = up.job
             pg = job.pod_group
+            self._tell_gang_break(ssn, up, stamp)
             for c in up.conditions:
                 if c.get("transitionID") == ssn.uid and not c.get("lastTransitionTime"):
                     c["lastTransitionTime"] = stamp
@@ -206,6 +215,21 @@ class SessionApplier:
         totals = self.jobs.totals
         assert totals is not None
         self.reports.keep_queues(ssn, totals)
+
+    def _tell_gang_break(self, ssn: Session, up: JobUpdate, stamp: str) -> None:
+        """Put the note of a gang this scheduler's evictions took below minMember into the job's
+        condition, while it stays below (a gang bound whole again, or not at all, is no longer)."""
+        job = up.job
+        note = self.gang_breaks.get(job.uid)
+        if note is None:
+            return
+        if not 0 < bound_members(job) < job.min_available:
+            del self.gang_breaks[job.uid]
+            return
+        conditions = with_note(up.conditions, note, ssn.uid, stamp)
+        if conditions != up.conditions:
+            up.conditions = conditions
+            up.status_changed = True
 
     def _write_status(
         self, pg: PodGroup, phase: str, conditions: list[dict[str, str]], job: JobInfo | None
