@@ -24,6 +24,9 @@ from kubesched.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
 
+#: Binds in flight at once: a binding extender's round trip does not hold up the next pods.
+BINDING_WORKERS = 16
+
 
 class _BatchSessions:
     """The batch scheduler as the driver runs it; the warnings of each session are logged, not
@@ -67,9 +70,15 @@ class ServedSchedulers:
             registry,
             now=time.time,
             seed=None,
+            binding_workers=BINDING_WORKERS,
         )
         self.batch = BatchScheduler(
-            self.informers, ports, batch_conf or default_batch_conf(), now=time.time, seed=None
+            self.informers,
+            ports,
+            batch_conf or default_batch_conf(),
+            now=time.time,
+            seed=None,
+            bind_workers=BINDING_WORKERS,
         )
         self.driver = RealTimeDriver(
             self.informers, self.scheduler, store, batch=_BatchSessions(self.batch), max_idle=max_idle
@@ -86,6 +95,8 @@ class ServedSchedulers:
         try:
             self.driver.stop(timeout=10.0)
         finally:
+            self.scheduler.close()
+            self.batch.close()
             for extender in self.scheduler.extenders:
                 close = getattr(extender, "close", None)
                 if close is not None:
