@@ -4,17 +4,28 @@ every change exactly once."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.remote.conftest import pod
 
-from kubesched.remote.discovery import Discovery
+from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.framework.config import default_config
+from kubesched.plugins import default_registry
+from kubesched.remote.config import load_client_config
+from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
 from kubesched.remote.mirror import MirrorStore
 from kubesched.remote.reflector import Backoff, ReflectorSet
+from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.ports import Ports
+from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import WatchEvent
+from kubesched.store.parsers import informer_factory
 from kubesched.store.sqlite import SqliteStore
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -257,4 +268,190 @@ def test_a_slow_network_loses_no_event(make_cluster, make_proxy, loop_thread, co
         types = Counter(e.type.value for e in h.delivered if e.obj["metadata"]["name"].startswith("slow-"))
         assert types == {"ADDED": 15, "MODIFIED": 9, "DELETED": 5}
     finally:
+        h.stop()
+
+
+# -- a real kube-apiserver (v1.20.2, refcp) -------------------------------------------------------------
+REFCP = Path(__file__).resolve().parents[3] / "shared" / "refcp"
+REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
+needs_refcp = pytest.mark.skipif(
+    not (REF_DIR / "bin" / "kube-apiserver").exists() or not (REFCP / "start.sh").exists(),
+    reason="refcp (a real kube-apiserver) is not built here",
+)
+
+
+@pytest.fixture
+def refcp() -> Any:
+    started = subprocess.run(
+        ["bash", str(REFCP / "start.sh")],
+        env={**os.environ, "REF_PORTS": "auto"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if started.returncode != 0:
+        if "already running" in started.stderr:
+            pytest.skip("refcp is in use by another run")
+        pytest.fail(f"refcp did not start: {started.stderr[-2000:]}")
+    try:
+        yield REF_DIR / "kubeconfig"
+    finally:
+        subprocess.run(["bash", str(REFCP / "stop.sh"), "--wipe"], capture_output=True, timeout=60)
+
+
+def _ref_node(name: str) -> dict[str, Any]:
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": alloc,
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+@needs_refcp
+def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
+    client = connect(load_client_config(str(refcp)))
+    run = loop_thread.run
+    discovery = run(Discovery.discover(client))
+    # v1.20 serves PDBs as policy/v1beta1 only, and has no Volcano CRDs: warned, not fatal.
+    pdb = discovery.info("PodDisruptionBudget")
+    assert (pdb.group_version, pdb.preferred) == ("policy/v1beta1", "policy/v1")
+    assert not discovery.has("PodGroup") and not discovery.has("Queue")
+    notes = "\n".join(discovery.warnings)
+    assert "policy/v1beta1" in notes and "PodGroup" in notes and "Queue" in notes
+    assert discovery.info("Event").group_version == "events.k8s.io/v1"
+    assert discovery.path("Pod", "default", "p", "binding") == "/api/v1/namespaces/default/pods/p/binding"
+
+    for name in ("ref-a", "ref-b"):
+        run(client.request("POST", "/api/v1/nodes", body=_ref_node(name)))
+    for i in range(3):
+        run(client.request("POST", PODS, body=pod(f"early-{i}")))
+    run(
+        client.request(
+            "POST",
+            "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets",
+            body={
+                "metadata": {"name": "budget"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "early"}}},
+            },
+        )
+    )
+    mirror = MirrorStore()
+    reflectors = ReflectorSet(
+        client, discovery, mirror, FOLLOWED_KINDS, backoff=Backoff(initial=0.05, cap=0.2)
+    )
+    assert reflectors.skipped == ["Queue", "PodGroup"]
+    run(reflectors.start())
+    try:
+        assert reflectors.synced.wait(30)
+        for i in range(4):
+            run(client.request("POST", PODS, body=pod(f"late-{i}")))
+        run(client.request("DELETE", f"{PODS}/early-0", body={"gracePeriodSeconds": 0}))
+        run(
+            client.request(
+                "PATCH",
+                "/api/v1/nodes/ref-b",
+                body={"spec": {"unschedulable": True}},
+                content_type="application/merge-patch+json",
+            )
+        )
+
+        def server(kind_path: str) -> dict[str, str]:
+            listed = run(client.get(kind_path))
+            return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in listed["items"]}
+
+        def mirrored(kind: str, namespace: str | None = None) -> dict[str, str]:
+            return {
+                o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+                for o in mirror.list(kind)
+                if namespace is None or o["metadata"].get("namespace") == namespace
+            }
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if mirrored("Pod", "default") == server(PODS) and mirrored("Node") == server("/api/v1/nodes"):
+                break
+            time.sleep(0.05)
+        assert mirrored("Pod", "default") == server(PODS)
+        assert mirrored("Node") == server("/api/v1/nodes")
+        assert mirror.get("Node", None, "ref-b")["spec"]["unschedulable"] is True
+        budget = mirror.get("PodDisruptionBudget", "default", "budget")
+        assert budget["apiVersion"] == "policy/v1" and budget["kind"] == "PodDisruptionBudget"
+        assert PodDisruptionBudget.from_dict(budget).min_available is not None
+        assert mirror.list("Queue") == [] and mirror.list("PodGroup") == []
+    finally:
+        run(reflectors.stop(), timeout=10)
+
+
+class _BindingPorts:
+    """Binds through the API server; every other side effect is only recorded."""
+
+    def __init__(self, client, loop_thread) -> None:
+        self.client = client
+        self.loop = loop_thread
+        self.binds: list[str] = []
+        self.recorded: list[Any] = []
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self.loop.run(
+            self.client.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+        )
+        self.binds.append(name)
+
+    def evict(self, *args: Any) -> bool:
+        self.recorded.append(("evict", args))
+        return False
+
+    def set_pod_condition(self, *args: Any, **kw: Any) -> None:
+        self.recorded.append(("condition", args))
+
+    def update_pod_group_status(self, *args: Any) -> None:
+        self.recorded.append(("pg", args))
+
+    def create_pod_group(self, obj: Any) -> Any:
+        return obj
+
+    def record(self, *args: Any, **kw: Any) -> None:
+        self.recorded.append(("event", args))
+
+    def set_pod_annotations(self, *args: Any) -> None:
+        return None
+
+
+def test_the_scheduler_runs_over_the_mirror(make_cluster, loop_thread, connect):
+    cluster = make_cluster(nodes=2)
+    h = Harness(cluster, loop_thread, connect, kinds=FOLLOWED_KINDS)
+    ports_impl = _BindingPorts(h.client, loop_thread)
+    ports = Ports(ports_impl, ports_impl, ports_impl, ports_impl, ports_impl, ports_impl)
+    informers = informer_factory(h.mirror)
+    registry = default_registry()
+    scheduler = Scheduler(informers, ports, default_config(registry), registry, now=time.time, seed=0)
+    driver = RealTimeDriver(informers, scheduler, h.mirror, max_idle=0.05)
+    driver.start()
+    try:
+        for i in range(6):
+            _write(cluster, "POST", PODS, pod(f"job-{i}"))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            bound = [p for p in h.mirror.list("Pod") if p["spec"].get("nodeName")]
+            if len(bound) == 6:
+                break
+            time.sleep(0.05)
+        assert sorted(ports_impl.binds) == [f"job-{i}" for i in range(6)]
+        h.settle()
+        assert all(p["spec"]["nodeName"] in ("node-0", "node-1") for p in cluster.store.list("Pod"))
+    finally:
+        driver.stop()
+        informers.close()
         h.stop()
