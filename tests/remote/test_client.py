@@ -435,3 +435,15 @@ def test_backoff_grows_with_jitter_caps_and_resets():
     assert len(set(waits)) == len(waits)  # jittered
     now[0] += 121  # two quiet minutes: from the start again
     assert 0.8 <= backoff.next() <= 1.6
+
+
+def test_in_cluster_without_its_files_falls_back_to_the_kubeconfig(cluster, tmp_path, monkeypatch):
+    _clear_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "1")
+    missing = str(tmp_path / "no-token")
+    with pytest.raises(InputError, match="in-cluster"):
+        load_client_config(token_file=missing, ca_file=missing)
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    config = load_client_config(token_file=missing, ca_file=missing)
+    assert config.source.startswith("kubeconfig") and config.server.endswith(str(cluster.port))

@@ -17,6 +17,7 @@ from tests.remote.conftest import pod
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
+from kubesched.remote.client import ApiError
 from kubesched.remote.config import load_client_config
 from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
 from kubesched.remote.mirror import MirrorStore
@@ -280,7 +281,7 @@ needs_refcp = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def refcp() -> Any:
     started = subprocess.run(
         ["bash", str(REFCP / "start.sh")],
@@ -297,6 +298,77 @@ def refcp() -> Any:
         yield REF_DIR / "kubeconfig"
     finally:
         subprocess.run(["bash", str(REFCP / "stop.sh"), "--wipe"], capture_output=True, timeout=60)
+
+
+def _client_certificate(cn: str, group: str) -> tuple[bytes, bytes]:
+    """A client certificate signed by refcp's CA (PEM certificate, PEM key)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca_cert = x509.load_pem_x509_certificate((REF_DIR / "pki" / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((REF_DIR / "pki" / "ca.key").read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group), x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+@needs_refcp
+def test_client_certificates_against_kube_apiserver(refcp, tmp_path, loop_thread, connect):
+    import base64
+
+    import yaml
+
+    cert, key = _client_certificate("kubesched-test", "system:masters")
+    config = yaml.safe_load(Path(refcp).read_text())
+    config["users"] = [
+        {
+            "name": "admin",
+            "user": {
+                "client-certificate-data": base64.b64encode(cert).decode(),
+                "client-key-data": base64.b64encode(key).decode(),
+            },
+        }
+    ]
+    inline = tmp_path / "inline.yaml"
+    inline.write_text(yaml.safe_dump(config))
+    listed = loop_thread.run(connect(load_client_config(str(inline))).get("/api/v1/namespaces"))
+    assert any(ns["metadata"]["name"] == "default" for ns in listed["items"])
+    # The same as files named relative to the kubeconfig.
+    (tmp_path / "me.crt").write_bytes(cert)
+    (tmp_path / "me.key").write_bytes(key)
+    config["users"] = [{"name": "admin", "user": {"client-certificate": "me.crt", "client-key": "me.key"}}]
+    by_file = tmp_path / "files.yaml"
+    by_file.write_text(yaml.safe_dump(config))
+    listed = loop_thread.run(connect(load_client_config(str(by_file))).get("/api/v1/namespaces"))
+    assert any(ns["metadata"]["name"] == "default" for ns in listed["items"])
+    # Without any credential the request is refused as anonymous.
+    config["users"] = [{"name": "admin", "user": {}}]
+    anonymous = tmp_path / "anon.yaml"
+    anonymous.write_text(yaml.safe_dump(config))
+    with pytest.raises(ApiError) as info:
+        loop_thread.run(connect(load_client_config(str(anonymous))).get("/api/v1/namespaces"))
+    assert info.value.code in (401, 403)
 
 
 def _ref_node(name: str) -> dict[str, Any]:
