@@ -4,10 +4,14 @@ every change exactly once."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import random
 import subprocess
 import time
 from collections import Counter
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +21,11 @@ from tests.remote.conftest import pod
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
-from kubesched.remote.client import ApiError
+from kubesched.remote.client import ApiConnectionError, ApiError, Gone
 from kubesched.remote.config import load_client_config
-from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
+from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery, KindInfo
 from kubesched.remote.mirror import MirrorStore
-from kubesched.remote.reflector import Backoff, ReflectorSet
+from kubesched.remote.reflector import Backoff, Reflector, ReflectorSet
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.ports import Ports
 from kubesched.scheduler.scheduler import Scheduler
@@ -527,3 +531,157 @@ def test_the_scheduler_runs_over_the_mirror(make_cluster, loop_thread, connect):
         driver.stop()
         informers.close()
         h.stop()
+
+
+# -- the reflector's protocol, against a scripted server ------------------------------------------------
+class _Scripted:
+    """A client whose list pages and watch streams are given in order; records what was asked."""
+
+    def __init__(self, lists: list[Any], watches: list[Any]) -> None:
+        self.lists = lists
+        self.watches = watches
+        self.asked: list[tuple[str, dict[str, str]]] = []
+        self.done = asyncio.Event()
+
+    async def get(self, path: str, params: Any = None) -> Any:
+        self.asked.append(("list", dict(params or {})))
+        answer = self.lists.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    async def watch(self, path: str, params: Any) -> AsyncGenerator[dict[str, Any], None]:
+        self.asked.append(("watch", dict(params)))
+        if not self.watches:
+            self.done.set()
+            await asyncio.Event().wait()
+        answer = self.watches.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        for event in answer:
+            if isinstance(event, BaseException):
+                raise event
+            yield event
+
+
+def _obj(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv, "uid": name}}
+
+
+def _page(items: list[dict[str, Any]], rv: str, token: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": rv}
+    if token:
+        meta["continue"] = token
+    return {"kind": "ConfigMapList", "metadata": meta, "items": items}
+
+
+def test_reflector_protocol_step_by_step():
+    status_410 = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+    status_500 = {"kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd hiccup"}
+    client = _Scripted(
+        lists=[
+            _page([_obj("a", "1"), _obj("b", "2")], "5", token="t1"),
+            Gone(410, "Expired", "the continue token expired"),
+            _page([_obj("a", "1"), _obj("b", "2"), _obj("c", "3")], "10"),
+            _page([_obj("a", "12"), _obj("c", "3"), _obj("d", "11"), _obj("e", "19")], "20"),
+            _page([_obj("a", "12"), _obj("c", "3"), _obj("d", "11"), _obj("e", "19")], "21"),
+        ],
+        watches=[
+            [
+                {"type": "ADDED", "object": _obj("d", "11")},
+                {"type": "ADDED", "object": _obj("d", "11")},  # a replay: skipped
+                {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
+            ],
+            [{"type": "ERROR", "object": status_410}],
+            ApiConnectionError("connection refused"),
+            [{"type": "MODIFIED", "object": _obj("c", "20")}, ApiConnectionError("reset")],
+            [{"type": "ERROR", "object": status_500}],
+        ],
+    )
+    kinds = {"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")}
+    mirror = MirrorStore()
+    watch = mirror.watch()
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    reflector = Reflector(
+        client,  # type: ignore[arg-type]
+        Discovery(kinds),
+        "Pod",
+        mirror,
+        page_size=2,
+        rng=random.Random(3),
+        sleep=sleep,
+    )
+
+    async def scenario() -> None:
+        task = asyncio.create_task(reflector.run())
+        await asyncio.wait_for(client.done.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    asked = [(what, {k: v for k, v in p.items() if k != "timeoutSeconds"}) for what, p in client.asked]
+    watch_params = {"allowWatchBookmarks": "true"}
+    assert asked == [
+        ("list", {"limit": "2"}),
+        ("list", {"limit": "2", "continue": "t1"}),
+        ("list", {}),  # the continue token expired: one unpaged list
+        ("watch", {"resourceVersion": "10", **watch_params}),
+        ("watch", {"resourceVersion": "15", **watch_params}),  # from the bookmark
+        ("list", {"limit": "2"}),  # 410: relist
+        ("watch", {"resourceVersion": "20", **watch_params}),  # refused: back off, same version
+        ("watch", {"resourceVersion": "20", **watch_params}),
+        ("watch", {"resourceVersion": "20", **watch_params}),  # cut after an event: resumes from it
+        ("list", {"limit": "2"}),  # another error event: back off, relist
+        ("watch", {"resourceVersion": "21", **watch_params}),
+    ]
+    assert all(300 <= int(p["timeoutSeconds"]) <= 600 for what, p in client.asked if what == "watch")
+    delivered = [
+        (e.type.value, e.obj["metadata"]["name"], e.obj["metadata"]["resourceVersion"]) for e in watch.drain()
+    ]
+    assert delivered == [
+        ("ADDED", "a", "1"),
+        ("ADDED", "b", "2"),
+        ("ADDED", "c", "3"),
+        ("ADDED", "d", "11"),
+        ("DELETED", "b", "2"),
+        ("MODIFIED", "a", "12"),
+        ("ADDED", "e", "19"),
+        ("MODIFIED", "c", "20"),
+        # The relist after the error event holds c at 3 (older than the copy): kept, not delivered.
+    ]
+    assert reflector.synced.is_set()
+    assert all(o["kind"] == "Pod" and o["apiVersion"] == "v1" for o in mirror.list("Pod"))
+    # Three waits (refused, reset, error event), growing from 0.8 s with jitter.
+    assert len(slept) == 3 and 0.8 <= slept[0] <= 1.6 and 1.6 <= slept[1] <= 3.2
+    assert reflector.stats.gone == 1 and reflector.stats.bookmarks == 1 and reflector.stats.relists == 2
+
+
+def test_a_410_right_after_a_list_backs_off_instead_of_spinning():
+    status_410 = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+    client = _Scripted(
+        lists=[_page([_obj("a", "1")], "5"), _page([_obj("a", "1")], "6"), _page([_obj("a", "1")], "7")],
+        watches=[[{"type": "ERROR", "object": status_410}], [{"type": "ERROR", "object": status_410}]],
+    )
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    kinds = {"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")}
+    reflector = Reflector(client, Discovery(kinds), "Pod", MirrorStore(), sleep=sleep)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        task = asyncio.create_task(reflector.run())
+        await asyncio.wait_for(client.done.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert [what for what, _ in client.asked] == ["list", "watch", "list", "watch", "list", "watch"]
+    assert len(slept) == 2 and slept[1] >= 1.6

@@ -19,6 +19,7 @@ an exec plugin's token is renewed when it expires or when the server answers 401
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import ssl
 import time
@@ -98,8 +99,6 @@ class ExecCredential:
 
 
 def _expired(expiry: Any) -> bool:
-    import datetime
-
     if not isinstance(expiry, datetime.datetime):
         return False
     now = datetime.datetime.now(tz=expiry.tzinfo) if expiry.tzinfo else datetime.datetime.now()
