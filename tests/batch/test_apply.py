@@ -4,6 +4,8 @@ already gone is reported and tolerated; any other failure propagates, and the se
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -122,3 +124,52 @@ class _GoneFirst:
         self.tried.append(name)
         self.ports.store.delete("Pod", namespace, name)
         return self.ports.evict(namespace, name, reason, message)
+
+
+class _SlowBinder:
+    """Binds through the store after a pause, refusing one named pod; records overlapping binds."""
+
+    def __init__(self, store: MemoryStore, refuse: str) -> None:
+        self.store = store
+        self.refuse = refuse
+        self.lock = threading.Lock()
+        self.active = 0
+        self.most_active = 0
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        with self.lock:
+            self.active += 1
+            self.most_active = max(self.most_active, self.active)
+        try:
+            time.sleep(0.05)
+            if name == self.refuse:
+                raise Conflict(f"pod {name} changed")
+            self.store.bind(namespace, name, uid, node_name)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+def test_bind_workers_send_a_sessions_binds_side_by_side() -> None:
+    objects = [node("n1", "16", "16Gi"), queue("q1"), pod_group("pg", "q1", 4, "Inqueue")]
+    objects += [pod(f"p{i}", "", "pg") for i in range(6)]
+    store = store_of(objects)
+    binder = _SlowBinder(store, refuse="p3")
+    ports = dataclasses.replace(StorePorts(store).ports(), binder=binder)
+    conf = batch_conf_from_dict(one_tier("allocate", TIER))
+    sched = BatchScheduler(informer_factory(store), ports, conf, now=lambda: 0.0, bind_workers=4)
+    try:
+        sched.informers.pump()
+        sched.run_session()
+    finally:
+        sched.close()
+    assert binder.most_active > 1
+    bound = {p["metadata"]["name"] for p in store.list("Pod") if p["spec"].get("nodeName")}
+    assert bound == {"p0", "p1", "p2", "p4", "p5"}
+    refused = store.get("Pod", "c1", "p3")["metadata"]["uid"]
+    assert sched.outcomes[refused].status == PENDING
+    assert sched.cache.pod_state(refused) is None
+    for name in bound:
+        uid = store.get("Pod", "c1", name)["metadata"]["uid"]
+        assert sched.outcomes[uid].status == SCHEDULED
+        assert not sched.cache.pod_state(uid).assumed or sched.cache.pod_state(uid).binding_finished

@@ -25,6 +25,9 @@ from kubesched.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
 
+#: Binds in flight at once: a binding extender's round trip does not hold up the next pods.
+BINDING_WORKERS = 16
+
 
 class _BatchSessions:
     """The batch scheduler as the driver runs it; the warnings of each session are logged, not
@@ -68,9 +71,15 @@ class ServedSchedulers:
             registry,
             now=time.time,
             seed=None,
+            binding_workers=BINDING_WORKERS,
         )
         self.batch = BatchScheduler(
-            self.informers, ports, batch_conf or default_batch_conf(), now=time.time, seed=None
+            self.informers,
+            ports,
+            batch_conf or default_batch_conf(),
+            now=time.time,
+            seed=None,
+            bind_workers=BINDING_WORKERS,
         )
         #: Both schedulers' metrics (served at ``/metrics``).
         self.metrics = SchedulerMetrics()
@@ -88,4 +97,12 @@ class ServedSchedulers:
         return not self.driver.stopped
 
     def stop(self) -> None:
-        self.driver.stop(timeout=10.0)
+        try:
+            self.driver.stop(timeout=10.0)
+        finally:
+            self.scheduler.close()
+            self.batch.close()
+            for extender in self.scheduler.extenders:
+                close = getattr(extender, "close", None)
+                if close is not None:
+                    close()

@@ -173,7 +173,14 @@ class Served:
         if self._ticker is not None:
             self._ticker.cancel()
         if self.schedulers is not None and self.schedulers.running:
-            self.schedulers.stop()
+            # Off the event loop: the scheduler's last step may be waiting for an HTTP extender
+            # that is itself calling this API (a binding extender posting the Binding).
+            try:
+                await asyncio.to_thread(self.schedulers.stop)
+            except Exception:
+                # A step still running past the wait (an extender slower than that) or an error
+                # that stopped the loop: reported, and the API and the store still shut down.
+                log.exception("stopping the schedulers")
         if self._runner is not None:
             await self._runner.cleanup()
         self.store.close()

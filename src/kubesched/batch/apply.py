@@ -12,12 +12,21 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.api.quantity import format_quantity, resource_amount
+from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.batch.framework import JobUpdate
-from kubesched.batch.job_info import JobInfo, TaskStatus
+from kubesched.batch.gang_breaks import bound_members, gang_break_notes, with_note
+from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import PodGroup
+from kubesched.batch.objects import ROOT_QUEUE, PodGroup, Queue
+from kubesched.batch.operations import Evictee
+from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
 from kubesched.batch.session import Session
 from kubesched.cache.cache import SchedulerCache
@@ -28,6 +37,7 @@ from kubesched.store.base import NotFound, StoreError
 log = logging.getLogger(__name__)
 
 QUEUE_NOT_FOUND_REASON = "QueueNotFound"
+NOT_IN_QUEUE_STATUS = frozenset({PODS, EPHEMERAL_STORAGE})
 
 
 class SessionApplier:
@@ -40,8 +50,12 @@ class SessionApplier:
         outcomes: dict[str, PodOutcome],
         *,
         now: Callable[[], float],
+        bind_pool: Executor | None = None,
     ) -> None:
+        """``bind_pool``: workers that send a session's binds side by side (Volcano binds in
+        goroutines); without it each bind is sent and settled before the next."""
         self.ports = ports
+        self.bind_pool = bind_pool
         self.cache = cache
         self.jobs = jobs
         self.reports = reports
@@ -51,9 +65,13 @@ class SessionApplier:
         self.evicted: list[str] = []
         #: The last message of each (PodGroup, reason) event, so a repeat is not recorded again.
         self._last_events: dict[str, str] = {}
+        #: Job uid → why its gang is below minMember, for gangs this scheduler's evictions took
+        #: there; told in the PodGroup's condition while the gang stays below.
+        self.gang_breaks: dict[str, str] = {}
 
     def carry_out(self, ssn: Session) -> int:
         """Carry out committed evictions and binds."""
+        done: list[Evictee] = []
         for ev in ssn.to_evict:
             t = ev.task
             try:
@@ -66,48 +84,73 @@ class SessionApplier:
                 log.info("evicting %s: already gone", t.key)
                 continue
             self.evicted.append(t.key)
+            done.append(ev)
             self.ports.events.record(
                 t.pod.raw, "Normal", "Evict", "Evicting", f"Pod is evicted, because of {ev.reason}", "volcano"
             )
         bound = 0
-        for t in ssn.to_bind:
-            node = t.node_name
-            assumed = copy.copy(t.pod)
-            assumed.node_name = node
-            self.cache.assume_pod(assumed, node)
-            try:
-                self.ports.binder.bind(t.namespace, t.name, t.uid, node)
-            except StoreError as exc:
-                # Refused (the pod changed or is gone): the session's settle puts the task back to
-                # pending, and the change that refused it makes the next session try again.
-                self.cache.forget_pod(assumed)
-                outcome = self.outcomes.get(t.uid)
-                if outcome is not None:
-                    outcome.status = PENDING
-                    outcome.message = f"binding rejected: {exc}"
-                continue
-            self.cache.finish_binding(assumed)
-            self.jobs.drop_pending(t.uid)
-            t.pod = assumed
-            job = ssn.jobs.get(t.job)
-            if job is not None:
-                job.update_task_status(t, TaskStatus.BOUND)
-            bound += 1
-            outcome = self.outcomes.setdefault(
-                t.uid, PodOutcome(t.namespace, t.name, t.uid, scheduler_name=t.pod.scheduler_name)
-            )
-            outcome.node = node
-            outcome.status = SCHEDULED
-            outcome.message = ""
-            self.ports.events.record(
-                t.pod.raw,
-                "Normal",
-                "Scheduled",
-                "Binding",
-                f"Successfully assigned {t.key} to {node}",
-                "volcano",
-            )
+        pool = self.bind_pool
+        if pool is None or len(ssn.to_bind) < 2:
+            for t in ssn.to_bind:
+                assumed = self._assume(t)
+                bound += self._settle(ssn, t, assumed, self._bind(assumed))
+        else:
+            # Side by side: every pod is assumed first, so no bind waits for another's reply.
+            assumed_pods = [self._assume(t) for t in ssn.to_bind]
+            results = list(pool.map(self._bind, assumed_pods))
+            for t, assumed, exc in zip(ssn.to_bind, assumed_pods, results, strict=True):
+                bound += self._settle(ssn, t, assumed, exc)
+        if done:
+            self.gang_breaks.update(gang_break_notes(ssn.jobs, done))
         return bound
+
+    def _assume(self, t: TaskInfo) -> Pod:
+        assumed = copy.copy(t.pod)
+        assumed.node_name = t.node_name
+        self.cache.assume_pod(assumed, t.node_name)
+        return assumed
+
+    def _bind(self, assumed: Pod) -> StoreError | None:
+        """Send one bind (from a bind worker, or the session's thread); the refusal, if any."""
+        try:
+            self.ports.binder.bind(assumed.namespace, assumed.name, assumed.uid, assumed.node_name)
+        except StoreError as exc:
+            return exc
+        return None
+
+    def _settle(self, ssn: Session, t: TaskInfo, assumed: Pod, exc: StoreError | None) -> bool:
+        """Record a bind's result; True when the pod was bound."""
+        node = assumed.node_name
+        if exc is not None:
+            # Refused (the pod changed or is gone): the session's settle puts the task back to
+            # pending, and the change that refused it makes the next session try again.
+            self.cache.forget_pod(assumed)
+            outcome = self.outcomes.get(t.uid)
+            if outcome is not None:
+                outcome.status = PENDING
+                outcome.message = f"binding rejected: {exc}"
+            return False
+        self.cache.finish_binding(assumed)
+        self.jobs.drop_pending(t.uid)
+        t.pod = assumed
+        job = ssn.jobs.get(t.job)
+        if job is not None:
+            job.update_task_status(t, TaskStatus.BOUND)
+        outcome = self.outcomes.setdefault(
+            t.uid, PodOutcome(t.namespace, t.name, t.uid, scheduler_name=t.pod.scheduler_name)
+        )
+        outcome.node = node
+        outcome.status = SCHEDULED
+        outcome.message = ""
+        self.ports.events.record(
+            t.pod.raw,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {t.key} to {node}",
+            "volcano",
+        )
+        return True
 
     def write(
         self, ssn: Session, updates: list[JobUpdate], missing_queue: dict[str, tuple[PodGroup, str]]
@@ -119,6 +162,7 @@ class SessionApplier:
         for up in updates:
             job = up.job
             pg = job.pod_group
+            self._tell_gang_break(ssn, up, stamp)
             for c in up.conditions:
                 if c.get("transitionID") == ssn.uid and not c.get("lastTransitionTime"):
                     c["lastTransitionTime"] = stamp
@@ -172,6 +216,21 @@ class SessionApplier:
         assert totals is not None
         self.reports.keep_queues(ssn, totals)
 
+    def _tell_gang_break(self, ssn: Session, up: JobUpdate, stamp: str) -> None:
+        """Put the note of a gang this scheduler's evictions took below minMember into the job's
+        condition, while it stays below (a gang bound whole again, or not at all, is no longer)."""
+        job = up.job
+        note = self.gang_breaks.get(job.uid)
+        if note is None:
+            return
+        if not 0 < bound_members(job) < job.min_available:
+            del self.gang_breaks[job.uid]
+            return
+        conditions = with_note(up.conditions, note, ssn.uid, stamp)
+        if conditions != up.conditions:
+            up.conditions = conditions
+            up.status_changed = True
+
     def _write_status(
         self, pg: PodGroup, phase: str, conditions: list[dict[str, str]], job: JobInfo | None
     ) -> None:
@@ -195,6 +254,46 @@ class SessionApplier:
         if job is not None and self.jobs.live.get(key) is job:
             job.pod_group = group
 
+    def write_queue_status(self, totals: QueueTotals, queues: Mapping[str, Queue]) -> None:
+        """Each queue's ``status.allocated`` as Volcano's scheduler writes it when a session closes:
+        what the queue's jobs hold in allocated statuses, a child's part counted in its ancestors
+        too when a ``root`` queue exists; written only when it changed."""
+        writer = self.ports.queue_status
+        if writer is None:
+            return
+        names = totals.space.names
+        allocated: dict[str, np.ndarray] = {name: totals.space.zeros() for name in queues}
+        for name, qsum in totals.queues.items():
+            if name not in allocated:
+                continue
+            allocated[name] += qsum.allocated
+            if ROOT_QUEUE not in queues:
+                continue
+            seen = {name}
+            queue = queues[name]
+            while name != ROOT_QUEUE:
+                parent = queue.parent or ROOT_QUEUE
+                if parent in seen or parent not in queues:
+                    break
+                seen.add(parent)
+                allocated[parent] += qsum.allocated
+                name, queue = parent, queues[parent]
+        for name, vector in allocated.items():
+            # cpu and memory always, other resources when held (Volcano's resource lists carry
+            # scalar resources only; the pod count and ephemeral storage are not among them).
+            amounts = {
+                res: round(float(v))
+                for res, v in zip(names, vector, strict=True)
+                if res in (CPU, MEMORY) or (v and res not in NOT_IN_QUEUE_STATUS)
+            }
+            if _allocated_of(queues[name]) == amounts:
+                continue
+            status = {"allocated": {res: format_quantity(res, amount) for res, amount in amounts.items()}}
+            try:
+                writer.update_queue_status(name, status)
+            except StoreError as exc:  # written again after the next session
+                log.info("updating the status of queue %s: %s", name, exc)
+
     def _event(self, pg: PodGroup, etype: str, reason: str, msg: str) -> None:
         key = f"{pg.namespace}/{pg.name}/{reason}"
         if self._last_events.get(key) == msg:
@@ -206,3 +305,14 @@ class SessionApplier:
 
 
 __all__ = ["QUEUE_NOT_FOUND_REASON", "SessionApplier"]
+
+
+def _allocated_of(queue: Queue) -> dict[str, int] | None:
+    """The ``status.allocated`` a queue carries, as amounts (None when absent or unreadable)."""
+    raw = (queue.raw.get("status") or {}).get("allocated")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return {str(res): resource_amount(str(res), str(q)) for res, q in raw.items()}
+    except (ValueError, TypeError):
+        return None

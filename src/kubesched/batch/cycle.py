@@ -178,7 +178,8 @@ class SessionCycle:
         self._settle(ssn, worked_on)
         # The kept sums follow the jobs as the next session will find them (unless events change
         # them before: those jobs are recounted then).
-        self.jobs.recount(moved)
+        totals = self.jobs.recount(moved)
+        self.applier.write_queue_status(totals, self.jobs.queues)
         for uid in sorted(worked_on):  # the waiting jobs' order must not depend on string hashing
             self.jobs.track(uid)
         phase_changed = any(up.job.phase != up.phase for up in updates)

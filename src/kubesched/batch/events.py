@@ -53,6 +53,12 @@ class ClusterEvents:
 
     def dispatch(self, event: Change[Any]) -> None:
         kind = event.kind
+        if kind == "Queue" and _status_only(event):
+            # The scheduler's own ``status.allocated`` write (or the controller's counts): nothing
+            # a session decides on changed.
+            if isinstance(event.view, Queue):
+                self.jobs.queues[event.view.name] = event.view
+            return
         if kind in ("Node", "Queue", "PriorityClass") or event.type != EventType.MODIFIED:
             self.jobs.dirty = True
         elif event.old is not None:
@@ -148,6 +154,18 @@ class ClusterEvents:
 
 
 __all__ = ["KINDS", "ClusterEvents"]
+
+
+def _status_only(event: Change[Any]) -> bool:
+    """A Queue change that leaves its spec and state as they were."""
+    if event.type != EventType.MODIFIED or event.old is None:
+        return False
+    old, new = event.old, event.obj
+    return bool(
+        old.get("spec") == new.get("spec")
+        and (old.get("status") or {}).get("state") == (new.get("status") or {}).get("state")
+        and (old.get("metadata") or {}).get("labels") == (new.get("metadata") or {}).get("labels")
+    )
 
 
 def _evicted(obj: Any) -> bool:

@@ -35,6 +35,8 @@ GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 DEFAULT_QUEUE = "default"
+#: The queue at the top of a hierarchy (Volcano's capacity plugin): it counts every queue below it.
+ROOT_QUEUE = "root"
 DEFAULT_QUEUE_WEIGHT = 1
 
 VOLCANO_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")

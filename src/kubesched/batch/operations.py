@@ -1,4 +1,5 @@
-"""The operations a statement records and the evictions a session commits.
+"""The operations a statement records, the evictions a session commits, and the verdict of the
+victim functions behind an eviction.
 
 Their own module so that the session (which collects committed evictions) and the statement (which
 records operations on a session) both import them and neither imports the other's module for them.
@@ -18,6 +19,25 @@ class Op(Enum):
     ALLOCATE = "allocate"
 
 
+@dataclass(frozen=True, slots=True)
+class VictimVerdict:
+    """How the session's victim functions (preemptable or reclaimable) chose a set of victims, with
+    Volcano's tier precedence: the tiers before ``tier`` decided nothing, and in ``tier`` the
+    answers of ``plugins`` were intersected."""
+
+    #: "preemptable" or "reclaimable".
+    switch: str
+    #: The task the victims make room for ("namespace/name").
+    preemptor: str
+    #: The deciding tier, counted from 1.
+    tier: int
+    #: The plugins of that tier whose answers were intersected, in conf order.
+    plugins: tuple[str, ...]
+    #: Each earlier tier that decided nothing: (tier from 1, the plugin that answered no victims,
+    #: or "" when every plugin of the tier abstained).
+    undecided: tuple[tuple[int, str], ...] = ()
+
+
 @dataclass(slots=True)
 class Operation:
     op: Op
@@ -25,6 +45,8 @@ class Operation:
     reason: str = ""
     #: Status the task had before (restored by discard).
     previous: TaskStatus = TaskStatus.PENDING
+    #: For an eviction: the victim functions' verdict that allowed it (None: none was asked).
+    verdict: VictimVerdict | None = None
 
 
 @dataclass(slots=True)
@@ -33,6 +55,7 @@ class Evictee:
 
     task: TaskInfo
     reason: str
+    verdict: VictimVerdict | None = None
 
 
-__all__ = ["Evictee", "Op", "Operation"]
+__all__ = ["Evictee", "Op", "Operation", "VictimVerdict"]

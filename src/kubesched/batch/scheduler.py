@@ -17,6 +17,7 @@ through its ports, so the same object runs on the embedded store, an API server 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -56,12 +57,15 @@ class BatchScheduler:
         schedule_period: float = DEFAULT_SCHEDULE_PERIOD,
         incremental: bool = True,
         feed: CacheFeed | None = None,
+        bind_workers: int = 0,
     ) -> None:
         """``feed``: the cluster's one scheduler cache and its informer feed, shared with the
         framework scheduler; without it the scheduler feeds a cache of its own from ``informers``.
         ``schedule_period``: seconds between sessions (Volcano's ``--schedule-period``, 1s).
         ``incremental=False`` rebuilds every job each session and works out every job's status
-        (the reference the incremental bookkeeping must agree with; for tests and measurements)."""
+        (the reference the incremental bookkeeping must agree with; for tests and measurements).
+        ``bind_workers``: threads that send a session's binds side by side (against an API server a
+        bind is a round trip); 0 sends them one after another."""
         self.informers = informers
         self.ports = ports
         self.conf = conf
@@ -75,7 +79,14 @@ class BatchScheduler:
         self.reports = BatchReports()
         self.jobs = JobCache(self.cache, conf, incremental=incremental)
         self.controller = PodGroupController(ports.pod_group_status, self.jobs)
-        self.applier = SessionApplier(ports, self.cache, self.jobs, self.reports, self.outcomes, now=now)
+        if bind_workers < 0:
+            raise ValueError("bind_workers must be >= 0")
+        self._bind_pool = (
+            ThreadPoolExecutor(bind_workers, thread_name_prefix="volcano-bind") if bind_workers else None
+        )
+        self.applier = SessionApplier(
+            ports, self.cache, self.jobs, self.reports, self.outcomes, now=now, bind_pool=self._bind_pool
+        )
         actions = [a for a in (get_action(n) for n in conf.actions) if a is not None]
         self.cycle = SessionCycle(
             conf, actions, self.jobs, self.cache, self.applier, informers, ports, now=now, rng=self.rng
@@ -164,6 +175,12 @@ class BatchScheduler:
         return ssn
 
     # -- reports ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the bind workers (a session in progress has already waited for its binds)."""
+        if self._bind_pool is not None:
+            self._bind_pool.shutdown(wait=True)
+            self._bind_pool = None
+
     def job_reports(self) -> list[JobReport]:
         return self.reports.job_reports()
 

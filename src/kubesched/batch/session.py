@@ -39,7 +39,7 @@ from kubesched.batch.job_info import (
     TaskInfo,
     ValidateResult,
 )
-from kubesched.batch.operations import Evictee
+from kubesched.batch.operations import Evictee, VictimVerdict
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
@@ -217,6 +217,9 @@ class Session:
         self.ports: Ports | None = None
         #: Committed evictions, deleted when the session closes.
         self.to_evict: list[Evictee] = []
+        #: How the last call of the victim functions decided, and the victims it answered.
+        self._last_verdict: VictimVerdict | None = None
+        self._last_victims: list[TaskInfo] = []
         #: Jobs the session dropped as invalid (jobValid said no): uid → the verdict.
         self.invalid_jobs: dict[str, ValidateResult] = {}
         #: The jobs themselves (still reported and written back at close).
@@ -536,7 +539,10 @@ class Session:
         """Volcano's victim dispatch: plugins of a tier intersect their answers; an empty answer ends
         the tier without a decision; the first tier with a decision wins."""
         victims: list[TaskInfo] | None = None
-        for tier in self.tiers:
+        undecided: list[tuple[int, str]] = []
+        for number, tier in enumerate(self.tiers, 1):
+            deciders: list[str] = []
+            emptied = ""
             for opt in tier.plugins:
                 fn = fns.get(opt.name)
                 if fn is None or not opt.enabled(switch):
@@ -546,15 +552,30 @@ class Session:
                     continue
                 if not candidates:
                     victims = None
+                    emptied = opt.name
                     break
+                deciders.append(opt.name)
                 if victims is None:
                     victims = list(candidates)
                 else:
                     keep = {c.uid for c in candidates}
                     victims = [v for v in victims if v.uid in keep]
             if victims is not None:
+                self._last_verdict = VictimVerdict(
+                    switch, task.key, number, tuple(deciders), tuple(undecided)
+                )
+                self._last_victims = victims
                 return victims
+            undecided.append((number, emptied))
+        self._last_verdict = None
+        self._last_victims = []
         return []
+
+    def verdict_for(self, task: TaskInfo) -> VictimVerdict | None:
+        """How the last call of the victim functions chose ``task`` (None: it did not)."""
+        if self._last_verdict is None or not any(v is task for v in self._last_victims):
+            return None
+        return self._last_verdict
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(self.preemptable_fns, "preemptable", preemptor, preemptees)

@@ -38,7 +38,7 @@ class Statement:
             ssn.add_releasing(slot, task)
         ssn.index_remove(task)
         ssn.fire_deallocate(task)
-        self.operations.append(Operation(Op.EVICT, task, reason, previous))
+        self.operations.append(Operation(Op.EVICT, task, reason, previous, ssn.verdict_for(task)))
         ssn.touched.append(task)
 
     def _unevict(self, o: Operation) -> None:
@@ -125,7 +125,7 @@ class Statement:
         ssn = self.ssn
         for o in self.operations:
             if o.op is Op.EVICT:
-                ssn.to_evict.append(Evictee(o.task, o.reason))
+                ssn.to_evict.append(Evictee(o.task, o.reason, o.verdict))
                 ssn.evicted.append(o.task)
             elif o.op is Op.ALLOCATE:
                 job = ssn.jobs.get(o.task.job)

@@ -10,8 +10,9 @@ that may go, and run a batch session when one is due.
   stops when no timer is left. The same input always gives the same decisions.
 - :class:`RealTimeDriver` runs on the wall clock: ``scheduleOne`` back to back while pods are ready
   (``wait.Until`` with period 0), and otherwise an idle wait that grows from a millisecond up to a
-  cap (``wait.BackoffUntil``) and ends early when the store takes a write, from any thread. It runs
-  until :meth:`RealTimeDriver.stop`.
+  cap (``wait.BackoffUntil``) and ends early when the store takes a write, from any thread, or a
+  binding worker finishes a bind. It runs until :meth:`RealTimeDriver.stop`, then lets the binds in
+  flight complete.
 
 Only the driver's thread pumps the informers, so a cycle reads listers that do not move under it.
 """
@@ -162,6 +163,7 @@ class RealTimeDriver:
         batch: BatchSessions | None = None,
         now: Callable[[], float] = time.time,
         max_idle: float = 0.1,
+        bind_drain_timeout: float = 30.0,
     ) -> None:
         self.informers = informers
         self.scheduler = scheduler
@@ -170,6 +172,8 @@ class RealTimeDriver:
         self.now = now
         #: The longest idle wait (the BackoffUntil cap): timers are checked at least this often.
         self.max_idle = max_idle
+        #: How long a stop waits for the binds in flight.
+        self.bind_drain_timeout = bind_drain_timeout
         self.cycles = 0
         self.sessions = 0
         self._wake = threading.Event()
@@ -218,9 +222,13 @@ class RealTimeDriver:
     def run(self) -> None:
         """Loop until :meth:`stop`."""
         self.store.add_write_listener(self._notify)
+        self.scheduler.on_binding_done = self._notify
         try:
             self._loop()
+            # Stopped: no pod is popped any more; the binds in flight complete and are recorded.
+            self.scheduler.wait_for_bindings(self.bind_drain_timeout)
         finally:
+            self.scheduler.on_binding_done = None
             self.store.remove_write_listener(self._notify)
 
     def _loop(self) -> None:

@@ -55,6 +55,13 @@ class PodGroupStatusWriter(Protocol):
         ...
 
 
+class QueueStatusWriter(Protocol):
+    def update_queue_status(self, name: str, status: Mapping[str, Any]) -> Obj | None:
+        """Set the given fields of a Queue's status (the batch scheduler owns ``allocated``; the
+        other fields belong to the queue controller and are kept). None when the queue is gone."""
+        ...
+
+
 class PodAnnotationWriter(Protocol):
     def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
         """Merge ``annotations`` into the pod's (GPU cards chosen at PreBind); None when it is gone."""
@@ -79,6 +86,8 @@ class Ports:
     pod_group_status: PodGroupStatusWriter
     events: EventRecorder
     pod_annotations: PodAnnotationWriter
+    #: None: Queue status is not written (a cluster without Volcano's Queue kind).
+    queue_status: QueueStatusWriter | None = None
 
 
 class StorePorts:
@@ -127,6 +136,14 @@ class StorePorts:
     ) -> None:
         self.store.record_event(regarding, event_type, reason, action, note, reporter)
 
+    def update_queue_status(self, name: str, status: Mapping[str, Any]) -> Obj | None:
+        obj = self.store.get("Queue", None, name)
+        if obj is None:
+            return None
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        return self.store.update({**obj, "metadata": meta, "status": {**(obj.get("status") or {}), **status}})
+
     def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
         obj = self.store.get("Pod", namespace, name)
         if obj is None:
@@ -137,4 +154,4 @@ class StorePorts:
         return self.store.update({**obj, "metadata": meta})
 
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self)
+        return Ports(self, self, self, self, self, self, self)

@@ -11,12 +11,22 @@ One call of :meth:`Scheduler.schedule_one` is one scheduling cycle for the pod a
 queue: snapshot → PreFilter → Filter (vectorized over the NodeTable, with upstream's rotating start
 index and adaptive node count) → PostFilter on failure → PreScore/Score/Normalize → selectHost (random
 among ties) → assume → Reserve → Permit, then the binding cycle: PreBind → Bind → PostBind.
+
+Binding cycles run on the driver's thread by default (the embedded cluster: a bind costs nothing and
+the same input gives the same decisions). Against an API server a bind is a round trip, so the
+scheduler can run PreBind and Bind on a pool of binding workers instead (upstream: a goroutine per
+binding cycle), while the next pods are scheduled; the results come back to the driver's thread,
+which alone touches the cache and the queue.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
+import threading
+from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +69,8 @@ from kubesched.store.parsers import informer_factory
 if TYPE_CHECKING:
     from kubesched.metrics.kube import KubeSchedulerMetrics
 
+log = logging.getLogger(__name__)
+
 NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
@@ -98,9 +110,12 @@ class Scheduler:
         seed: int | None = None,
         explain: bool = False,
         feed: CacheFeed | None = None,
+        binding_workers: int = 0,
     ) -> None:
         """``feed``: the cluster's one scheduler cache and its informer feed, shared with the batch
-        scheduler; without it the scheduler feeds a cache of its own from ``informers``."""
+        scheduler; without it the scheduler feeds a cache of its own from ``informers``.
+        ``binding_workers``: threads that run PreBind and Bind while the next pods are scheduled (at
+        most that many binds in flight); 0 runs binding cycles on the caller's thread."""
         self.informers = informers
         self.ports = ports
         self.config = config
@@ -147,8 +162,23 @@ class Scheduler:
         self._binding_tasks: list[_BindingTask] = []
         #: Prometheus metrics (``SchedulerMetrics.attach``); None records nothing.
         self.metrics: KubeSchedulerMetrics | None = None
+        if binding_workers < 0:
+            raise ValueError("binding_workers must be >= 0")
+        self._bind_pool = (
+            ThreadPoolExecutor(binding_workers, thread_name_prefix="kubesched-bind")
+            if binding_workers
+            else None
+        )
+        #: Binding cycles handed to the workers and not yet finished on the driver's thread.
+        self._binds_in_flight = 0
+        #: Workers' results (task, PreBind/Bind status), finished by the driver's thread.
+        self._binds_done: deque[tuple[_BindingTask, Status | None]] = deque()
+        self._binds_idle = threading.Condition()
+        #: Called from a binding worker when a bind finished (a driver wakes up to finish it).
+        self.on_binding_done: Callable[[], None] | None = None
         informers.informer("Node").add_handler(self._on_node)
-        informers.informer("Pod").add_handler(self._on_pod)
+        self._pods = informers.informer("Pod")
+        self._pods.add_handler(self._on_pod)
 
     @classmethod
     def for_store(
@@ -364,14 +394,15 @@ class Scheduler:
     # -- binding cycles ---------------------------------------------------------------------------
     @property
     def binding_in_flight(self) -> int:
-        return len(self._binding_tasks)
+        return len(self._binding_tasks) + self._binds_in_flight
 
     def run_binding_cycles(self) -> int:
         """Run every binding cycle that can proceed: pods not (or no longer) waiting at Permit.
+        With binding workers, hand them to the workers and finish those the workers are done with.
         Returns how many finished (bound or failed)."""
+        done = self._finish_worker_binds()
         waiting = self.handle.waiting_pods
         waiting.expire(self.now())
-        done = 0
         still: list[_BindingTask] = []
         for task in self._binding_tasks:
             wp = waiting.get(task.assumed.uid)
@@ -383,11 +414,56 @@ class Scheduler:
                 # Upstream WaitOnPermit failure: undo the reservation; the pod waits for an event.
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, task.assumed, None)
                 self._undo_assume(task, wp.rejection)
+            elif self._bind_pool is not None:
+                self._binds_in_flight += 1
+                self._bind_pool.submit(self._bind_in_worker, task)
+                continue
             else:
                 self._binding_cycle(task)
             done += 1
         self._binding_tasks = still
         return done
+
+    def _bind_in_worker(self, task: _BindingTask) -> None:
+        """PreBind and Bind on a binding worker: these only write to the cluster through the ports."""
+        try:
+            st = task.fwk.run_pre_bind(task.state, task.assumed, task.node)
+            if st is None:
+                st = self._bind(task.fwk, task.state, task.assumed, task.node)
+        except Exception as exc:  # reported like any failed bind: the pod is requeued
+            log.exception("binding cycle of pod %s failed", task.assumed.key)
+            st = Status.error(str(exc))
+        self._binds_done.append((task, st))
+        with self._binds_idle:
+            self._binds_idle.notify_all()
+        listener = self.on_binding_done
+        if listener is not None:
+            listener()
+
+    def _finish_worker_binds(self) -> int:
+        done = 0
+        while self._binds_done:
+            task, st = self._binds_done.popleft()
+            self._binds_in_flight -= 1
+            self._finish_binding(task, st)
+            done += 1
+        return done
+
+    def wait_for_bindings(self, timeout: float | None = None) -> bool:
+        """Wait until every bind handed to the workers has come back, and finish them (a scheduler
+        that stops lets its binds in flight complete). False when ``timeout`` passed first."""
+        if self._bind_pool is not None:
+            with self._binds_idle:
+                self._binds_idle.wait_for(lambda: len(self._binds_done) >= self._binds_in_flight, timeout)
+        self._finish_worker_binds()
+        return self._binds_in_flight == 0
+
+    def close(self) -> None:
+        """Finish the binds in flight and stop the binding workers."""
+        self.wait_for_bindings()
+        if self._bind_pool is not None:
+            self._bind_pool.shutdown(wait=True)
+            self._bind_pool = None
 
     def next_permit_deadline(self) -> float | None:
         return self.handle.waiting_pods.next_deadline()
@@ -636,6 +712,15 @@ class Scheduler:
 
     # -- binding cycle ---------------------------------------------------------------------------
     def _binding_cycle(self, task: _BindingTask) -> None:
+        fwk, state, assumed, node = task.fwk, task.state, task.assumed, task.node
+        st = fwk.run_pre_bind(state, assumed, node)
+        if st is None:
+            st = self._bind(fwk, state, assumed, node)
+        self._finish_binding(task, st)
+
+    def _finish_binding(self, task: _BindingTask, st: Status | None) -> None:
+        """The end of a binding cycle, on the driver's thread: confirm the assumed pod, or undo it
+        and requeue the pod."""
         fwk, state, info, assumed, node, outcome = (
             task.fwk,
             task.state,
@@ -644,12 +729,17 @@ class Scheduler:
             task.node,
             task.outcome,
         )
-        st = fwk.run_pre_bind(state, assumed, node)
-        if st is None:
-            st = self._bind(fwk, state, assumed, node)
+        if st is not None and st.code != Code.SUCCESS:
+            cached = self.cache.pod_state(assumed.uid)
+            if cached is not None and not cached.assumed and cached.node_name == node:
+                # The informer has already seen the pod bound there: the write did land (a reply
+                # lost on the way back), so the binding cycle succeeded after all.
+                st = None
         if st is not None and st.code != Code.SUCCESS:
             fwk.run_unreserve(state, assumed, node)
-            self.cache.forget_pod(assumed)
+            cached = self.cache.pod_state(assumed.uid)
+            if cached is not None and cached.assumed:
+                self.cache.forget_pod(assumed)
             # The resources the assumed pod held are free again.
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
             self._handle_failure(fwk, info, f"binding rejected: {st.message}", None, outcome, error=True)
@@ -708,6 +798,12 @@ class Scheduler:
         pod = info.pod
         if self.metrics is not None:
             self.metrics.attempt_failed(fwk.profile_name, info, error=error)
+        current = self._pods.get(pod.namespace, pod.name)
+        if current is None or current.uid != pod.uid:
+            # Deleted (or replaced) while it was being scheduled or bound: nothing to requeue or
+            # report (upstream: "Pod doesn't exist in informer cache").
+            self.queue.done(pod.uid)
+            return
         if diagnosis is not None:
             info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             info.pending_plugins = set(diagnosis.pending_plugins)

@@ -52,6 +52,7 @@ from kubesched.api.resources import CPU, MEMORY, PODS
 from kubesched.batch.actions.preempt import victim_order
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import PERMIT, REJECT, JobInfo, QueueInfo, TaskInfo
+from kubesched.batch.objects import ROOT_QUEUE
 from kubesched.batch.plugins.proportion import QUOTA_INSUFFICIENT, _LazyReport, format_resource_names
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import Event, EventHandler, Session
@@ -70,7 +71,6 @@ def _warn_once(message: str) -> None:
 
 
 #: The queue every other queue descends from when the hierarchy is on.
-ROOT_QUEUE = "root"
 
 
 @dataclass(slots=True, eq=False)
