@@ -15,7 +15,7 @@ import pytest
 
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import load_client_config
-from kubesched.remote.lease import RemoteLeaseAPI, lease_path
+from kubesched.remote.lease import Election, RemoteLeaseAPI, lease_path
 from kubesched.remote.loop import LoopThread
 from kubesched.runtime.leader_election import (
     LeaderCallbacks,
@@ -199,11 +199,15 @@ def check_lost(kubeconfig: str, make: Any, api_down: Any) -> float:
     return stopped - failing
 
 
-def fail_requests(candidate: Candidate) -> None:
+def fail_requests_of(client: ApiClient) -> None:
     async def refuse(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("connection refused")
 
-    candidate.client.request = refuse  # type: ignore[method-assign]
+    client.request = refuse  # type: ignore[method-assign]
+
+
+def fail_requests(candidate: Candidate) -> None:
+    fail_requests_of(candidate.client)
 
 
 def test_two_electors_against_serve(make_cluster, candidates) -> None:
@@ -263,3 +267,55 @@ def test_two_electors_against_kube_apiserver(refcp, candidates) -> None:
     assert measured["takeover_s"] < 10 * LEASE
     handover = check_release(kubeconfig, candidates)
     assert handover < LEASE
+
+
+# --- Election: the elector for a threaded owner -------------------------------------------------
+
+
+def election_config(
+    identity: str, events: list[str], loop: LoopThread, **kwargs: Any
+) -> LeaderElectionConfig:
+    def stopped() -> None:
+        # What stopping the scheduler does: wait for work that needs the loop (a bind in flight).
+        loop.run(asyncio.sleep(0.05), timeout=5)
+        events.append("stopped")
+
+    return LeaderElectionConfig(
+        identity=identity,
+        lock_name="election",
+        lease_duration=LEASE,
+        renew_deadline=RENEW,
+        retry_period=RETRY,
+        callbacks=LeaderCallbacks(
+            on_started_leading=lambda: events.append("started"),
+            on_stopped_leading=stopped,
+            on_new_leader=lambda who: events.append(f"leader {who}"),
+        ),
+        **kwargs,
+    )
+
+
+def test_election_callbacks_may_wait_on_the_loop(cluster, loop_thread, connect) -> None:
+    client = connect(cluster)
+    events: list[str] = []
+    election = Election(loop_thread, RemoteLeaseAPI(client), election_config("a", events, loop_thread))
+    election.start()
+    wait_for(lambda: "started" in events)
+    assert election.healthy()
+    fail_requests_of(client)
+    wait_for(lambda: election.done and "stopped" in events)
+    election.stop()
+    assert events == ["leader a", "started", "stopped"]
+
+
+def test_election_stop_releases_the_lease(cluster, loop_thread, connect) -> None:
+    events: list[str] = []
+    api = RemoteLeaseAPI(connect(cluster))
+    election = Election(loop_thread, api, election_config("a", events, loop_thread, release_on_cancel=True))
+    election.start()
+    wait_for(lambda: "started" in events)
+    election.stop()
+    assert events[-1] == "stopped"
+    stored = loop_thread.run(api.get("kube-system", "election"))
+    assert stored is not None and stored["spec"]["holderIdentity"] == ""
+    election.stop()  # a second stop does nothing

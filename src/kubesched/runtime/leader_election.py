@@ -26,9 +26,7 @@ import asyncio
 import copy
 import logging
 import random
-import socket
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -195,12 +193,6 @@ class LeaseLock:
         obj = copy.deepcopy(self.lease)
         obj["spec"] = record.to_spec()
         self.lease = await self.api.update(obj)
-
-
-def default_identity() -> str:
-    """``<hostname>_<random uuid>``, as kube-scheduler names its candidates: unique per process,
-    and the host name says which pod leads."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 # --- configuration ------------------------------------------------------------------------------
