@@ -191,6 +191,7 @@ class Candidate:
             on_started_leading=lambda: self.events.append((now(), "started")),
             on_stopped_leading=lambda: self.events.append((now(), "stopped")),
             on_new_leader=self.leaders.append,
+            on_leader_event=self._leader_event,
         )
         config = LeaderElectionConfig(
             identity=identity,
@@ -204,6 +205,10 @@ class Candidate:
         )
         self.elector = LeaderElector(config, self.api, clock=VirtualClock(skew), rng=random.Random(identity))
         self.task: asyncio.Task[None] | None = None
+
+    def _leader_event(self, lease: Mapping[str, Any] | None, message: str) -> None:
+        assert lease is not None and lease["kind"] == "Lease"
+        self.events.append((now(), message))
 
     def start(self) -> Candidate:
         self.task = asyncio.get_running_loop().create_task(self.elector.run())
@@ -451,7 +456,12 @@ def test_release_on_cancellation_leases() -> None:
         record = server.record()
         assert record.holder_identity == ""
         assert record.lease_duration_seconds == 1
-        assert [e for _, e in candidate.events] == ["started", "stopped"]
+        assert [e for _, e in candidate.events] == [
+            "baz became leader",
+            "started",
+            "stopped",
+            "baz stopped leading",
+        ]
 
     run(scenario())
 
@@ -714,6 +724,7 @@ def test_on_stopped_leading_is_called_also_when_never_leading() -> None:
         await asyncio.sleep(10)
         await b.kill()
         assert [e for _, e in b.events] == ["stopped"]
+        assert [e for _, e in a.events] == ["a became leader", "started"]
         await a.kill()
 
     run(scenario())

@@ -90,6 +90,7 @@ class Election:
             on_started_leading=lambda: self._hand(owner.on_started_leading),
             on_stopped_leading=lambda: self._hand(owner.on_stopped_leading),
             on_new_leader=lambda identity: self._hand(owner.on_new_leader, identity),
+            on_leader_event=lambda lease, message: self._hand(owner.on_leader_event, lease, message),
         )
         self.elector = LeaderElector(replace(config, callbacks=handed), api)
         self._task: asyncio.Task[None] | None = None

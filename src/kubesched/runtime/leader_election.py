@@ -206,17 +206,24 @@ def _ignore_leader(identity: str) -> None:
     return None
 
 
+def _ignore_event(lease: Mapping[str, Any] | None, message: str) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class LeaderCallbacks:
     """Called on the elector's event loop; they must return quickly (hand long work to a thread).
 
     ``on_stopped_leading`` is called whenever :meth:`LeaderElector.run` ends, also when this
     process never led (as client-go). ``on_new_leader`` gets every change of holder this process
-    observes, its own identity and ``""`` (released) included."""
+    observes, its own identity and ``""`` (released) included. ``on_leader_event`` gets the Lease
+    and ``"<identity> became leader"`` or ``"<identity> stopped leading"``, for the ``Normal``
+    ``LeaderElection`` event client-go's lock records about the Lease."""
 
     on_started_leading: Callable[[], None] = _ignore
     on_stopped_leading: Callable[[], None] = _ignore
     on_new_leader: Callable[[str], None] = _ignore_leader
+    on_leader_event: Callable[[Mapping[str, Any] | None, str], None] = _ignore_event
 
 
 @dataclass(frozen=True)
@@ -324,14 +331,18 @@ class LeaderElector:
         ``on_stopped_leading`` on the way out; with ``release_on_cancel`` a cancelled leader first
         gives the Lease up."""
         callbacks = self.config.callbacks
+        led = False
         try:
             await self._acquire()
-            self._leading = True
+            led = self._leading = True
+            callbacks.on_leader_event(self.lock.lease, f"{self.identity} became leader")
             callbacks.on_started_leading()
             await self._renew()
         finally:
             self._leading = False
             callbacks.on_stopped_leading()
+            if led:
+                callbacks.on_leader_event(self.lock.lease, f"{self.identity} stopped leading")
 
     async def _acquire(self) -> None:
         log.info("attempting to acquire leader lease %s", self.lock.describe())
