@@ -1,0 +1,90 @@
+"""An asyncio event loop on a daemon thread, for synchronous callers of asynchronous clients.
+
+The scheduler's driver and binding workers are plain threads; the API client, the reflectors and
+the lease renewal are coroutines. They all run on one loop owned by a :class:`LoopThread`, and other
+threads hand it work with :meth:`LoopThread.run` (wait for the result) or :meth:`LoopThread.submit`
+(a ``concurrent.futures.Future``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop running on its own daemon thread until :meth:`stop`."""
+
+    def __init__(self, name: str = "kubesched-remote") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        self._started.wait()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._started.set)
+        try:
+            self.loop.run_forever()
+        finally:
+            try:
+                self._cancel_all()
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            finally:
+                self.loop.close()
+
+    def _cancel_all(self) -> None:
+        tasks = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self.loop.is_closed()
+
+    def in_loop(self) -> bool:
+        """True when called from the loop's own thread."""
+        return threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the loop; returns at once."""
+        if not self.running:
+            coro.close()
+            raise RuntimeError("the event loop thread is stopped")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result (its exception is raised here). On
+        timeout the coroutine is cancelled and ``TimeoutError`` raised."""
+        if self.in_loop():
+            coro.close()
+            raise RuntimeError("LoopThread.run called from the loop's own thread (await the coroutine)")
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"no result within {timeout}s") from None
+
+    def stop(self, timeout: float | None = 5.0) -> None:
+        """Cancel what still runs on the loop, stop it and wait for the thread to end."""
+        if self.loop.is_closed():
+            return
+        if self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            if not self.in_loop():
+                self._thread.join(timeout)
+
+    def __enter__(self) -> LoopThread:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
