@@ -1,0 +1,342 @@
+"""The Runner against a served cluster (its own schedulers off): what ``kubesched run`` does to a
+cluster, checked on what the API server stores."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from tests.remote.conftest import Cluster, pod
+
+from kubesched.api.manifests import LoadResult, ManifestObject
+from kubesched.framework.config import config_from_dict
+from kubesched.plugins import default_registry
+from kubesched.remote.run import RunError, Runner, RunOptions
+from kubesched.sim.simulation import Simulation
+
+VOLCANO = "scheduling.volcano.sh/v1beta1"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def start_runner() -> Iterator[Callable[..., Runner]]:
+    """``start_runner(cluster, **RunOptions)``: a started Runner (no leader election, seed 0)."""
+    runners: list[Runner] = []
+
+    def start(target: Cluster, **options: Any) -> Runner:
+        options.setdefault("leader_elect", False)
+        options.setdefault("seed", 0)
+        options.setdefault("sync_timeout", 30.0)
+        runner = Runner(RunOptions(kubeconfig=str(target.kubeconfig), **options))
+        runner.start()
+        runners.append(runner)
+        return runner
+
+    yield start
+    for runner in runners:
+        runner.stop()
+
+
+def _create(cluster: Cluster, obj: dict[str, Any], path: str = PODS) -> dict[str, Any]:
+    code, body, _ = cluster.request("POST", path, obj)
+    assert code == 201, body
+    created: dict[str, Any] = body
+    return created
+
+
+def _pods(cluster: Cluster) -> dict[str, Any]:
+    return {p["metadata"]["name"]: p for p in cluster.store.list("Pod")}
+
+
+def _scheduled_events(cluster: Cluster) -> Counter[str]:
+    return Counter(
+        e["regarding"]["name"]
+        for e in cluster.store.list("Event")
+        if e.get("reason") == "Scheduled" and (e.get("regarding") or {}).get("kind") == "Pod"
+    )
+
+
+def _condition(obj: dict[str, Any], kind: str = "PodScheduled") -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
+
+
+def test_a_burst_of_pods_is_bound_once_each(make_cluster: Any, start_runner: Callable[..., Runner]) -> None:
+    cluster = make_cluster(nodes=3, node_cpu="4")
+    runner = start_runner(cluster)
+    for i in range(40):
+        _create(cluster, pod(f"web-{i:02d}", cpu="250m"))
+    # Three nodes of 4 cpu hold 48 such pods; these two fit nowhere.
+    for name in ("huge-a", "huge-b"):
+        _create(cluster, pod(name, cpu="64"))
+
+    def settled() -> bool:
+        pods = _pods(cluster)
+        bound = sum(1 for p in pods.values() if p["spec"].get("nodeName"))
+        huge = [_condition(pods[n]) for n in ("huge-a", "huge-b")]
+        return bound == 40 and all(c is not None and c["status"] == "False" for c in huge)
+
+    assert _until(settled)
+    pods = _pods(cluster)
+    for i in range(40):
+        p = pods[f"web-{i:02d}"]
+        assert p["spec"]["nodeName"] in ("node-0", "node-1", "node-2")
+        cond = _condition(p)
+        assert cond is not None and cond["status"] == "True"
+    for name in ("huge-a", "huge-b"):
+        cond = _condition(pods[name])
+        assert cond is not None
+        assert cond["reason"] == "Unschedulable"
+        assert cond["message"].startswith("0/3 nodes are available: 3 Insufficient cpu.")
+        assert not pods[name]["spec"].get("nodeName")
+    # Every pod was bound once: one Scheduled event each, no refused binding.
+    assert _until(lambda: len(_scheduled_events(cluster)) == 40)
+    assert set(_scheduled_events(cluster).values()) == {1}
+    failed = [e for e in cluster.store.list("Event") if "binding rejected" in str(e.get("note"))]
+    assert failed == []
+    assert runner.health_checks["informer-sync"]()
+    assert runner.health_checks["scheduler"]()
+
+
+def test_pods_of_other_schedulers_are_left_alone(
+    cluster: Cluster, start_runner: Callable[..., Runner]
+) -> None:
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "kubesched"}],
+        },
+        default_registry(),
+    )
+    start_runner(cluster, config=config)
+    _create(cluster, pod("theirs"))
+    _create(cluster, pod("ours", schedulerName="kubesched"))
+    assert _until(lambda: _pods(cluster)["ours"]["spec"].get("nodeName"))
+    ours = [e for e in cluster.store.list("Event") if e["regarding"]["name"] == "ours"]
+    assert {e["reportingController"] for e in ours} == {"kubesched"}
+    time.sleep(0.5)
+    theirs = _pods(cluster)["theirs"]
+    assert not theirs["spec"].get("nodeName") and _condition(theirs) is None
+
+
+def _gang(name: str, members: int, min_member: int, cpu: str) -> list[tuple[dict[str, Any], str]]:
+    group = {
+        "apiVersion": VOLCANO,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member, "queue": "default"},
+    }
+    out = [(group, f"/apis/{VOLCANO}/namespaces/default/podgroups")]
+    for i in range(members):
+        p = pod(f"{name}-{i}", cpu=cpu, schedulerName="volcano")
+        p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": name}
+        out.append((p, PODS))
+    return out
+
+
+def test_a_gang_is_placed_all_or_nothing(make_cluster: Any, start_runner: Callable[..., Runner]) -> None:
+    cluster = make_cluster(nodes=2, node_cpu="4")
+    start_runner(cluster)
+    # 2 nodes x 4 cpu: a gang of three 2-cpu pods fits; a gang of five 2-cpu pods (minMember 5) does not.
+    for obj, path in [*_gang("small", 3, 3, "2"), *_gang("large", 5, 5, "2")]:
+        _create(cluster, obj, path)
+
+    def small_bound() -> bool:
+        pods = _pods(cluster)
+        return all(pods[f"small-{i}"]["spec"].get("nodeName") for i in range(3))
+
+    assert _until(small_bound)
+
+    def large_refused() -> bool:
+        code, pg, _ = cluster.request("GET", f"/apis/{VOLCANO}/namespaces/default/podgroups/large")
+        conditions = (pg.get("status") or {}).get("conditions") or []
+        return code == 200 and any(c.get("type") == "Unschedulable" for c in conditions)
+
+    assert _until(large_refused)
+    pods = _pods(cluster)
+    assert not any(pods[f"large-{i}"]["spec"].get("nodeName") for i in range(5))
+    code, pg, _ = cluster.request("GET", f"/apis/{VOLCANO}/namespaces/default/podgroups/small")
+    assert code == 200 and pg["status"]["phase"] in ("Running", "Inqueue")
+
+
+# -- the same decisions as simulate ----------------------------------------------------------------
+def _decision_cluster() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes of different sizes, zones, labels and a taint; pods whose placement depends on scoring
+    (spread, preferred affinity, balance) and ties, with a few that fit nowhere. No pod's verdict can
+    change while others are placed (equal priorities, only resource-bound refusals)."""
+    nodes = []
+    for i in range(8):
+        cpu = ("4", "8", "16")[i % 3]
+        node: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"n-{i:02d}",
+                "labels": {
+                    "kubernetes.io/hostname": f"n-{i:02d}",
+                    "topology.kubernetes.io/zone": f"zone-{i % 3}",
+                    "disk": "ssd" if i % 2 else "hdd",
+                },
+            },
+            "status": {
+                "capacity": {"cpu": cpu, "memory": f"{int(cpu) * 4}Gi", "pods": "110"},
+                "allocatable": {"cpu": cpu, "memory": f"{int(cpu) * 4}Gi", "pods": "110"},
+            },
+        }
+        if i == 5:
+            node["spec"] = {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}
+        nodes.append(node)
+    pods = []
+    for i in range(60):
+        app = ("web", "api", "db", "cache")[i % 4]
+        cpu = ("100m", "500m", "1", "2")[(i * 7) % 4]
+        p = pod(f"p-{i:03d}", cpu=cpu)
+        p["metadata"]["labels"] = {"app": app}
+        containers = p["spec"]["containers"]
+        containers[0]["resources"]["requests"]["memory"] = ("256Mi", "1Gi", "2Gi")[i % 3]
+        if app == "web":
+            p["spec"]["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            ]
+        if app == "api":
+            p["spec"]["affinity"] = {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 50,
+                            "preference": {
+                                "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]
+                            },
+                        }
+                    ]
+                }
+            }
+        if app == "db":
+            p["spec"]["tolerations"] = [
+                {"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}
+            ]
+        pods.append(p)
+    for i in range(3):
+        pods.append(pod(f"zz-huge-{i}", cpu="32"))
+    return nodes, pods
+
+
+def _simulate(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int) -> dict[str, str | None]:
+    loaded = LoadResult()
+    for i, obj in enumerate([*nodes, *pods]):
+        loaded.objects.append(ManifestObject(obj["kind"], copy.deepcopy(obj), "cluster", i))
+    sim = Simulation(seed=seed)
+    sim.load(loaded)
+    result = sim.run()
+    return {o.name: o.node for o in result.outcomes}
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_the_same_decisions_as_simulate(
+    make_cluster: Any, start_runner: Callable[..., Runner], seed: int
+) -> None:
+    nodes, pods = _decision_cluster()
+    cluster = make_cluster(nodes=0)
+    stored_nodes = [_create(cluster, n, "/api/v1/nodes") for n in nodes]
+    for p in pods:
+        _create(cluster, p)
+    expected = _simulate([_manifest(n) for n in stored_nodes], pods, seed)
+    assert sum(1 for v in expected.values() if v) >= 50
+
+    start_runner(cluster, seed=seed)
+
+    def settled() -> bool:
+        got = _pods(cluster)
+        return all(
+            (got[name]["spec"].get("nodeName") if node else _condition(got[name]) is not None)
+            for name, node in expected.items()
+        )
+
+    assert _until(settled)
+    got = {name: p["spec"].get("nodeName") for name, p in _pods(cluster).items()}
+    assert got == expected
+
+
+def _manifest(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored object as a manifest again (what the server added to metadata dropped)."""
+    out = copy.deepcopy(stored)
+    meta = out["metadata"]
+    for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
+        meta.pop(key, None)
+    return out
+
+
+# -- starting and stopping -------------------------------------------------------------------------
+def test_stop_finishes_the_binding_under_way(cluster: Cluster, start_runner: Callable[..., Runner]) -> None:
+    runner = start_runner(cluster)
+    assert runner.ports is not None
+    ports = runner.ports
+    entered = threading.Event()
+    release = threading.Event()
+    real_bind = ports.bind
+
+    def slow_bind(namespace: str, name: str, uid: str, node_name: str) -> None:
+        entered.set()
+        release.wait(10)
+        real_bind(namespace, name, uid, node_name)
+
+    ports.bind = slow_bind  # type: ignore[method-assign]
+    _create(cluster, pod("in-flight"))
+    assert entered.wait(30)
+    stopper = threading.Thread(target=runner.stop)
+    stopper.start()
+    time.sleep(0.2)
+    assert stopper.is_alive()  # waiting for the bind
+    release.set()
+    stopper.join(30)
+    assert not stopper.is_alive()
+    assert _pods(cluster)["in-flight"]["spec"].get("nodeName")
+    # Stopped: a pod created now stays pending.
+    _create(cluster, pod("after-stop"))
+    time.sleep(0.3)
+    assert not _pods(cluster)["after-stop"]["spec"].get("nodeName")
+
+
+def test_an_unreachable_cluster_is_a_clear_error(cluster: Cluster, tmp_path: Any) -> None:
+    text = cluster.kubeconfig.read_text().replace(f":{cluster.port}", ":1")
+    bad = tmp_path / "kubeconfig"
+    bad.write_text(text)
+    runner = Runner(RunOptions(kubeconfig=str(bad), leader_elect=False, sync_timeout=1.0))
+    with pytest.raises(RunError, match=r"127\.0\.0\.1:1\b"):
+        runner.start()
+
+
+def test_with_leader_election_nothing_is_scheduled_until_leading(
+    cluster: Cluster, start_runner: Callable[..., Runner]
+) -> None:
+    runner = start_runner(cluster, leader_elect=True)
+    _create(cluster, pod("waiting"))
+    time.sleep(0.3)
+    assert not _pods(cluster)["waiting"]["spec"].get("nodeName")
+    runner.on_started_leading()
+    assert _until(lambda: _pods(cluster)["waiting"]["spec"].get("nodeName"))
+    runner.on_stopped_leading()
+    assert not runner.leading
+    _create(cluster, pod("later"))
+    runner.on_started_leading()  # a runner that stopped leading does not lead again
+    time.sleep(0.3)
+    assert not _pods(cluster)["later"]["spec"].get("nodeName")
