@@ -44,6 +44,8 @@ def start_runner() -> Iterator[Callable[..., Runner]]:
         runner = Runner(RunOptions(kubeconfig=str(target.kubeconfig), **options))
         runner.start()
         runners.append(runner)
+        if not runner.options.leader_elect:
+            runner.on_started_leading()
         return runner
 
     yield start

@@ -23,7 +23,10 @@ stop and the client closes.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import math
+import re
 import socket
 import threading
 import time
@@ -36,7 +39,7 @@ from kubesched.apiserver.schedulers import _BatchSessions
 from kubesched.batch.conf import BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.cache.feed import CacheFeed
-from kubesched.errors import KubeschedError
+from kubesched.errors import InputError, KubeschedError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
@@ -54,6 +57,11 @@ from kubesched.store.informers import InformerFactory
 from kubesched.store.parsers import informer_factory
 
 log = logging.getLogger(__name__)
+
+#: client-go's leader election ``JitterFactor``.
+JITTER_FACTOR = 1.2
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def default_identity() -> str:
@@ -96,6 +104,50 @@ class RunOptions:
     #: The driver's longest idle wait.
     max_idle: float = 0.1
 
+    def validate(self) -> None:
+        """Refuse values kube-scheduler refuses, naming the flag (:class:`InputError`)."""
+        if not self.qps > 0 or not math.isfinite(self.qps):
+            raise InputError(f"must be a positive number, got {self.qps!r}", field="--kube-api-qps")
+        if self.burst < 1:
+            raise InputError(f"must be at least 1, got {self.burst}", field="--kube-api-burst")
+        if not 0 <= self.port <= 65535:
+            raise InputError(f"must be within 0..65535, got {self.port}", field="--secure-port")
+        try:
+            ipaddress.ip_address(self.bind_address)
+        except ValueError:
+            raise InputError(f"not an IP address: {self.bind_address!r}", field="--bind-address") from None
+        if not self.leader_elect:
+            return
+        for flag, value in (
+            ("--leader-elect-lease-duration", self.lease_duration),
+            ("--leader-elect-renew-deadline", self.renew_deadline),
+            ("--leader-elect-retry-period", self.retry_period),
+        ):
+            if not value > 0:
+                raise InputError(f"must be a positive duration, got {value:g}s", field=flag)
+        # client-go's checks: the lease outlives the renew deadline, which outlives a jittered retry.
+        if self.lease_duration <= self.renew_deadline:
+            raise InputError(
+                f"the lease duration ({self.lease_duration:g}s) must be greater than the renew deadline "
+                f"({self.renew_deadline:g}s)",
+                field="--leader-elect-lease-duration",
+            )
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            raise InputError(
+                f"the renew deadline ({self.renew_deadline:g}s) must be greater than {JITTER_FACTOR:g} times "
+                f"the retry period ({self.retry_period:g}s)",
+                field="--leader-elect-renew-deadline",
+            )
+        if not _DNS_SUBDOMAIN.fullmatch(self.lease_name) or len(self.lease_name) > 253:
+            raise InputError(
+                f"not a valid Lease name: {self.lease_name!r}", field="--leader-elect-resource-name"
+            )
+        if not _DNS_LABEL.fullmatch(self.lease_namespace) or len(self.lease_namespace) > 63:
+            raise InputError(
+                f"not a valid namespace name: {self.lease_namespace!r}",
+                field="--leader-elect-resource-namespace",
+            )
+
 
 class RunError(KubeschedError):
     """``kubesched run`` could not start (the cluster unreachable, its listing too slow)."""
@@ -125,9 +177,9 @@ class Runner:
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self) -> None:
-        """Connect, follow the cluster until every kind is listed, and build the schedulers; without
-        leader election, start scheduling. Raises :class:`RunError` (or the configuration's
-        ``InputError``) when the cluster cannot be reached or listed in time."""
+        """Connect, follow the cluster until every kind is listed, and build the schedulers (which
+        start scheduling in :meth:`on_started_leading`). Raises :class:`RunError` (or the client
+        configuration's ``InputError``) when the cluster cannot be reached or listed in time."""
         opts = self.options
         try:
             self.loop = loop = LoopThread()
@@ -146,8 +198,6 @@ class Runner:
             self.close()
             raise
         self._build()
-        if not opts.leader_elect:
-            self.on_started_leading()
 
     def _discover(self) -> Discovery:
         assert self.loop is not None and self.client is not None
@@ -293,11 +343,16 @@ class Runner:
 
     # -- one call for the command line ------------------------------------------------------------
     def run(self, stop: threading.Event) -> int:
-        """Start, schedule until ``stop`` is set (or scheduling fails), stop; the exit code."""
+        """Start; schedule (as the leader, when electing one) until ``stop`` is set or scheduling
+        fails; stop. Returns the exit code: 0 when stopped, 1 when scheduling failed."""
         self.start()
         code = 0
         try:
-            while not stop.wait(0.5):
+            if self.options.leader_elect:
+                self.elect()
+            else:
+                self.on_started_leading()
+            while not stop.wait(0.2):
                 if self._leading and self.driver is not None and self.driver.stopped:
                     log.error("the scheduling loop stopped")
                     code = 1
@@ -305,6 +360,14 @@ class Runner:
         finally:
             self.stop()
         return code
+
+    def elect(self) -> None:
+        """Start leader election: it calls :meth:`on_started_leading` once this replica holds the
+        Lease ``options.lease_namespace/options.lease_name`` and :meth:`on_stopped_leading` when it
+        loses it."""
+        raise RunError(
+            "leader election is not available in this build: run a single replica with --leader-elect=false"
+        )
 
 
 def features(discovery: Discovery) -> ApiFeatures:
