@@ -257,12 +257,22 @@ def test_the_same_decisions_as_simulate(
     make_cluster: Any, start_runner: Callable[..., Runner], seed: int
 ) -> None:
     nodes, pods = _decision_cluster()
+    # Two Volcano gangs: one that fits, one that cannot (four 12-cpu pods, one untainted 16-cpu node).
+    batch = [*_gang("fits", 3, 3, "1"), *_gang("too-big", 4, 4, "12")]
     cluster = make_cluster(nodes=0)
-    stored_nodes = [_create(cluster, n, "/api/v1/nodes") for n in nodes]
+    stored = [_create(cluster, n, "/api/v1/nodes") for n in nodes]
+    stored += [_manifest(q) for q in cluster.store.list("Queue")]
+    for obj, path in batch:
+        created = _create(cluster, obj, path)
+        if obj["kind"] == "PodGroup":
+            stored.append(created)
     for p in pods:
         _create(cluster, p)
-    expected = _simulate([_manifest(n) for n in stored_nodes], pods, seed)
+    batch_pods = [obj for obj, _ in batch if obj["kind"] == "Pod"]
+    expected = _simulate([_manifest(o) for o in stored], [*pods, *batch_pods], seed)
     assert sum(1 for v in expected.values() if v) >= 50
+    assert all(expected[f"fits-{i}"] for i in range(3))
+    assert not any(expected[f"too-big-{i}"] for i in range(4))
 
     start_runner(cluster, seed=seed)
 
@@ -275,6 +285,13 @@ def test_the_same_decisions_as_simulate(
 
     assert _until(settled)
     got = {name: p["spec"].get("nodeName") for name, p in _pods(cluster).items()}
+    # Volcano orders a gang's equal tasks by creation time, then uid (random on a server, seeded in
+    # a simulation): which member lands where may differ, the nodes a gang takes may not.
+    for gang in ("fits", "too-big"):
+        members = sorted(n for n in expected if n.startswith(f"{gang}-"))
+        assert sorted(map(str, (got.pop(n) for n in members))) == sorted(
+            map(str, (expected.pop(n) for n in members))
+        )
     assert got == expected
 
 
@@ -342,3 +359,84 @@ def test_with_leader_election_nothing_is_scheduled_until_leading(
     runner.on_started_leading()  # a runner that stopped leading does not lead again
     time.sleep(0.3)
     assert not _pods(cluster)["later"]["spec"].get("nodeName")
+
+
+# -- refused bindings, end to end ------------------------------------------------------------------
+class _HeldBinds:
+    """Wraps a runner's bind port: the first bind waits until released; every call is counted."""
+
+    def __init__(self, runner: Runner) -> None:
+        assert runner.ports is not None
+        self.real = runner.ports.bind
+        self.calls: list[tuple[str, str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.errors: list[BaseException] = []
+        runner.ports.bind = self.bind  # type: ignore[method-assign]
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        self.calls.append((name, node_name))
+        if len(self.calls) == 1:
+            self.entered.set()
+            self.release.wait(30)
+        try:
+            self.real(namespace, name, uid, node_name)
+        except BaseException as exc:
+            self.errors.append(exc)
+            raise
+
+
+def test_a_pod_deleted_while_binding_is_dropped(
+    cluster: Cluster, start_runner: Callable[..., Runner]
+) -> None:
+    runner = start_runner(cluster)
+    held = _HeldBinds(runner)
+    uid = _create(cluster, pod("doomed"))["metadata"]["uid"]
+    assert held.entered.wait(30)
+    code, _, _ = cluster.request("DELETE", f"{PODS}/doomed")
+    assert code == 200
+    held.release.set()
+    assert _until(lambda: held.errors)
+    assert type(held.errors[0]).__name__ == "RemoteNotFound"
+    # The scheduler forgot the pod and, once the deletion reached it, dropped it from its queue:
+    # no second attempt, and scheduling goes on.
+    _create(cluster, pod("next"))
+    assert _until(lambda: _pods(cluster)["next"]["spec"].get("nodeName"))
+    assert runner.scheduler is not None
+    assert runner.scheduler.cache.pod_state(uid) is None
+    assert not runner.scheduler.queue.contains(uid)
+    assert [name for name, _ in held.calls] == ["doomed", "next"]
+    assert runner.health_checks["scheduler"]()
+
+
+def test_a_pod_bound_by_someone_else_meanwhile_is_a_conflict(
+    make_cluster: Any, start_runner: Callable[..., Runner]
+) -> None:
+    cluster = make_cluster(nodes=2, node_cpu="2")
+    runner = start_runner(cluster)
+    held = _HeldBinds(runner)
+    uid = _create(cluster, pod("contested", cpu="1500m"))["metadata"]["uid"]
+    assert held.entered.wait(30)
+    ours = held.calls[0][1]
+    theirs = "node-1" if ours == "node-0" else "node-0"
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "contested"},
+        "target": {"name": theirs},
+    }
+    code, body, _ = cluster.request("POST", f"{PODS}/contested/binding", binding)
+    assert code == 201, body
+    held.release.set()
+    assert _until(lambda: held.errors)
+    assert type(held.errors[0]).__name__ == "RemoteConflict"
+    # The pod stays where the other binder put it, and the scheduler counts it there: a pod that
+    # only fits beside it goes to the other node.
+    assert runner.scheduler is not None
+    assert _until(lambda: (runner.scheduler.cache.pod_state(uid) or None) is not None)
+    _create(cluster, pod("second", cpu="1500m"))
+    assert _until(lambda: _pods(cluster)["second"]["spec"].get("nodeName"))
+    pods = _pods(cluster)
+    assert pods["contested"]["spec"]["nodeName"] == theirs
+    assert pods["second"]["spec"]["nodeName"] == ours
+    assert [name for name, _ in held.calls] == ["contested", "second"]
