@@ -171,8 +171,12 @@ def test_a_gang_is_placed_all_or_nothing(make_cluster: Any, start_runner: Callab
     assert _until(large_refused)
     pods = _pods(cluster)
     assert not any(pods[f"large-{i}"]["spec"].get("nodeName") for i in range(5))
-    code, pg, _ = cluster.request("GET", f"/apis/{VOLCANO}/namespaces/default/podgroups/small")
-    assert code == 200 and pg["status"]["phase"] in ("Running", "Inqueue")
+
+    def small_running() -> bool:
+        code, pg, _ = cluster.request("GET", f"/apis/{VOLCANO}/namespaces/default/podgroups/small")
+        return code == 200 and (pg.get("status") or {}).get("phase") == "Running"
+
+    assert _until(small_running)
 
 
 # -- the same decisions as simulate ----------------------------------------------------------------
