@@ -211,6 +211,14 @@ def test_events_are_listed_by_field_selectors(cluster: Cluster, ports: RemotePor
     assert new[0]["regarding"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 
+def test_a_long_note_is_truncated_as_upstream(cluster: Cluster, ports: RemotePorts) -> None:
+    created = _create(cluster, pod("web-1"))
+    ports.record(created, "Warning", "FailedScheduling", "Scheduling", "x" * 5000, "s")
+    found = _until(lambda: _events(cluster, "involvedObject.name=web-1"))
+    assert len(found[0]["message"]) == 1024
+    assert found[0]["message"].endswith("x ...")
+
+
 def test_core_events_without_events_k8s_io(cluster: Cluster, connect: Any, loop_thread: LoopThread) -> None:
     paths: list[str] = []
     client = connect(cluster)

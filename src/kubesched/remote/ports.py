@@ -30,6 +30,7 @@ import datetime
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -278,7 +279,7 @@ class RemotePorts:
             "type": DISRUPTION_TARGET,
             "status": "False",
             "reason": "EvictionRefused",
-            "message": why[:MAX_NOTE],
+            "message": _note(why),
         }
         self.set_pod_condition(namespace, name, condition)
 
@@ -372,14 +373,14 @@ class RemotePorts:
         event = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": _event_name(ref["name"], now), "namespace": namespace},
+            "metadata": {"name": _event_name(ref["name"]), "namespace": namespace},
             "eventTime": _micro_time(now),
             "reportingController": reporter,
             "reportingInstance": f"{reporter}-{self.identity}"[:128],
             "action": action,
             "reason": reason,
             "regarding": ref,
-            "note": note[:MAX_NOTE],
+            "note": _note(note),
             "type": event_type,
         }
         return f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events", event
@@ -393,10 +394,10 @@ class RemotePorts:
         event = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": _event_name(ref["name"], now), "namespace": namespace},
+            "metadata": {"name": _event_name(ref["name"]), "namespace": namespace},
             "involvedObject": ref,
             "reason": reason,
-            "message": note[:MAX_NOTE],
+            "message": _note(note),
             "source": {"component": reporter, "host": self.identity},
             "firstTimestamp": _time(now),
             "lastTimestamp": _time(now),
@@ -435,10 +436,16 @@ def _reference(regarding: Obj) -> tuple[dict[str, Any], str]:
     return ref, namespace or "default"
 
 
-def _event_name(name: str, now: datetime.datetime) -> str:
+def _event_name(name: str) -> str:
     """Upstream: the object's name and the time in nanoseconds, in hex."""
-    nanos = int(now.timestamp() * 1_000_000) * 1000
-    return f"{name}.{nanos:x}"
+    return f"{name}.{time.time_ns():x}"
+
+
+def _note(text: str) -> str:
+    """Upstream ``truncateMessage``: a note longer than the API allows ends in " ..."."""
+    if len(text) <= MAX_NOTE:
+        return text
+    return text[: MAX_NOTE - 4] + " ..."
 
 
 class EventSink:
