@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -10,9 +11,16 @@ import pytest
 from tests.remote.conftest import Cluster, pod
 
 from kubesched.remote.client import ApiClient
+from kubesched.remote.config import load_client_config
+from kubesched.remote.discovery import Discovery
 from kubesched.remote.loop import LoopThread
 from kubesched.remote.ports import ApiFeatures, RemotePorts
-from kubesched.store.base import Conflict, NotFound
+from kubesched.remote.run import features
+from kubesched.store.base import AlreadyExists, Conflict, NotFound
+
+from .refcp import RefCluster, needs_refcp, refcp
+
+__all__ = ["refcp"]
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"
 
@@ -297,3 +305,155 @@ def test_pod_group_status_is_replaced(cluster: Cluster, ports: RemotePorts) -> N
     assert stored["status"] == {"phase": "Running", "running": 2}
     assert stored["spec"]["minMember"] == 2
     assert ports.update_pod_group_status("default", "gone", second) is None
+
+
+# -- the same writes against kube-apiserver itself (v1.20.2) --------------------------------------
+CORE_PODS = "/api/v1/namespaces/default/pods"
+
+
+@pytest.fixture
+def ref_ports(refcp: RefCluster, connect: Any, loop_thread: LoopThread) -> Any:
+    client: ApiClient = connect(load_client_config(str(refcp.kubeconfig)))
+    discovery = loop_thread.run(Discovery.discover(client))
+    made = RemotePorts(client, loop_thread, features=features(discovery), identity="ref-host")
+
+    def call(method: str, path: str, **kw: Any) -> Any:
+        return loop_thread.run(client.request(method, path, **kw))
+
+    yield made, call
+    made.close()
+
+
+def _ref_pod(call: Any, name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    obj = pod(name)
+    obj["metadata"]["labels"] = labels or {}
+    with contextlib.suppress(NotFound):
+        call("DELETE", f"{CORE_PODS}/{name}", body={"gracePeriodSeconds": 0})
+    created: dict[str, Any] = call("POST", CORE_PODS, body=obj)
+    return created
+
+
+def _ref_node(call: Any, name: str) -> None:
+    cap = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"capacity": cap}}
+    with contextlib.suppress(AlreadyExists):
+        call("POST", "/api/v1/nodes", body=node)
+
+
+@needs_refcp
+def test_kube_apiserver_binding_and_status(ref_ports: Any) -> None:
+    ports, call = ref_ports
+    assert ports.features.eviction == "policy/v1beta1"  # v1.20 serves no policy/v1 Eviction
+    _ref_node(call, "node-0")
+    uid = _ref_pod(call, "web-1")["metadata"]["uid"]
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "full"}
+    ports.set_pod_condition("default", "web-1", condition, nominated_node="node-0")
+    stored = call("GET", f"{CORE_PODS}/web-1")
+    assert stored["status"]["nominatedNodeName"] == "node-0"
+    assert _condition(stored, "PodScheduled")["message"] == "full"  # type: ignore[index]
+    ports.bind("default", "web-1", uid, "node-0")
+    stored = call("GET", f"{CORE_PODS}/web-1")
+    assert stored["spec"]["nodeName"] == "node-0"
+    cond = _condition(stored, "PodScheduled")
+    assert cond is not None and cond["status"] == "True"
+    with pytest.raises(Conflict):
+        ports.bind("default", "web-1", uid, "node-0")
+    # (v1.20 ignores the Binding's uid precondition, later servers refuse a stale one as serve does.)
+    with pytest.raises(NotFound):
+        ports.bind("default", "nope", "", "node-0")
+    assert ports.set_pod_condition("default", "nope", condition) is None
+    assert ports.set_pod_annotations("default", "web-1", {"a": "b"})["metadata"]["annotations"] == {"a": "b"}
+
+
+@needs_refcp
+def test_kube_apiserver_eviction_and_budgets(ref_ports: Any) -> None:
+    ports, call = ref_ports
+    _ref_pod(call, "loose")
+    assert ports.evict("default", "loose", "PreemptionByScheduler", "preempting")
+    with pytest.raises(NotFound):
+        call("GET", f"{CORE_PODS}/loose")
+    assert not ports.evict("default", "loose", "PreemptionByScheduler", "preempting")
+    _ref_pod(call, "guarded", {"app": "db"})
+    call(
+        "PATCH",
+        f"{CORE_PODS}/guarded/status",
+        body={"status": {"phase": "Running"}},
+        content_type="application/merge-patch+json",
+    )
+    pdb = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+    }
+    with contextlib.suppress(AlreadyExists):
+        call("POST", "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets", body=pdb)
+    assert not ports.evict("default", "guarded", "PreemptionByScheduler", "preempting")
+    stored = call("GET", f"{CORE_PODS}/guarded")
+    assert not stored["metadata"].get("deletionTimestamp")
+    assert _condition(stored, "DisruptionTarget")["status"] == "False"  # type: ignore[index]
+
+
+@needs_refcp
+def test_kube_apiserver_events(ref_ports: Any) -> None:
+    ports, call = ref_ports
+    created = _ref_pod(call, "noted")
+    ports.record(created, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available", "my-sched")
+    ports.record({"kind": "Node", "metadata": {"name": "node-0"}}, "Normal", "Seen", "Looking", "a node", "s")
+    ports.close()
+    assert ports.events.failed == 0
+    listed = call(
+        "GET", "/api/v1/namespaces/default/events", params={"fieldSelector": "involvedObject.name=noted"}
+    )["items"]
+    assert [(e["reason"], e["reportingComponent"], e["reportingInstance"]) for e in listed] == [
+        ("FailedScheduling", "my-sched", "my-sched-ref-host")
+    ]
+    assert listed[0]["involvedObject"]["uid"] == created["metadata"]["uid"]
+    # An event about a cluster-scoped object goes where v1.20 accepts it.
+    nodes = call("GET", "/api/v1/events", params={"fieldSelector": "involvedObject.name=node-0"})["items"]
+    assert [(e["metadata"]["namespace"], e["reason"]) for e in nodes] == [("kube-system", "Seen")]
+
+
+@needs_refcp
+def test_kube_apiserver_pod_groups(ref_ports: Any) -> None:
+    ports, call = ref_ports
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "podgroups.scheduling.volcano.sh"},
+        "spec": {
+            "group": "scheduling.volcano.sh",
+            "scope": "Namespaced",
+            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup"},
+            "versions": [
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    with contextlib.suppress(AlreadyExists):
+        call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
+
+    def served() -> bool:
+        try:
+            call("GET", f"/apis/{VOLCANO}/namespaces/default/podgroups")
+        except NotFound:
+            return False
+        return True
+
+    assert _until(served)
+    created = ports.create_pod_group(_pod_group("pg"))
+    assert ports.create_pod_group(_pod_group("pg", 9))["metadata"]["uid"] == created["metadata"]["uid"]
+    first = {"phase": "Pending", "conditions": [{"type": "Unschedulable", "status": "True"}], "running": 0}
+    assert ports.update_pod_group_status("default", "pg", first) is not None
+    out = ports.update_pod_group_status("default", "pg", {"phase": "Running", "running": 2})
+    assert out is not None and out["status"] == {"phase": "Running", "running": 2}
+    assert call("GET", f"/apis/{VOLCANO}/namespaces/default/podgroups/pg")["spec"]["minMember"] == 2
+    assert ports.update_pod_group_status("default", "gone", {"phase": "Running"}) is None

@@ -19,6 +19,10 @@ from kubesched.plugins import default_registry
 from kubesched.remote.run import RunError, Runner, RunOptions
 from kubesched.sim.simulation import Simulation
 
+from .refcp import RefCluster, needs_refcp, refcp
+
+__all__ = ["refcp"]
+
 VOLCANO = "scheduling.volcano.sh/v1beta1"
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -37,7 +41,7 @@ def start_runner() -> Iterator[Callable[..., Runner]]:
     """``start_runner(cluster, **RunOptions)``: a started Runner (no leader election, seed 0)."""
     runners: list[Runner] = []
 
-    def start(target: Cluster, **options: Any) -> Runner:
+    def start(target: Cluster | RefCluster, **options: Any) -> Runner:
         options.setdefault("leader_elect", False)
         options.setdefault("seed", 0)
         options.setdefault("sync_timeout", 30.0)
@@ -444,3 +448,40 @@ def test_a_pod_bound_by_someone_else_meanwhile_is_a_conflict(
     assert pods["contested"]["spec"]["nodeName"] == theirs
     assert pods["second"]["spec"]["nodeName"] == ours
     assert [name for name, _ in held.calls] == ["contested", "second"]
+
+
+@needs_refcp
+def test_against_kube_apiserver(refcp: RefCluster, start_runner: Callable[..., Runner]) -> None:
+    runner = start_runner(refcp)
+    assert runner.loop is not None and runner.client is not None
+    client, loop = runner.client, runner.loop
+
+    def call(method: str, path: str, **kw: Any) -> Any:
+        return loop.run(client.request(method, path, **kw))
+
+    for i in range(3):
+        cap = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+        labels = {"kubernetes.io/hostname": f"node-{i}"}
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}", "labels": labels}}
+        call("POST", "/api/v1/nodes", body={**node, "status": {"capacity": cap, "allocatable": cap}})
+    for i in range(12):
+        call("POST", PODS, body=pod(f"web-{i:02d}", cpu="500m"))
+    call("POST", PODS, body=pod("huge", cpu="64"))
+
+    def listed() -> dict[str, Any]:
+        return {p["metadata"]["name"]: p for p in call("GET", PODS)["items"]}
+
+    assert _until(lambda: all(p["spec"].get("nodeName") for n, p in listed().items() if n != "huge"))
+    assert _until(lambda: _condition(listed()["huge"]) is not None)
+    pods = listed()
+    assert Counter(p["spec"]["nodeName"] for n, p in pods.items() if n != "huge") == {
+        "node-0": 4,
+        "node-1": 4,
+        "node-2": 4,
+    }
+    huge = _condition(pods["huge"])
+    assert huge is not None and huge["message"].startswith("0/3 nodes are available: 3 Insufficient cpu.")
+    assert runner.ports is not None
+    runner.ports.close()  # sends what is queued
+    events = call("GET", "/api/v1/namespaces/default/events")["items"]
+    assert Counter(e["reason"] for e in events) == {"Scheduled": 12, "FailedScheduling": 1}

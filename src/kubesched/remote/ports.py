@@ -46,6 +46,8 @@ T = TypeVar("T")
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 VOLCANO = "scheduling.volcano.sh/v1beta1"
+#: Volcano's ``PodGroupStatus`` fields.
+POD_GROUP_STATUS_FIELDS = frozenset({"phase", "conditions", "running", "succeeded", "failed"})
 #: events.k8s.io/v1 refuses a note longer than this (upstream ``maxNoteLength``).
 MAX_NOTE = 1024
 
@@ -286,11 +288,13 @@ class RemotePorts:
     # -- PodGroupStatusWriter --------------------------------------------------------------------
     def update_pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj | None:
         patch_status: dict[str, Any] = dict(status)
-        known = self.current("PodGroup", namespace, name) if self.current is not None else None
-        if known is not None:
-            # A merge patch keeps what it does not name: drop what the new status leaves out.
-            for key in (known.get("status") or {}).keys() - patch_status.keys():
-                patch_status[key] = None
+        # A merge patch keeps what it does not name: what the new status leaves out is removed.
+        held = self.current("PodGroup", namespace, name) if self.current is not None else None
+        fields = set(POD_GROUP_STATUS_FIELDS)
+        if held is not None:
+            fields |= (held.get("status") or {}).keys()
+        for key in fields:
+            patch_status.setdefault(key, None)
         body = {"status": patch_status}
         what = f"updating the status of PodGroup {namespace}/{name}"
         try:
@@ -367,8 +371,10 @@ class RemotePorts:
     def event_v1(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
     ) -> tuple[str, dict[str, Any]]:
-        """An ``events.k8s.io/v1`` Event as upstream's event recorder makes it."""
-        ref, namespace = _reference(regarding)
+        """An ``events.k8s.io/v1`` Event as upstream's event recorder makes it. An event about a
+        cluster-scoped object goes in ``kube-system``: every server version accepts that (upstream's
+        recorder uses ``default``, which servers before v1.22 refuse for these events)."""
+        ref, namespace = _reference(regarding, "kube-system")
         now = self.now()
         event = {
             "apiVersion": "events.k8s.io/v1",
@@ -389,7 +395,7 @@ class RemotePorts:
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
     ) -> tuple[str, dict[str, Any]]:
         """The same event as a core ``v1`` Event (servers without ``events.k8s.io/v1``)."""
-        ref, namespace = _reference(regarding)
+        ref, namespace = _reference(regarding, "default")
         now = self.now()
         event = {
             "apiVersion": "v1",
@@ -418,9 +424,9 @@ class RemotePorts:
         self.events.close(timeout)
 
 
-def _reference(regarding: Obj) -> tuple[dict[str, Any], str]:
-    """The object reference an event is about, and the namespace the event goes in (``default``
-    for cluster-scoped objects, as upstream)."""
+def _reference(regarding: Obj, cluster_scoped_in: str) -> tuple[dict[str, Any], str]:
+    """The object reference an event is about, and the namespace the event goes in: the object's,
+    or ``cluster_scoped_in`` for a cluster-scoped object."""
     meta = regarding.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     kind = str(regarding.get("kind") or "")
@@ -433,7 +439,7 @@ def _reference(regarding: Obj) -> tuple[dict[str, Any], str]:
     for src, dst in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
         if meta.get(src):
             ref[dst] = meta[src]
-    return ref, namespace or "default"
+    return ref, namespace or cluster_scoped_in
 
 
 def _event_name(name: str) -> str:
