@@ -20,7 +20,7 @@ from rich.table import Table
 from kubesched import __version__
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
-from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, load_batch_conf
 from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
@@ -769,6 +769,13 @@ def _run_parser(sub: Any) -> None:
     )
     run.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch scheduler")
     run.add_argument(
+        "--batch-scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="spec.schedulerName of the pods the batch scheduler takes, as Volcano's --scheduler-name "
+        "(repeatable; default volcano)",
+    )
+    run.add_argument(
         "--feature-gates",
         metavar="NAME=BOOL,...",
         help="feature gates, as kube-scheduler takes them (e.g. OpportunisticBatching=false)",
@@ -862,6 +869,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         context=args.context,
         config=_gated(config, gates, registry),
         batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
+        batch_scheduler_names=tuple(args.batch_scheduler_name or (BATCH_SCHEDULER_NAME,)),
         registry=registry,
         qps=args.kube_api_qps,
         burst=args.kube_api_burst,

@@ -183,6 +183,23 @@ def test_a_gang_is_placed_all_or_nothing(make_cluster: Any, start_runner: Callab
     assert _until(small_running)
 
 
+def test_the_batch_scheduler_takes_the_names_it_is_given(
+    make_cluster: Any, start_runner: Callable[..., Runner]
+) -> None:
+    cluster = make_cluster(nodes=2, node_cpu="4")
+    start_runner(cluster, batch_scheduler_names=("kube-batch",))
+    for obj, path in _gang("theirs", 2, 2, "1"):
+        _create(cluster, obj, path)
+    for obj, path in _gang("ours", 2, 2, "1"):
+        if obj["kind"] == "Pod":
+            obj["spec"]["schedulerName"] = "kube-batch"
+        _create(cluster, obj, path)
+    assert _until(lambda: all(_pods(cluster)[f"ours-{i}"]["spec"].get("nodeName") for i in range(2)))
+    time.sleep(1.5)  # a batch session later
+    theirs = _pods(cluster)
+    assert not any(theirs[f"theirs-{i}"]["spec"].get("nodeName") for i in range(2))
+
+
 # -- the same decisions as simulate ----------------------------------------------------------------
 def _decision_cluster() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Nodes of different sizes, zones, labels and a taint; pods whose placement depends on scoring

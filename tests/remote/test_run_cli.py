@@ -76,6 +76,8 @@ def test_run_schedules_until_sigterm_and_exits_0(cluster: Cluster) -> None:
         (["--leader-elect-resource-namespace", "Kube_System"], "--leader-elect-resource-namespace"),
         (["--bind-address", "localhost:80"], "--bind-address"),
         (["-v", "x"], "-v"),
+        (["--batch-scheduler-name", "default-scheduler"], "--batch-scheduler-name"),
+        (["--batch-scheduler-name", "Not_A_Name"], "--batch-scheduler-name"),
         (["--no-such-flag"], "--no-such-flag"),
     ],
 )

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.apiserver.schedulers import _BatchSessions
-from kubesched.batch.conf import BatchConf, default_batch_conf
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.cache.feed import CacheFeed
 from kubesched.errors import InputError, KubeschedError
@@ -58,6 +58,8 @@ from kubesched.store.parsers import informer_factory
 
 log = logging.getLogger(__name__)
 
+#: The profile of kube-scheduler's default configuration.
+DEFAULT_PROFILE = "default-scheduler"
 #: client-go's leader election ``JitterFactor``.
 JITTER_FACTOR = 1.2
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -79,6 +81,8 @@ class RunOptions:
     config: SchedulerConfig | None = None
     #: The Volcano scheduler conf of the batch scheduler (Volcano's default when None).
     batch_conf: BatchConf | None = None
+    #: The ``spec.schedulerName``s the batch scheduler takes (Volcano's ``--scheduler-name``).
+    batch_scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,)
     #: The framework plugins (the in-tree ones when None).
     registry: Registry | None = None
     #: The client's rate limit (``--kube-api-qps``, ``--kube-api-burst``).
@@ -106,6 +110,17 @@ class RunOptions:
 
     def validate(self) -> None:
         """Refuse values kube-scheduler refuses, naming the flag (:class:`InputError`)."""
+        profiles = (
+            {p.scheduler_name for p in self.config.profiles} if self.config is not None else {DEFAULT_PROFILE}
+        )
+        for name in self.batch_scheduler_names:
+            if not _DNS_SUBDOMAIN.fullmatch(name) or len(name) > 253:
+                raise InputError(f"not a valid scheduler name: {name!r}", field="--batch-scheduler-name")
+            if name in profiles:
+                raise InputError(
+                    f"{name!r} is also a profile of the scheduler configuration (one scheduler per pod)",
+                    field="--batch-scheduler-name",
+                )
         if not self.qps > 0 or not math.isfinite(self.qps):
             raise InputError(f"must be a positive number, got {self.qps!r}", field="--kube-api-qps")
         if self.burst < 1:
@@ -266,6 +281,7 @@ class Runner:
             now=time.time,
             seed=opts.seed,
             feed=feed,
+            scheduler_names=opts.batch_scheduler_names,
             **extra,
         )
         self.driver = RealTimeDriver(
@@ -315,7 +331,7 @@ class Runner:
 
     def _scheduler_names(self) -> list[str]:
         names = list(self.scheduler.profiles) if self.scheduler is not None else []
-        return [*names, "volcano (batch)"]
+        return [*names, *(f"{name} (batch)" for name in self.options.batch_scheduler_names)]
 
     # -- stopping ---------------------------------------------------------------------------------
     def stop(self) -> None:
