@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 import socket
 import stat
 import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from aiohttp import web
@@ -29,7 +31,9 @@ from kubesched.remote.client import (
     error_from_status,
 )
 from kubesched.remote.config import ClientConfig, load_client_config
+from kubesched.remote.discovery import Discovery, KindInfo, NotServed
 from kubesched.remote.loop import LoopThread
+from kubesched.remote.reflector import Backoff
 from kubesched.store.base import AlreadyExists, Conflict, NotFound
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -324,3 +328,122 @@ def test_loop_thread_runs_coroutines_for_other_threads():
     assert not lt.running
     with pytest.raises(RuntimeError):
         lt.run(double(1))
+
+
+# -- discovery --------------------------------------------------------------------------------------
+def test_discovery_of_a_served_cluster(cluster, loop_thread, connect):
+    client = connect(cluster)
+    discovery = loop_thread.run(Discovery.discover(client))
+    pdb = discovery.info("PodDisruptionBudget")
+    assert (pdb.group_version, pdb.plural, pdb.namespaced) == ("policy/v1", "poddisruptionbudgets", True)
+    queue = discovery.info("Queue")
+    assert (queue.group_version, queue.namespaced) == ("scheduling.volcano.sh/v1beta1", False)
+    assert (
+        discovery.path("Queue", "ignored", "default") == "/apis/scheduling.volcano.sh/v1beta1/queues/default"
+    )
+    assert discovery.path("Pod") == "/api/v1/pods"
+    assert discovery.path("Pod", "ns1", "p", "status") == "/api/v1/namespaces/ns1/pods/p/status"
+    assert discovery.path("Lease", "kube-system", "kubesched") == (
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched"
+    )
+    assert (
+        discovery.serves("events.k8s.io/v1") and discovery.info("Event").group_version == "events.k8s.io/v1"
+    )
+    # serve has no ReplicationControllers: a warning, and nothing to follow.
+    assert not discovery.has("ReplicationController")
+    assert any("ReplicationController" in w for w in discovery.warnings)
+    with pytest.raises(NotServed):
+        discovery.path("ReplicationController")
+
+
+def test_older_versions_are_presented_as_the_preferred_one():
+    discovery = Discovery(
+        {
+            "PodDisruptionBudget": KindInfo(
+                "PodDisruptionBudget", "policy", "v1beta1", "poddisruptionbudgets", True, "policy/v1"
+            ),
+            "Event": KindInfo("Event", "", "v1", "events", True, "v1"),
+        }
+    )
+    item = {"metadata": {"name": "b"}, "spec": {"minAvailable": 1}}
+    assert discovery.convert("PodDisruptionBudget", item)["apiVersion"] == "policy/v1"
+    assert item["kind"] == "PodDisruptionBudget"
+    assert discovery.convert("Event", {"metadata": {}})["apiVersion"] == "v1"
+
+
+class _Streaming:
+    """A watch endpoint sending its events in awkward pieces: lines split across writes."""
+
+    def __init__(self, payload: bytes, piece: int) -> None:
+        self.payload = payload
+        self.piece = piece
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        for i in range(0, len(self.payload), self.piece):
+            await resp.write(self.payload[i : i + self.piece])
+            await asyncio.sleep(0)
+        await resp.write_eof()
+        return resp
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", self.handle)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_watch_lines_split_across_reads(loop_thread, connect, piece):
+    events = [
+        {
+            "type": "ADDED",
+            "object": {"metadata": {"name": f"p{i}", "resourceVersion": str(i)}, "pad": "x" * i * 50},
+        }
+        for i in range(20)
+    ]
+    payload = b"".join(orjson.dumps(e) + b"\n" for e in events[:-1]) + orjson.dumps(events[-1])
+    server = _Streaming(payload, piece)
+    loop_thread.run(server.start())
+    try:
+        client = connect(ClientConfig(server=f"http://127.0.0.1:{server.port}"))
+
+        async def collect() -> list[dict[str, Any]]:
+            return [e async for e in client.watch("/api/v1/pods", {"resourceVersion": "0"})]
+
+        assert loop_thread.run(collect()) == events
+    finally:
+        assert server.runner is not None
+        loop_thread.run(server.runner.cleanup())
+
+
+def test_backoff_grows_with_jitter_caps_and_resets():
+    now = [0.0]
+    backoff = Backoff(rng=random.Random(7), clock=lambda: now[0])
+    waits = []
+    for _ in range(8):
+        waits.append(backoff.next())
+        now[0] += 1
+    steps = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+    assert all(step <= w <= 2 * step for w, step in zip(waits, steps, strict=True))
+    assert len(set(waits)) == len(waits)  # jittered
+    now[0] += 121  # two quiet minutes: from the start again
+    assert 0.8 <= backoff.next() <= 1.6
+
+
+def test_in_cluster_without_its_files_falls_back_to_the_kubeconfig(cluster, tmp_path, monkeypatch):
+    _clear_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "1")
+    missing = str(tmp_path / "no-token")
+    with pytest.raises(InputError, match="in-cluster"):
+        load_client_config(token_file=missing, ca_file=missing)
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    config = load_client_config(token_file=missing, ca_file=missing)
+    assert config.source.startswith("kubeconfig") and config.server.endswith(str(cluster.port))

@@ -4,17 +4,33 @@ every change exactly once."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import random
+import subprocess
 import time
 from collections import Counter
+from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.remote.conftest import pod
 
-from kubesched.remote.discovery import Discovery
+from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.framework.config import default_config
+from kubesched.plugins import default_registry
+from kubesched.remote.client import ApiConnectionError, ApiError, Gone
+from kubesched.remote.config import load_client_config
+from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery, KindInfo
 from kubesched.remote.mirror import MirrorStore
-from kubesched.remote.reflector import Backoff, ReflectorSet
+from kubesched.remote.reflector import Backoff, Reflector, ReflectorSet
+from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.ports import Ports
+from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import WatchEvent
+from kubesched.store.parsers import informer_factory
 from kubesched.store.sqlite import SqliteStore
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -258,3 +274,414 @@ def test_a_slow_network_loses_no_event(make_cluster, make_proxy, loop_thread, co
         assert types == {"ADDED": 15, "MODIFIED": 9, "DELETED": 5}
     finally:
         h.stop()
+
+
+# -- a real kube-apiserver (v1.20.2, refcp) -------------------------------------------------------------
+REFCP = Path(__file__).resolve().parents[3] / "shared" / "refcp"
+REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
+needs_refcp = pytest.mark.skipif(
+    not (REF_DIR / "bin" / "kube-apiserver").exists() or not (REFCP / "start.sh").exists(),
+    reason="refcp (a real kube-apiserver) is not built here",
+)
+
+
+@pytest.fixture(scope="module")
+def refcp() -> Any:
+    started = subprocess.run(
+        ["bash", str(REFCP / "start.sh")],
+        env={**os.environ, "REF_PORTS": "auto"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if started.returncode != 0:
+        if "already running" in started.stderr:
+            pytest.skip("refcp is in use by another run")
+        pytest.fail(f"refcp did not start: {started.stderr[-2000:]}")
+    try:
+        yield REF_DIR / "kubeconfig"
+    finally:
+        subprocess.run(["bash", str(REFCP / "stop.sh"), "--wipe"], capture_output=True, timeout=60)
+
+
+def _client_certificate(cn: str, group: str) -> tuple[bytes, bytes]:
+    """A client certificate signed by refcp's CA (PEM certificate, PEM key)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca_cert = x509.load_pem_x509_certificate((REF_DIR / "pki" / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((REF_DIR / "pki" / "ca.key").read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group), x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+@needs_refcp
+def test_client_certificates_against_kube_apiserver(refcp, tmp_path, loop_thread, connect):
+    import base64
+
+    import yaml
+
+    cert, key = _client_certificate("kubesched-test", "system:masters")
+    config = yaml.safe_load(Path(refcp).read_text())
+    config["users"] = [
+        {
+            "name": "admin",
+            "user": {
+                "client-certificate-data": base64.b64encode(cert).decode(),
+                "client-key-data": base64.b64encode(key).decode(),
+            },
+        }
+    ]
+    inline = tmp_path / "inline.yaml"
+    inline.write_text(yaml.safe_dump(config))
+    listed = loop_thread.run(connect(load_client_config(str(inline))).get("/api/v1/namespaces"))
+    assert any(ns["metadata"]["name"] == "default" for ns in listed["items"])
+    # The same as files named relative to the kubeconfig.
+    (tmp_path / "me.crt").write_bytes(cert)
+    (tmp_path / "me.key").write_bytes(key)
+    config["users"] = [{"name": "admin", "user": {"client-certificate": "me.crt", "client-key": "me.key"}}]
+    by_file = tmp_path / "files.yaml"
+    by_file.write_text(yaml.safe_dump(config))
+    listed = loop_thread.run(connect(load_client_config(str(by_file))).get("/api/v1/namespaces"))
+    assert any(ns["metadata"]["name"] == "default" for ns in listed["items"])
+    # Without any credential the request is refused as anonymous.
+    config["users"] = [{"name": "admin", "user": {}}]
+    anonymous = tmp_path / "anon.yaml"
+    anonymous.write_text(yaml.safe_dump(config))
+    with pytest.raises(ApiError) as info:
+        loop_thread.run(connect(load_client_config(str(anonymous))).get("/api/v1/namespaces"))
+    assert info.value.code in (401, 403)
+
+
+def _ref_node(name: str) -> dict[str, Any]:
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": alloc,
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+@needs_refcp
+def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
+    client = connect(load_client_config(str(refcp)))
+    run = loop_thread.run
+    discovery = run(Discovery.discover(client))
+    # v1.20 serves PDBs as policy/v1beta1 only, and has no Volcano CRDs: warned, not fatal.
+    pdb = discovery.info("PodDisruptionBudget")
+    assert (pdb.group_version, pdb.preferred) == ("policy/v1beta1", "policy/v1")
+    assert not discovery.has("PodGroup") and not discovery.has("Queue")
+    notes = "\n".join(discovery.warnings)
+    assert "policy/v1beta1" in notes and "PodGroup" in notes and "Queue" in notes
+    assert discovery.info("Event").group_version == "events.k8s.io/v1"
+    assert discovery.path("Pod", "default", "p", "binding") == "/api/v1/namespaces/default/pods/p/binding"
+
+    for name in ("ref-a", "ref-b"):
+        run(client.request("POST", "/api/v1/nodes", body=_ref_node(name)))
+    for i in range(3):
+        run(client.request("POST", PODS, body=pod(f"early-{i}")))
+    run(
+        client.request(
+            "POST",
+            "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets",
+            body={
+                "metadata": {"name": "budget"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "early"}}},
+            },
+        )
+    )
+    mirror = MirrorStore()
+    reflectors = ReflectorSet(
+        client, discovery, mirror, FOLLOWED_KINDS, backoff=Backoff(initial=0.05, cap=0.2)
+    )
+    assert reflectors.skipped == ["Queue", "PodGroup"]
+    run(reflectors.start())
+    try:
+        assert reflectors.synced.wait(30)
+        for i in range(4):
+            run(client.request("POST", PODS, body=pod(f"late-{i}")))
+        run(client.request("DELETE", f"{PODS}/early-0", body={"gracePeriodSeconds": 0}))
+        run(
+            client.request(
+                "PATCH",
+                "/api/v1/nodes/ref-b",
+                body={"spec": {"unschedulable": True}},
+                content_type="application/merge-patch+json",
+            )
+        )
+
+        def server(kind_path: str) -> dict[str, str]:
+            listed = run(client.get(kind_path))
+            return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in listed["items"]}
+
+        def mirrored(kind: str, namespace: str | None = None) -> dict[str, str]:
+            return {
+                o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+                for o in mirror.list(kind)
+                if namespace is None or o["metadata"].get("namespace") == namespace
+            }
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if mirrored("Pod", "default") == server(PODS) and mirrored("Node") == server("/api/v1/nodes"):
+                break
+            time.sleep(0.05)
+        assert mirrored("Pod", "default") == server(PODS)
+        assert mirrored("Node") == server("/api/v1/nodes")
+        assert mirror.get("Node", None, "ref-b")["spec"]["unschedulable"] is True
+        budget = mirror.get("PodDisruptionBudget", "default", "budget")
+        assert budget["apiVersion"] == "policy/v1" and budget["kind"] == "PodDisruptionBudget"
+        assert PodDisruptionBudget.from_dict(budget).min_available is not None
+        assert mirror.list("Queue") == [] and mirror.list("PodGroup") == []
+    finally:
+        run(reflectors.stop(), timeout=10)
+
+
+class _BindingPorts:
+    """Binds through the API server; every other side effect is only recorded."""
+
+    def __init__(self, client, loop_thread) -> None:
+        self.client = client
+        self.loop = loop_thread
+        self.binds: list[str] = []
+        self.recorded: list[Any] = []
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self.loop.run(
+            self.client.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+        )
+        self.binds.append(name)
+
+    def evict(self, *args: Any) -> bool:
+        self.recorded.append(("evict", args))
+        return False
+
+    def set_pod_condition(self, *args: Any, **kw: Any) -> None:
+        self.recorded.append(("condition", args))
+
+    def update_pod_group_status(self, *args: Any) -> None:
+        self.recorded.append(("pg", args))
+
+    def create_pod_group(self, obj: Any) -> Any:
+        return obj
+
+    def record(self, *args: Any, **kw: Any) -> None:
+        self.recorded.append(("event", args))
+
+    def set_pod_annotations(self, *args: Any) -> None:
+        return None
+
+
+def test_the_scheduler_runs_over_the_mirror(make_cluster, loop_thread, connect):
+    cluster = make_cluster(nodes=2)
+    h = Harness(cluster, loop_thread, connect, kinds=FOLLOWED_KINDS)
+    ports_impl = _BindingPorts(h.client, loop_thread)
+    ports = Ports(ports_impl, ports_impl, ports_impl, ports_impl, ports_impl, ports_impl)
+    informers = informer_factory(h.mirror)
+    registry = default_registry()
+    scheduler = Scheduler(informers, ports, default_config(registry), registry, now=time.time, seed=0)
+    driver = RealTimeDriver(informers, scheduler, h.mirror, max_idle=0.05)
+    driver.start()
+    try:
+        for i in range(6):
+            _write(cluster, "POST", PODS, pod(f"job-{i}"))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            bound = [p for p in h.mirror.list("Pod") if p["spec"].get("nodeName")]
+            if len(bound) == 6:
+                break
+            time.sleep(0.05)
+        assert sorted(ports_impl.binds) == [f"job-{i}" for i in range(6)]
+        h.settle()
+        assert all(p["spec"]["nodeName"] in ("node-0", "node-1") for p in cluster.store.list("Pod"))
+    finally:
+        driver.stop()
+        informers.close()
+        h.stop()
+
+
+# -- the reflector's protocol, against a scripted server ------------------------------------------------
+class _Scripted:
+    """A client whose list pages and watch streams are given in order; records what was asked."""
+
+    def __init__(self, lists: list[Any], watches: list[Any]) -> None:
+        self.lists = lists
+        self.watches = watches
+        self.asked: list[tuple[str, dict[str, str]]] = []
+        self.done = asyncio.Event()
+
+    async def get(self, path: str, params: Any = None) -> Any:
+        self.asked.append(("list", dict(params or {})))
+        answer = self.lists.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    async def watch(self, path: str, params: Any) -> AsyncGenerator[dict[str, Any], None]:
+        self.asked.append(("watch", dict(params)))
+        if not self.watches:
+            self.done.set()
+            await asyncio.Event().wait()
+        answer = self.watches.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        for event in answer:
+            if isinstance(event, BaseException):
+                raise event
+            yield event
+
+
+def _obj(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv, "uid": name}}
+
+
+def _page(items: list[dict[str, Any]], rv: str, token: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": rv}
+    if token:
+        meta["continue"] = token
+    return {"kind": "ConfigMapList", "metadata": meta, "items": items}
+
+
+def test_reflector_protocol_step_by_step():
+    status_410 = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+    status_500 = {"kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd hiccup"}
+    client = _Scripted(
+        lists=[
+            _page([_obj("a", "1"), _obj("b", "2")], "5", token="t1"),
+            Gone(410, "Expired", "the continue token expired"),
+            _page([_obj("a", "1"), _obj("b", "2"), _obj("c", "3")], "10"),
+            _page([_obj("a", "12"), _obj("c", "3"), _obj("d", "11"), _obj("e", "19")], "20"),
+            _page([_obj("a", "12"), _obj("c", "3"), _obj("d", "11"), _obj("e", "19")], "21"),
+        ],
+        watches=[
+            [
+                {"type": "ADDED", "object": _obj("d", "11")},
+                {"type": "ADDED", "object": _obj("d", "11")},  # a replay: skipped
+                {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
+            ],
+            [{"type": "ERROR", "object": status_410}],
+            ApiConnectionError("connection refused"),
+            [{"type": "MODIFIED", "object": _obj("c", "20")}, ApiConnectionError("reset")],
+            [{"type": "ERROR", "object": status_500}],
+        ],
+    )
+    kinds = {"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")}
+    mirror = MirrorStore()
+    watch = mirror.watch()
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    reflector = Reflector(
+        client,  # type: ignore[arg-type]
+        Discovery(kinds),
+        "Pod",
+        mirror,
+        page_size=2,
+        rng=random.Random(3),
+        sleep=sleep,
+    )
+
+    async def scenario() -> None:
+        task = asyncio.create_task(reflector.run())
+        await asyncio.wait_for(client.done.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    asked = [(what, {k: v for k, v in p.items() if k != "timeoutSeconds"}) for what, p in client.asked]
+    watch_params = {"allowWatchBookmarks": "true"}
+    assert asked == [
+        ("list", {"limit": "2"}),
+        ("list", {"limit": "2", "continue": "t1"}),
+        ("list", {}),  # the continue token expired: one unpaged list
+        ("watch", {"resourceVersion": "10", **watch_params}),
+        ("watch", {"resourceVersion": "15", **watch_params}),  # from the bookmark
+        ("list", {"limit": "2"}),  # 410: relist
+        ("watch", {"resourceVersion": "20", **watch_params}),  # refused: back off, same version
+        ("watch", {"resourceVersion": "20", **watch_params}),
+        ("watch", {"resourceVersion": "20", **watch_params}),  # cut after an event: resumes from it
+        ("list", {"limit": "2"}),  # another error event: back off, relist
+        ("watch", {"resourceVersion": "21", **watch_params}),
+    ]
+    assert all(300 <= int(p["timeoutSeconds"]) <= 600 for what, p in client.asked if what == "watch")
+    delivered = [
+        (e.type.value, e.obj["metadata"]["name"], e.obj["metadata"]["resourceVersion"]) for e in watch.drain()
+    ]
+    assert delivered == [
+        ("ADDED", "a", "1"),
+        ("ADDED", "b", "2"),
+        ("ADDED", "c", "3"),
+        ("ADDED", "d", "11"),
+        ("DELETED", "b", "2"),
+        ("MODIFIED", "a", "12"),
+        ("ADDED", "e", "19"),
+        ("MODIFIED", "c", "20"),
+        # The relist after the error event holds c at 3 (older than the copy): kept, not delivered.
+    ]
+    assert reflector.synced.is_set()
+    assert all(o["kind"] == "Pod" and o["apiVersion"] == "v1" for o in mirror.list("Pod"))
+    # Three waits (refused, reset, error event), growing from 0.8 s with jitter.
+    assert len(slept) == 3 and 0.8 <= slept[0] <= 1.6 and 1.6 <= slept[1] <= 3.2
+    assert reflector.stats.gone == 1 and reflector.stats.bookmarks == 1 and reflector.stats.relists == 2
+
+
+def test_a_410_right_after_a_list_backs_off_instead_of_spinning():
+    status_410 = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+    client = _Scripted(
+        lists=[_page([_obj("a", "1")], "5"), _page([_obj("a", "1")], "6"), _page([_obj("a", "1")], "7")],
+        watches=[[{"type": "ERROR", "object": status_410}], [{"type": "ERROR", "object": status_410}]],
+    )
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    kinds = {"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")}
+    reflector = Reflector(client, Discovery(kinds), "Pod", MirrorStore(), sleep=sleep)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        task = asyncio.create_task(reflector.run())
+        await asyncio.wait_for(client.done.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert [what for what, _ in client.asked] == ["list", "watch", "list", "watch", "list", "watch"]
+    assert len(slept) == 2 and slept[1] >= 1.6

@@ -7,9 +7,9 @@ one ``ssl.SSLContext`` and a source of the ``Authorization`` header that may ref
 
 Which configuration is used follows client-go's ``BuildConfigFromFlags`` as kube-scheduler calls
 it: an explicit kubeconfig path wins; without one, the in-cluster service account when the process
-runs in a pod (``KUBERNETES_SERVICE_HOST``/``PORT`` set); otherwise the kubeconfig loading rules
-(``KUBECONFIG``, a list of files merged first-wins, then ``~/.kube/config``). A ``--context`` asks
-for a kubeconfig, so it skips the in-cluster step.
+runs in a pod (``KUBERNETES_SERVICE_HOST``/``PORT`` set and its files readable); otherwise the
+kubeconfig loading rules (``KUBECONFIG``, a list of files merged first-wins, then
+``~/.kube/config``). A ``--context`` asks for a kubeconfig, so it skips the in-cluster step.
 
 Credentials that change while the scheduler runs are refreshed as client-go does: a token file
 (kubeconfig ``tokenFile``, the service account's projected token) is re-read at most once a minute;
@@ -19,6 +19,7 @@ an exec plugin's token is renewed when it expires or when the server answers 401
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import ssl
 import time
@@ -98,8 +99,6 @@ class ExecCredential:
 
 
 def _expired(expiry: Any) -> bool:
-    import datetime
-
     if not isinstance(expiry, datetime.datetime):
         return False
     now = datetime.datetime.now(tz=expiry.tzinfo) if expiry.tzinfo else datetime.datetime.now()
@@ -198,10 +197,16 @@ async def load_client_config_async(
 ) -> ClientConfig:
     """Build the client configuration (see the module docstring for the order of sources);
     :class:`InputError` names what is missing or wrong."""
+    in_cluster_error: InputError | None = None
     if kubeconfig is None and context is None and _in_cluster_available():
-        return _in_cluster(token_file, ca_file)
+        try:
+            return _in_cluster(token_file, ca_file)
+        except InputError as exc:  # as client-go: fall back to the kubeconfig loading rules
+            in_cluster_error = exc
     paths, where = _kubeconfig_paths(kubeconfig)
     if not paths:
+        if in_cluster_error is not None:
+            raise in_cluster_error
         raise InputError(
             "no cluster configuration found: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, "
             f"or run in a pod ({SERVICE_HOST_ENV_NAME} is not set)"

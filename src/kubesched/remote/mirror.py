@@ -23,9 +23,13 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubesched.store.base import EventType, Obj, StoreError, Watch, WatchEvent, object_key
+
+if TYPE_CHECKING:
+    from kubesched.runtime.driver import WritesNotifier
+    from kubesched.store.base import ClusterStore
 
 Key = tuple[str, str, str]
 
@@ -222,3 +226,9 @@ class MirrorStore:
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
     ) -> None:
         raise self._refuse("record_event")
+
+
+if TYPE_CHECKING:  # the mirror is a ClusterStore for the informers and a WritesNotifier for the driver
+
+    def _conforms(mirror: MirrorStore) -> tuple[ClusterStore, WritesNotifier]:
+        return mirror, mirror

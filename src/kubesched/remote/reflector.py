@@ -148,7 +148,8 @@ class Reflector:
         self.stats = ReflectorStats()
         #: The last error that made it back off or relist (for status reports).
         self.last_error: BaseException | None = None
-        self._listed_at = -float("inf")
+        #: Whether any watch event (a bookmark included) came since the last list.
+        self._progressed = False
 
     # -- the loop -------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -162,20 +163,28 @@ class Reflector:
                 await self._watch()
             except asyncio.CancelledError:
                 raise
-            except (_Relist, Gone) as exc:
-                if isinstance(exc, Gone):
-                    self.stats.gone += 1
+            except Gone as exc:
+                self.stats.gone += 1
                 log.info("%s: %s; listing again", self.kind, exc)
                 self.last_error = exc
                 need_list = True
-                if time.monotonic() - self._listed_at < SHORT_WATCH:
-                    await self._back_off(exc)  # refused right after a list: do not spin
+                if not self._progressed:
+                    await self._back_off(exc)  # refused before anything came since the list: do not spin
+            except _Relist as exc:
+                self.last_error = exc
+                need_list = True
+                await self._back_off(exc)
             except (ApiConnectionError, TooManyRequests) as exc:
                 # Cannot reach the server (or it asks to slow down): wait, then carry on from where
                 # the mirror is (a list that failed is retried, a watch resumes from its version).
                 self.last_error = exc
                 await self._back_off(exc)
             except StoreError as exc:  # any other refusal: wait, then list again
+                self.last_error = exc
+                need_list = True
+                await self._back_off(exc)
+            except Exception as exc:  # e.g. an unreadable token file: keep trying, loudly
+                log.exception("%s: reflector failure", self.kind)
                 self.last_error = exc
                 need_list = True
                 await self._back_off(exc)
@@ -197,7 +206,7 @@ class Reflector:
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
-        self._listed_at = time.monotonic()
+        self._progressed = False
         self.synced.set()
 
     async def _list_pages(self, limit: int) -> tuple[list[dict[str, Any]], str]:
@@ -254,6 +263,7 @@ class Reflector:
                     if rv:
                         self.resource_version = rv
                     self.stats.bookmarks += 1
+                    self._progressed = True
                     continue
                 if type_ == "ERROR":
                     err = error_from_status(obj)
@@ -266,6 +276,7 @@ class Reflector:
                 convert(kind, obj)
                 mirror.apply(kind, type_, obj)
                 self.stats.events += 1
+                self._progressed = True
                 rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
                 if rv:
                     self.resource_version = rv
