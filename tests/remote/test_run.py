@@ -502,3 +502,13 @@ def test_against_kube_apiserver(refcp: RefCluster, start_runner: Callable[..., R
     runner.ports.close()  # sends what is queued
     events = call("GET", "/api/v1/namespaces/default/events")["items"]
     assert Counter(e["reason"] for e in events) == {"Scheduled": 12, "FailedScheduling": 1}
+
+
+@needs_refcp
+def test_a_kind_it_may_not_list_is_a_clear_error(refcp: RefCluster) -> None:
+    # v1.20's system:kube-scheduler role may not list Namespaces or PriorityClasses.
+    kubeconfig = refcp.root / "run" / "scheduler.kubeconfig"
+    runner = Runner(RunOptions(kubeconfig=str(kubeconfig), leader_elect=False, sync_timeout=3.0))
+    with pytest.raises(RunError, match=r"not listed within 3s; still listing: .*Namespace \(.*403 Forbidden"):
+        runner.start()
+    assert runner.loop is None  # nothing left running

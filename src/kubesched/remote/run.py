@@ -191,10 +191,11 @@ class Runner:
         self._stopped = False
 
     # -- starting ---------------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, stop: threading.Event | None = None) -> bool:
         """Connect, follow the cluster until every kind is listed, and build the schedulers (which
         start scheduling in :meth:`on_started_leading`). Raises :class:`RunError` (or the client
-        configuration's ``InputError``) when the cluster cannot be reached or listed in time."""
+        configuration's ``InputError``) when the cluster cannot be reached or listed in time.
+        False (and nothing left running) when ``stop`` is set before the listing is complete."""
         opts = self.options
         try:
             self.loop = loop = LoopThread()
@@ -208,11 +209,14 @@ class Runner:
             self.reflectors = ReflectorSet(self.client, discovery, self.mirror, FOLLOWED_KINDS)
             loop.run(self.reflectors.start())
             self.health_checks["informer-sync"] = self._synced
-            self._wait_synced()
+            if not self._wait_synced(stop):
+                self.close()
+                return False
         except BaseException:
             self.close()
             raise
         self._build()
+        return True
 
     def _discover(self) -> Discovery:
         assert self.loop is not None and self.client is not None
@@ -230,20 +234,26 @@ class Runner:
     def _synced(self) -> bool:
         return self.reflectors is not None and self.reflectors.has_synced()
 
-    def _wait_synced(self) -> None:
+    def _wait_synced(self, stop: threading.Event | None) -> bool:
+        """Wait for the first listing of every kind; False when ``stop`` was set meanwhile."""
         assert self.loop is not None and self.reflectors is not None
         timeout = self.options.sync_timeout
-        if self.loop.run(self.reflectors.wait_synced(timeout)):
-            return
-        waiting = []
-        for kind, reflector in self.reflectors.reflectors.items():
-            if not reflector.synced.is_set():
-                error = reflector.last_error
-                waiting.append(f"{kind} ({error})" if error is not None else kind)
-        raise RunError(
-            f"the cluster at {self._server()} was not listed within {timeout:g}s; "
-            f"still listing: {', '.join(waiting)}"
-        )
+        deadline = time.monotonic() + timeout
+        synced = self.reflectors.synced
+        while not synced.wait(0.1):
+            if stop is not None and stop.is_set():
+                return False
+            if time.monotonic() >= deadline:
+                waiting = []
+                for kind, reflector in self.reflectors.reflectors.items():
+                    if not reflector.synced.is_set():
+                        error = reflector.last_error
+                        waiting.append(f"{kind} ({error})" if error is not None else kind)
+                raise RunError(
+                    f"the cluster at {self._server()} was not listed within {timeout:g}s; "
+                    f"still listing: {', '.join(waiting)}"
+                )
+        return True
 
     def _build(self) -> None:
         """The schedulers, as in ``serve``, sharing one scheduler cache."""
@@ -361,7 +371,8 @@ class Runner:
     def run(self, stop: threading.Event) -> int:
         """Start; schedule (as the leader, when electing one) until ``stop`` is set or scheduling
         fails; stop. Returns the exit code: 0 when stopped, 1 when scheduling failed."""
-        self.start()
+        if not self.start(stop):
+            return 0
         code = 0
         try:
             if self.options.leader_elect:
