@@ -212,10 +212,10 @@ class Runner:
             if not self._wait_synced(stop):
                 self.close()
                 return False
+            self._build()
         except BaseException:
             self.close()
             raise
-        self._build()
         return True
 
     def _discover(self) -> Discovery:
