@@ -20,7 +20,7 @@ from rich.table import Table
 from kubesched import __version__
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
-from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, load_batch_conf
 from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
@@ -42,6 +42,8 @@ from kubesched.sim.workload import Workload, parse_duration, to_manifests
 EXIT_OK = 0
 EXIT_UNSCHEDULABLE = 1
 EXIT_BAD_INPUT = 2
+#: ``kubesched run`` could not reach or list the cluster, or scheduling stopped on an error.
+EXIT_RUN_FAILED = 1
 TRACE_FORMATS = tuple(TRACE_FORMAT_LOADERS)
 
 
@@ -660,8 +662,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse objects in missing namespaces (404, as kube-apiserver) instead of creating them",
     )
+    serve.add_argument(
+        "--no-schedulers",
+        action="store_true",
+        help="serve the API and the simulated nodes only; schedule with another scheduler (kubesched run)",
+    )
     _plugin_flag(serve)
     serve.set_defaults(func=cmd_serve)
+
+    _run_parser(sub)
 
     experiment = sub.add_parser("experiment", help="reproduce a published scheduling experiment")
     exp_sub = experiment.add_subparsers(dest="experiment", required=True)
@@ -714,9 +723,189 @@ def cmd_serve(args: argparse.Namespace) -> int:
         batch_conf=batch_conf,
         auto_create_namespaces=not args.no_auto_namespaces,
         registry=registry,
+        schedulers=not args.no_schedulers,
     )
     serve(options)
     return EXIT_OK
+
+
+def _bool_flag(text: str) -> bool:
+    """A Go-style boolean flag value (``--leader-elect=false``)."""
+    value = text.strip().lower()
+    if value in ("1", "t", "true", "yes", "on"):
+        return True
+    if value in ("0", "f", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _duration_flag(text: str) -> float:
+    """A Go duration (``15s``, ``1m30s``) or seconds; a usage error (exit 2) when malformed."""
+    try:
+        return parse_duration(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _qps_flag(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _run_parser(sub: Any) -> None:
+    run = sub.add_parser(
+        "run",
+        help="schedule the pods of a real cluster (kubeconfig, or in-cluster when run in a pod)",
+        description="Run both schedulers against a Kubernetes cluster. Flags are kube-scheduler's where "
+        "it has them. Pods are taken by spec.schedulerName: the profiles of --config (default-scheduler "
+        "unless it names others) and volcano for the batch scheduler.",
+    )
+    run.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the pod's service account)",
+    )
+    run.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    run.add_argument(
+        "--config", metavar="FILE", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)"
+    )
+    run.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch scheduler")
+    run.add_argument(
+        "--batch-scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="spec.schedulerName of the pods the batch scheduler takes, as Volcano's --scheduler-name "
+        "(repeatable; default volcano)",
+    )
+    run.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help="feature gates, as kube-scheduler takes them (e.g. OpportunisticBatching=false)",
+    )
+    _plugin_flag(run)
+    run.add_argument(
+        "--leader-elect",
+        nargs="?",
+        const=True,
+        default=True,
+        type=_bool_flag,
+        metavar="BOOL",
+        help="elect a leader among replicas before scheduling (default true)",
+    )
+    run.add_argument(
+        "--no-leader-elect", dest="leader_elect", action="store_false", help="same as --leader-elect=false"
+    )
+    run.add_argument(
+        "--leader-elect-resource-name", default="kubesched", metavar="NAME", help="the Lease's name"
+    )
+    run.add_argument(
+        "--leader-elect-resource-namespace", default="kube-system", metavar="NS", help="the Lease's namespace"
+    )
+    for flag, default, what in (
+        (
+            "--leader-elect-lease-duration",
+            "15s",
+            "how long a standby waits before taking over a silent lease",
+        ),
+        ("--leader-elect-renew-deadline", "10s", "how long the leader tries to renew before it gives up"),
+        ("--leader-elect-retry-period", "2s", "the wait between tries to acquire or renew"),
+    ):
+        run.add_argument(
+            flag, default=default, type=_duration_flag, metavar="DURATION", help=f"{what} (default {default})"
+        )
+    run.add_argument(
+        "--kube-api-qps",
+        type=_qps_flag,
+        default=50.0,
+        metavar="QPS",
+        help="requests per second to the API server (default 50)",
+    )
+    run.add_argument(
+        "--kube-api-burst",
+        type=_positive,
+        default=100,
+        metavar="N",
+        help="requests allowed in a burst (default 100)",
+    )
+    run.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        metavar="IP",
+        help="address of the health and metrics endpoint (default 0.0.0.0)",
+    )
+    run.add_argument(
+        "--secure-port",
+        "--port",
+        dest="port",
+        type=_int_flag(0, 65535),
+        default=10259,
+        metavar="PORT",
+        help="port of the health and metrics endpoint, plain HTTP; 0 for none (default 10259)",
+    )
+    run.add_argument(
+        "-v",
+        "--v",
+        dest="log_level",
+        type=_int_flag(0, 10),
+        default=None,
+        metavar="N",
+        help="log level: 0-3 info, 4 and more debug (default 0)",
+    )
+    run.add_argument("--seed", type=_seed, default=None, help="seed for random tie-breaks (default: random)")
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from kubesched.remote.run import RunError, Runner, RunOptions
+
+    level = logging.DEBUG if (args.log_level or 0) >= 4 or args.verbose >= 2 else logging.INFO
+    logging.getLogger().setLevel(level)
+    registry = _registry(args)
+    gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
+    config = load_config(args.config, registry) if args.config else None
+    options = RunOptions(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        config=_gated(config, gates, registry),
+        batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
+        batch_scheduler_names=tuple(args.batch_scheduler_name or (BATCH_SCHEDULER_NAME,)),
+        registry=registry,
+        qps=args.kube_api_qps,
+        burst=args.kube_api_burst,
+        leader_elect=args.leader_elect,
+        lease_name=args.leader_elect_resource_name,
+        lease_namespace=args.leader_elect_resource_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        bind_address=args.bind_address,
+        port=args.port,
+        seed=args.seed,
+    )
+    options.validate()
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        logging.getLogger(__name__).info("received %s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return Runner(options).run(stop)
+    except RunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -249,6 +249,10 @@ class JobCache:
                 assumed = st is not None and st.assumed and not st.binding_finished
                 if pod.node_name and st is None and not pod.terminated:
                     continue  # not seen by the cache yet
+                if not pod.node_name and st is None and not pod.terminated and pod.uid not in self.pending:
+                    # Unassigned, and another scheduler's to place (Volcano's informer filter drops
+                    # such pods): not a task until it is placed.
+                    continue
                 if not pod.node_name and any(name not in table.resource_col for name in pod.requests):
                     # A member of another scheduler asking for a resource no node has: nothing
                     # here can place it, and the session's space has no axis for that resource.

@@ -1,0 +1,542 @@
+"""The side-effect ports over a real API server.
+
+Both schedulers call these synchronously, from the driver's thread (or a binding worker's); each
+call is a coroutine run on the client's event loop (:class:`~kubesched.remote.loop.LoopThread`) and
+waited for, except events, which are queued and sent in the background so that scheduling never
+waits on them.
+
+What each port writes, as kube-scheduler and Volcano write it:
+
+- bind: ``POST pods/{name}/binding`` (a ``v1`` Binding to the Node, with the pod's uid as a
+  precondition so that a pod deleted and recreated under the same name is not bound). The server
+  refuses with Conflict or NotFound; those propagate as the store's exceptions and the scheduler
+  forgets the assumed pod and requeues it. Nothing is retried here.
+- pod conditions: a strategic merge patch of ``pods/{name}/status`` (upstream ``PatchPodStatus``),
+  skipped when the condition and nomination are already as wanted; ``lastTransitionTime`` moves only
+  when the condition's status changes.
+- evictions: the ``DisruptionTarget`` condition first (as upstream preemption), then the Eviction
+  API (``policy/v1``, or ``policy/v1beta1`` on servers without it). A disruption budget that
+  blocks it (429) or a pod already gone leaves the pod where it is and returns False.
+- events: ``events.k8s.io/v1`` Events, or core ``v1`` Events on servers without that group.
+- PodGroups (``scheduling.volcano.sh/v1beta1``): status by a JSON merge patch of the status
+  subresource (of the object where the CRD has none); create, taking an existing one as it is.
+- pod annotations: a JSON merge patch of the pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
+
+from kubesched.runtime.ports import DISRUPTION_TARGET, Ports
+from kubesched.store.base import AlreadyExists, Conflict, NotFound, Obj, StoreError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+VOLCANO = "scheduling.volcano.sh/v1beta1"
+#: Volcano's ``PodGroupStatus`` fields.
+POD_GROUP_STATUS_FIELDS = frozenset({"phase", "conditions", "running", "succeeded", "failed"})
+#: events.k8s.io/v1 refuses a note longer than this (upstream ``maxNoteLength``).
+MAX_NOTE = 1024
+
+
+class Api(Protocol):
+    """What the ports need of :class:`kubesched.remote.client.ApiClient`."""
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any: ...
+
+
+class Loop(Protocol):
+    """What the ports need of :class:`kubesched.remote.loop.LoopThread`."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApiFeatures:
+    """Which versions of the APIs the ports write the server serves (from discovery)."""
+
+    #: The group/version of the Eviction subresource: ``policy/v1`` or ``policy/v1beta1``.
+    eviction: str = "policy/v1"
+    #: Whether ``events.k8s.io/v1`` is served (otherwise core ``v1`` Events are written).
+    events_v1: bool = True
+    #: Whether PodGroups have a status subresource.
+    pod_group_status: bool = True
+
+
+class RemoteError(StoreError):
+    """A write the server did not answer (connection lost, timed out)."""
+
+
+def _code(exc: BaseException) -> int | None:
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, int) else None
+
+
+def _pod_path(namespace: str, name: str, sub: str | None = None) -> str:
+    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
+
+
+def _pod_group_path(namespace: str, name: str | None = None, sub: str | None = None) -> str:
+    path = f"/apis/{VOLCANO}/namespaces/{quote(namespace, safe='')}/podgroups"
+    if name is not None:
+        path += f"/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
+
+
+def _time(t: datetime.datetime) -> str:
+    """metav1.Time: seconds, UTC."""
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_time(t: datetime.datetime) -> str:
+    """metav1.MicroTime: microseconds, UTC."""
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class RemotePorts:
+    """Every port of :mod:`kubesched.runtime.ports`, written to an API server.
+
+    ``current`` looks an object up in the scheduler's own view of the cluster (the mirror store): a
+    condition write compares with it, as upstream compares with its informer's copy of the pod.
+    """
+
+    def __init__(
+        self,
+        client: Api,
+        loop: Loop,
+        *,
+        features: ApiFeatures | None = None,
+        current: Callable[[str, str | None, str], Obj | None] | None = None,
+        events_client: Api | None = None,
+        identity: str | None = None,
+        timeout: float = 60.0,
+        event_queue: int = 1000,
+        event_workers: int = 4,
+        now: Callable[[], datetime.datetime] = _utcnow,
+    ) -> None:
+        self.client = client
+        self.loop = loop
+        self.features = features or ApiFeatures()
+        self.current = current
+        self.timeout = timeout
+        self.now = now
+        #: Where events come from (upstream ``reportingInstance`` is the controller and this).
+        self.identity = identity or socket.gethostname()
+        self.events = EventSink(events_client or client, loop, capacity=event_queue, workers=event_workers)
+        self._pod_group_status = self.features.pod_group_status
+
+    def _run(self, coro: Coroutine[Any, Any, T], what: str) -> T:
+        """Run a request on the loop and wait for it. The client raises ``StoreError``s (refusals
+        and lost connections alike); a request that outlives ``timeout`` becomes one too."""
+        try:
+            return self.loop.run(coro, self.timeout)
+        except TimeoutError as exc:
+            raise RemoteError(f"{what}: no answer within {self.timeout:g}s") from exc
+
+    # -- Binder ----------------------------------------------------------------------------------
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        meta: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self._run(
+            self.client.request("POST", _pod_path(namespace, name, "binding"), body=body),
+            f"binding pod {namespace}/{name} to node {node_name}",
+        )
+
+    # -- PodStatusWriter -------------------------------------------------------------------------
+    def set_pod_condition(
+        self,
+        namespace: str,
+        name: str,
+        condition: Mapping[str, Any],
+        nominated_node: str | None = None,
+    ) -> Obj | None:
+        try:
+            return self._patch_condition(namespace, name, condition, nominated_node)
+        except NotFound:
+            return None
+        except StoreError as exc:
+            # Upstream logs a failed status write and goes on: the pod is requeued regardless.
+            kind = condition.get("type")
+            log.warning("updating the %s condition of pod %s/%s: %s", kind, namespace, name, exc)
+            return None
+
+    def _patch_condition(
+        self,
+        namespace: str,
+        name: str,
+        condition: Mapping[str, Any],
+        nominated_node: str | None,
+    ) -> Obj | None:
+        """Upstream ``updatePod``: nothing is written when the condition (status, reason, message)
+        and the nomination already are as wanted."""
+        pod = self.current("Pod", namespace, name) if self.current is not None else None
+        status = (pod.get("status") or {}) if pod is not None else {}
+        old = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == condition.get("type")), None
+        )
+        new = {k: v for k, v in condition.items() if v is not None}
+        if (
+            old is not None
+            and old.get("status") == new.get("status")
+            and "lastTransitionTime" not in new
+            and old.get("lastTransitionTime")
+        ):
+            new["lastTransitionTime"] = old["lastTransitionTime"]
+        new.setdefault("lastTransitionTime", _time(self.now()))
+        nominate = nominated_node is not None and (status.get("nominatedNodeName") or "") != nominated_node
+        keys = ("status", "reason", "message", "lastTransitionTime")
+        unchanged = old is not None and all(old.get(k) == new.get(k) for k in keys)
+        if pod is not None and unchanged and not nominate:
+            return pod
+        patch_status: dict[str, Any] = {"conditions": [new]}
+        if nominated_node is not None and (pod is None or nominate):
+            patch_status["nominatedNodeName"] = nominated_node or None
+        result = self._run(
+            self.client.request(
+                "PATCH",
+                _pod_path(namespace, name, "status"),
+                body={"status": patch_status},
+                content_type=STRATEGIC_MERGE,
+            ),
+            f"patching the status of pod {namespace}/{name}",
+        )
+        return result if isinstance(result, Mapping) else None
+
+    # -- Evictor ---------------------------------------------------------------------------------
+    def evict(self, namespace: str, name: str, reason: str, message: str) -> bool:
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message}
+        try:
+            marked = self._patch_condition(namespace, name, condition, None)
+        except NotFound:
+            return False
+        except StoreError as exc:
+            log.warning("evicting pod %s/%s: marking it a disruption target: %s", namespace, name, exc)
+            return False
+        if marked is None:
+            return False
+        group_version = self.features.eviction
+        meta: dict[str, Any] = {"name": name, "namespace": namespace}
+        body: dict[str, Any] = {"apiVersion": group_version, "kind": "Eviction", "metadata": meta}
+        uid = (marked.get("metadata") or {}).get("uid")
+        if uid:
+            # The pod marked above, not one recreated under its name since.
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        try:
+            self._run(
+                self.client.request("POST", _pod_path(namespace, name, "eviction"), body=body),
+                f"evicting pod {namespace}/{name}",
+            )
+        except NotFound:
+            return False
+        except StoreError as exc:
+            if _code(exc) == 429:
+                log.info("evicting pod %s/%s: refused: %s", namespace, name, exc)
+                self._unmark(namespace, name, str(exc))
+            elif isinstance(exc, Conflict):
+                log.info("evicting pod %s/%s: the pod was replaced: %s", namespace, name, exc)
+            else:
+                log.warning("evicting pod %s/%s: %s", namespace, name, exc)
+            return False
+        return True
+
+    def _unmark(self, namespace: str, name: str, why: str) -> None:
+        """The eviction was refused: the pod stays, and is no disruption target any more (what
+        upstream's disruption controller does to such a condition after a while)."""
+        condition = {
+            "type": DISRUPTION_TARGET,
+            "status": "False",
+            "reason": "EvictionRefused",
+            "message": _note(why),
+        }
+        self.set_pod_condition(namespace, name, condition)
+
+    # -- PodGroupStatusWriter --------------------------------------------------------------------
+    def update_pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj | None:
+        patch_status: dict[str, Any] = dict(status)
+        # A merge patch keeps what it does not name: what the new status leaves out is removed.
+        held = self.current("PodGroup", namespace, name) if self.current is not None else None
+        fields = set(POD_GROUP_STATUS_FIELDS)
+        if held is not None:
+            fields |= (held.get("status") or {}).keys()
+        for key in fields:
+            patch_status.setdefault(key, None)
+        body = {"status": patch_status}
+        what = f"updating the status of PodGroup {namespace}/{name}"
+        try:
+            if self._pod_group_status:
+                try:
+                    return self._patch_pod_group(namespace, name, "status", body, what)
+                except NotFound:
+                    # Gone, or a CRD without the status subresource: the object tells which.
+                    updated = self._patch_pod_group(namespace, name, None, body, what)
+                    self._pod_group_status = False
+                    log.info("PodGroups have no status subresource: patching the objects' status")
+                    return updated
+            return self._patch_pod_group(namespace, name, None, body, what)
+        except NotFound:
+            return None
+
+    def _patch_pod_group(
+        self, namespace: str, name: str, sub: str | None, body: Any, what: str
+    ) -> Obj | None:
+        result = self._run(
+            self.client.request(
+                "PATCH", _pod_group_path(namespace, name, sub), body=body, content_type=MERGE_PATCH
+            ),
+            what,
+        )
+        return result if isinstance(result, Mapping) else None
+
+    def create_pod_group(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        name = str(meta.get("name"))
+        body = {**obj, "apiVersion": VOLCANO, "kind": "PodGroup"}
+        try:
+            created = self._run(
+                self.client.request("POST", _pod_group_path(namespace), body=body),
+                f"creating PodGroup {namespace}/{name}",
+            )
+        except AlreadyExists:
+            created = self._run(
+                self.client.request("GET", _pod_group_path(namespace, name)),
+                f"reading PodGroup {namespace}/{name}",
+            )
+        if not isinstance(created, Mapping):
+            raise RemoteError(f"creating PodGroup {namespace}/{name}: the server answered no object")
+        return created
+
+    # -- PodAnnotationWriter ---------------------------------------------------------------------
+    def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
+        try:
+            result = self._run(
+                self.client.request(
+                    "PATCH",
+                    _pod_path(namespace, name),
+                    body={"metadata": {"annotations": dict(annotations)}},
+                    content_type=MERGE_PATCH,
+                ),
+                f"annotating pod {namespace}/{name}",
+            )
+        except NotFound:
+            return None
+        return result if isinstance(result, Mapping) else None
+
+    # -- EventRecorder ---------------------------------------------------------------------------
+    def record(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        """Queue the event and return at once (dropped, and counted, when the queue is full)."""
+        if self.features.events_v1:
+            path, event = self.event_v1(regarding, event_type, reason, action, note, reporter)
+        else:
+            path, event = self.core_event(regarding, event_type, reason, action, note, reporter)
+        self.events.send(path, event)
+
+    def event_v1(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> tuple[str, dict[str, Any]]:
+        """An ``events.k8s.io/v1`` Event as upstream's event recorder makes it. An event about a
+        cluster-scoped object goes in ``kube-system``: every server version accepts that (upstream's
+        recorder uses ``default``, which servers before v1.22 refuse for these events)."""
+        ref, namespace = _reference(regarding, "kube-system")
+        now = self.now()
+        event = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": _event_name(ref["name"]), "namespace": namespace},
+            "eventTime": _micro_time(now),
+            "reportingController": reporter,
+            "reportingInstance": f"{reporter}-{self.identity}"[:128],
+            "action": action,
+            "reason": reason,
+            "regarding": ref,
+            "note": _note(note),
+            "type": event_type,
+        }
+        return f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events", event
+
+    def core_event(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> tuple[str, dict[str, Any]]:
+        """The same event as a core ``v1`` Event (servers without ``events.k8s.io/v1``)."""
+        ref, namespace = _reference(regarding, "default")
+        now = self.now()
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": _event_name(ref["name"]), "namespace": namespace},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": _note(note),
+            "source": {"component": reporter, "host": self.identity},
+            "firstTimestamp": _time(now),
+            "lastTimestamp": _time(now),
+            "count": 1,
+            "type": event_type,
+            "action": action,
+            "reportingComponent": reporter,
+            "reportingInstance": f"{reporter}-{self.identity}"[:128],
+        }
+        return f"/api/v1/namespaces/{quote(namespace, safe='')}/events", event
+
+    # -- all of them -----------------------------------------------------------------------------
+    def ports(self) -> Ports:
+        return Ports(self, self, self, self, self, self)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Send the events still queued (for at most ``timeout`` seconds), then stop sending."""
+        self.events.close(timeout)
+
+
+def _reference(regarding: Obj, cluster_scoped_in: str) -> tuple[dict[str, Any], str]:
+    """The object reference an event is about, and the namespace the event goes in: the object's,
+    or ``cluster_scoped_in`` for a cluster-scoped object."""
+    meta = regarding.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    kind = str(regarding.get("kind") or "")
+    api_version = regarding.get("apiVersion")
+    if not api_version:
+        api_version = VOLCANO if kind in ("PodGroup", "Queue") else "v1"
+    ref: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "name": str(meta.get("name") or "")}
+    if namespace:
+        ref["namespace"] = namespace
+    for src, dst in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
+        if meta.get(src):
+            ref[dst] = meta[src]
+    return ref, namespace or cluster_scoped_in
+
+
+def _event_name(name: str) -> str:
+    """Upstream: the object's name and the time in nanoseconds, in hex."""
+    return f"{name}.{time.time_ns():x}"
+
+
+def _note(text: str) -> str:
+    """Upstream ``truncateMessage``: a note longer than the API allows ends in " ..."."""
+    if len(text) <= MAX_NOTE:
+        return text
+    return text[: MAX_NOTE - 4] + " ..."
+
+
+class EventSink:
+    """Events sent in the background by a few workers on the client's loop, from a bounded queue:
+    recording one never waits on the server. When the queue is full the event is dropped, counted
+    in :attr:`dropped` and logged (the first, then every hundredth)."""
+
+    def __init__(self, client: Api, loop: Loop, *, capacity: int = 1000, workers: int = 4) -> None:
+        self.client = client
+        self.loop = loop
+        self.capacity = capacity
+        self.sent = 0
+        self.failed = 0
+        self.dropped = 0
+        self._lock = threading.Lock()
+        self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._nworkers = workers
+        self._closed = False
+
+    def send(self, path: str, event: dict[str, Any]) -> None:
+        if self._closed:
+            return
+        try:
+            self.loop.loop.call_soon_threadsafe(self._put, path, event)
+        except RuntimeError:
+            self._drop("the client's event loop is closed")
+
+    def _put(self, path: str, event: dict[str, Any]) -> None:
+        """On the loop: start the workers on first use; queue the event or drop it."""
+        if self._queue is None:
+            self._queue = asyncio.Queue(self.capacity)
+            self._workers = [asyncio.create_task(self._work()) for _ in range(self._nworkers)]
+        try:
+            self._queue.put_nowait((path, event))
+        except asyncio.QueueFull:
+            self._drop(f"{self.capacity} events are waiting to be sent")
+
+    def _drop(self, why: str) -> None:
+        with self._lock:
+            self.dropped += 1
+            dropped = self.dropped
+        if dropped == 1 or dropped % 100 == 0:
+            log.warning("dropping an event (%d dropped so far): %s", dropped, why)
+
+    async def _work(self) -> None:
+        queue = self._queue
+        assert queue is not None
+        while True:
+            path, event = await queue.get()
+            try:
+                await self.client.request("POST", path, body=event)
+                self.sent += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # Upstream drops an event the server refuses: it is not worth a retry loop.
+                self.failed += 1
+                meta = event.get("metadata") or {}
+                log.info("event %s/%s not recorded: %s", meta.get("namespace"), meta.get("name"), exc)
+            finally:
+                queue.task_done()
+
+    async def _drain(self, timeout: float) -> None:
+        queue = self._queue
+        if queue is not None:
+            try:
+                await asyncio.wait_for(queue.join(), timeout)
+            except TimeoutError:
+                log.warning("%d event(s) not sent before stopping", queue.qsize())
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize() if self._queue is not None else 0
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Send what is queued (for at most ``timeout`` seconds), then stop the workers."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.loop.run(self._drain(timeout), timeout + 5.0)
+        except (RuntimeError, TimeoutError) as exc:
+            log.warning("stopping the event workers: %s", exc)
