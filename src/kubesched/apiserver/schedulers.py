@@ -13,10 +13,12 @@ import time
 
 from kubesched.batch.conf import BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
+from kubesched.cache.feed import CacheFeed
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
 from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
+from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.scheduler import Scheduler
@@ -27,28 +29,6 @@ log = logging.getLogger(__name__)
 
 #: Binds in flight at once: a binding extender's round trip does not hold up the next pods.
 BINDING_WORKERS = 16
-
-
-class _BatchSessions:
-    """The batch scheduler as the driver runs it; the warnings of each session are logged, not
-    kept (a long-running server would otherwise collect them without end)."""
-
-    def __init__(self, batch: BatchScheduler) -> None:
-        self.batch = batch
-
-    @property
-    def wants_session(self) -> bool:
-        return self.batch.wants_session
-
-    @property
-    def schedule_period(self) -> float:
-        return self.batch.schedule_period
-
-    def run_session(self) -> None:
-        self.batch.run_session()
-        for warning in self.batch.warnings:
-            log.warning("batch scheduler: %s", warning)
-        self.batch.warnings = []
 
 
 class ServedSchedulers:
@@ -64,6 +44,8 @@ class ServedSchedulers:
         registry = registry or default_registry()
         self.informers = informer_factory(store)
         ports = StorePorts(store).ports()
+        # One scheduler cache for both schedulers: each sees what the other placed at once.
+        feed = CacheFeed(self.informers)
         self.scheduler = Scheduler(
             self.informers,
             ports,
@@ -71,6 +53,7 @@ class ServedSchedulers:
             registry,
             now=time.time,
             seed=None,
+            feed=feed,
             binding_workers=BINDING_WORKERS,
         )
         self.batch = BatchScheduler(
@@ -79,6 +62,7 @@ class ServedSchedulers:
             batch_conf or default_batch_conf(),
             now=time.time,
             seed=None,
+            feed=feed,
             bind_workers=BINDING_WORKERS,
         )
         #: Both schedulers' metrics (served at ``/metrics``).
@@ -86,7 +70,7 @@ class ServedSchedulers:
         self.metrics.attach(self.scheduler)
         self.metrics.attach_batch(self.batch)
         self.driver = RealTimeDriver(
-            self.informers, self.scheduler, store, batch=_BatchSessions(self.batch), max_idle=max_idle
+            self.informers, self.scheduler, store, batch=LoggedBatchSessions(self.batch), max_idle=max_idle
         )
 
     def start(self) -> None:

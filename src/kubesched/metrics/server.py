@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
@@ -69,10 +70,12 @@ def health_app(
     *,
     ready_checks: Mapping[str, Check] | None = None,
 ) -> web.Application:
-    """``checks`` answer every health endpoint; ``ready_checks`` only ``/readyz``."""
-    live = with_ping(checks)
+    """``checks`` answer every health endpoint; ``ready_checks`` only ``/readyz``. Both are read on
+    each request, so checks their owner adds later are served too (upstream's ``ping`` first)."""
+    ping = with_ping({})
+    live: Mapping[str, Check] = ChainMap(checks, ping)  # type: ignore[arg-type]
     by_endpoint = {name: live for name in ENDPOINTS}
-    by_endpoint["readyz"] = {**live, **(ready_checks or {})}
+    by_endpoint["readyz"] = ChainMap(ready_checks or {}, checks, ping)  # type: ignore[arg-type]
 
     async def metrics_handler(_request: web.Request) -> web.Response:
         if metrics is None:

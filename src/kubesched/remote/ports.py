@@ -84,6 +84,8 @@ class ApiFeatures:
     events_v1: bool = True
     #: Whether PodGroups have a status subresource.
     pod_group_status: bool = True
+    #: Whether Volcano's Queues are served (their status is written only then).
+    queues: bool = True
 
 
 class RemoteError(StoreError):
@@ -104,6 +106,11 @@ def _pod_group_path(namespace: str, name: str | None = None, sub: str | None = N
     path = f"/apis/{VOLCANO}/namespaces/{quote(namespace, safe='')}/podgroups"
     if name is not None:
         path += f"/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
+
+
+def _queue_path(name: str, sub: str | None = None) -> str:
+    path = f"/apis/{VOLCANO}/queues/{quote(name, safe='')}"
     return f"{path}/{sub}" if sub else path
 
 
@@ -341,6 +348,28 @@ class RemotePorts:
             raise RemoteError(f"creating PodGroup {namespace}/{name}: the server answered no object")
         return created
 
+    # -- QueueStatusWriter -----------------------------------------------------------------------
+    def update_queue_status(self, name: str, status: Mapping[str, Any]) -> Obj | None:
+        """A JSON merge patch of the Queue's status subresource (the fields not named are the
+        queue controller's and stay as they are); the object where the CRD has no subresource."""
+        body = {"status": dict(status)}
+        what = f"updating the status of Queue {name}"
+        try:
+            try:
+                result = self._run(
+                    self.client.request(
+                        "PATCH", _queue_path(name, "status"), body=body, content_type=MERGE_PATCH
+                    ),
+                    what,
+                )
+            except NotFound:
+                result = self._run(
+                    self.client.request("PATCH", _queue_path(name), body=body, content_type=MERGE_PATCH), what
+                )
+        except NotFound:
+            return None
+        return result if isinstance(result, Mapping) else None
+
     # -- PodAnnotationWriter ---------------------------------------------------------------------
     def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
         try:
@@ -417,7 +446,7 @@ class RemotePorts:
 
     # -- all of them -----------------------------------------------------------------------------
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self)
+        return Ports(self, self, self, self, self, self, self if self.features.queues else None)
 
     def close(self, timeout: float = 5.0) -> None:
         """Send the events still queued (for at most ``timeout`` seconds), then stop sending."""

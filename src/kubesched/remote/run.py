@@ -11,14 +11,20 @@ Pods are taken by ``spec.schedulerName``: a profile of the KubeSchedulerConfigur
 (``default-scheduler`` unless the configuration names others, so that kubesched can run beside the
 cluster's own scheduler under a profile of its own) or the batch scheduler's ``volcano``.
 
-Leader election and the health/metrics endpoint plug in from outside: scheduling starts only in
+Several replicas elect a leader on a ``coordination.k8s.io/v1`` Lease
+(:mod:`kubesched.runtime.leader_election`): scheduling starts only in
 :meth:`Runner.on_started_leading` and stops in :meth:`Runner.on_stopped_leading` (called directly
-when leader election is off), and :attr:`Runner.health_checks` names the checks behind ``/healthz``
-and ``/readyz``.
+when leader election is off). A replica that loses its Lease stops scheduling at once and exits
+with code 1, as kube-scheduler does. ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` are
+served over plain HTTP on ``--bind-address``/``--secure-port`` from the start (``/readyz`` fails
+until the first listing is complete); :attr:`Runner.health_checks` names their checks.
+
+Binding cycles run on binding workers, so the next pods are scheduled while binds are on their way
+(upstream: a goroutine per binding cycle; the client's rate limit bounds them as upstream's).
 
 Stopping (SIGTERM) goes in the order that loses nothing: no new pod is taken (the driver stops
-after its current step, so a bind under way finishes), queued events are sent, then the reflectors
-stop and the client closes.
+after its current step and the binds in flight finish), the Lease is released so a standby takes
+over at once, queued events are sent, then the reflectors stop and the client closes.
 """
 
 from __future__ import annotations
@@ -31,26 +37,30 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.apiserver.schedulers import _BatchSessions
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.cache.feed import CacheFeed
 from kubesched.errors import InputError, KubeschedError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
+from kubesched.metrics.registry import SchedulerMetrics
+from kubesched.metrics.server import HealthServer, start_health_server
 from kubesched.plugins import default_registry
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import load_client_config_async
 from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
+from kubesched.remote.lease import Election, RemoteLeaseAPI
 from kubesched.remote.loop import LoopThread
 from kubesched.remote.mirror import MirrorStore
 from kubesched.remote.ports import ApiFeatures, RemotePorts
 from kubesched.remote.reflector import ReflectorSet
+from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.leader_election import LeaderCallbacks, LeaderElectionConfig
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import StoreError
 from kubesched.store.informers import InformerFactory
@@ -107,6 +117,8 @@ class RunOptions:
     schedule_period: float | None = None
     #: The driver's longest idle wait.
     max_idle: float = 0.1
+    #: Binds in flight at once (framework binding cycles and a batch session's binds).
+    binding_workers: int = 16
 
     def validate(self) -> None:
         """Refuse values kube-scheduler refuses, naming the flag (:class:`InputError`)."""
@@ -186,6 +198,10 @@ class Runner:
         self.scheduler: Scheduler | None = None
         self.batch: BatchScheduler | None = None
         self.driver: RealTimeDriver | None = None
+        self.metrics = SchedulerMetrics()
+        self.health_server: HealthServer | None = None
+        self.election: Election | None = None
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._leading = False
         self._stopped = False
@@ -198,6 +214,7 @@ class Runner:
         False (and nothing left running) when ``stop`` is set before the listing is complete."""
         opts = self.options
         try:
+            self._serve_health()
             self.loop = loop = LoopThread()
             config = loop.run(load_client_config_async(opts.kubeconfig, opts.context))
             self.client = loop.run(ApiClient.connect(config, qps=opts.qps, burst=opts.burst))
@@ -280,6 +297,7 @@ class Runner:
             now=time.time,
             seed=opts.seed,
             feed=feed,
+            binding_workers=opts.binding_workers,
         )
         extra: dict[str, Any] = {}
         if opts.schedule_period is not None:
@@ -292,16 +310,43 @@ class Runner:
             seed=opts.seed,
             feed=feed,
             scheduler_names=opts.batch_scheduler_names,
+            bind_workers=opts.binding_workers,
             **extra,
         )
+        self.metrics.attach(self.scheduler)
+        self.metrics.attach_batch(self.batch)
         self.driver = RealTimeDriver(
             informers,
             self.scheduler,
             self.mirror,
-            batch=_BatchSessions(self.batch),
+            batch=LoggedBatchSessions(self.batch),
             max_idle=opts.max_idle,
         )
         self.health_checks["scheduler"] = self._scheduler_healthy
+
+    def _serve_health(self) -> None:
+        """/metrics and the health endpoints, from before the first listing (liveness holds while
+        the cluster is listed; readiness waits for it)."""
+        opts = self.options
+        if opts.port == 0 or self.health_server is not None:
+            return
+        try:
+            self.health_server = start_health_server(
+                opts.bind_address,
+                opts.port,
+                self.metrics,
+                self.health_checks,
+                ready_checks={"shutdown": lambda: not self._stopping.is_set()},
+            )
+        except OSError as exc:
+            raise RunError(
+                f"cannot serve health and metrics on {opts.bind_address}:{opts.port}: {exc}"
+            ) from exc
+        log.info(
+            "serving /metrics, /healthz and /readyz on http://%s:%d",
+            opts.bind_address,
+            self.health_server.port,
+        )
 
     def _scheduler_healthy(self) -> bool:
         """Healthy unless scheduling stopped on an error while leading."""
@@ -345,8 +390,15 @@ class Runner:
 
     # -- stopping ---------------------------------------------------------------------------------
     def stop(self) -> None:
-        """Stop scheduling, send the queued events, stop following the cluster, close the client."""
+        """Stop scheduling (the binds in flight finish), release the Lease, send the queued events,
+        stop following the cluster, close the client."""
+        self._stopping.set()
         self.on_stopped_leading()
+        for pool_owner in (self.scheduler, self.batch):
+            if pool_owner is not None:
+                pool_owner.close()
+        if self.election is not None:
+            self.election.stop()
         if self.ports is not None:
             self.ports.close(timeout=5.0)
         self.close()
@@ -366,6 +418,9 @@ class Runner:
         finally:
             loop.stop()
             self.loop = None
+            if self.health_server is not None:
+                self.health_server.stop()
+                self.health_server = None
 
     # -- one call for the command line ------------------------------------------------------------
     def run(self, stop: threading.Event) -> int:
@@ -384,6 +439,12 @@ class Runner:
                     log.error("the scheduling loop stopped")
                     code = 1
                     break
+                if self.election is not None and self.election.done:
+                    # Lost the Lease (or could not renew it in time): scheduling has stopped; a
+                    # fresh process campaigns again, as kube-scheduler's restart does.
+                    log.error("leader election lost")
+                    code = 1
+                    break
         finally:
             self.stop()
         return code
@@ -392,13 +453,45 @@ class Runner:
         """Start leader election: it calls :meth:`on_started_leading` once this replica holds the
         Lease ``options.lease_namespace/options.lease_name`` and :meth:`on_stopped_leading` when it
         loses it."""
-        raise RunError(
-            "leader election is not available in this build: run a single replica with --leader-elect=false"
+        opts = self.options
+        assert self.loop is not None and self.client is not None
+        config = LeaderElectionConfig(
+            opts.identity,
+            opts.lease_name,
+            opts.lease_namespace,
+            opts.lease_duration,
+            opts.renew_deadline,
+            opts.retry_period,
+            release_on_cancel=True,
+            callbacks=LeaderCallbacks(
+                on_started_leading=self.on_started_leading,
+                on_stopped_leading=self.on_stopped_leading,
+                on_new_leader=self._on_new_leader,
+                on_leader_event=self._on_leader_event,
+            ),
         )
+        config.validate()
+        self.election = Election(self.loop, RemoteLeaseAPI(self.client), config)
+        self.health_checks["leaderElection"] = self.election.healthy
+        log.info(
+            "campaigning for the Lease %s/%s as %s", opts.lease_namespace, opts.lease_name, opts.identity
+        )
+        self.election.start()
+
+    def _on_new_leader(self, identity: str) -> None:
+        if identity and identity != self.options.identity:
+            log.info("the leader is %s", identity)
+
+    def _on_leader_event(self, lease: Mapping[str, Any] | None, message: str) -> None:
+        """client-go's lock records a ``LeaderElection`` event about the Lease."""
+        if lease is None or self.ports is None:
+            return
+        regarding = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", **lease}
+        self.ports.record(regarding, "Normal", "LeaderElection", "LeaderElection", message, "kubesched")
 
 
 def features(discovery: Discovery) -> ApiFeatures:
     """What the ports may use on this server."""
     eviction = "policy/v1" if discovery.serves("policy/v1") else "policy/v1beta1"
     events_v1 = discovery.serves("events.k8s.io/v1")
-    return ApiFeatures(eviction=eviction, events_v1=events_v1)
+    return ApiFeatures(eviction=eviction, events_v1=events_v1, queues=discovery.has("Queue"))
