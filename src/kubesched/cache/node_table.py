@@ -42,6 +42,10 @@ CPU_COL, MEMORY_COL, EPHEMERAL_COL, PODS_COL = range(4)
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
+#: Above this, a value ceiling grown by additions is recomputed from the columns
+#: (:meth:`NodeTable.value_ceiling`); below it, every guard it serves is skipped anyway.
+_RECHECK_ABOVE = INT64_MAX // 1024
+
 
 @dataclass(slots=True)
 class LabelColumn:
@@ -107,6 +111,11 @@ class NodeTable:
         self._touched: list[int | IntArray] | None = None
         #: The fork the last :meth:`what_if` block used, kept for the next one.
         self._spare: NodeTable | None = None
+        #: A bound on the magnitude of every value in ``allocatable``, ``requested`` and
+        #: ``nonzero_requested`` (see :meth:`value_ceiling`); ``_ceiling_exact``: it is their
+        #: actual largest magnitude, not a bound grown by additions since.
+        self._ceiling = 0
+        self._ceiling_exact = True
 
     # -- shape -----------------------------------------------------------------------------------
     @property
@@ -270,6 +279,28 @@ class NodeTable:
             own.add(key)
         return mask
 
+    # -- value range -----------------------------------------------------------------------------
+    def value_ceiling(self) -> int:
+        """An upper bound of ``abs(v)`` over every allocatable, requested and non-zero requested
+        value, kept up to date by every write: arithmetic that stays within int64 for this bound
+        (the scorers' sums and ``x * 100``) can skip its overflow guards.
+
+        Row writes keep the running maximum; pod additions grow the bound by what they add, and
+        once that bound reaches the range where it matters it is recomputed from the columns."""
+        if not self._ceiling_exact and self._ceiling > _RECHECK_ABOVE:
+            top = 0
+            for a in (self.allocatable, self.requested, self.nonzero_requested):
+                if a.size:
+                    top = max(top, int(a.max()), -int(a.min()))
+            self._ceiling = top
+            self._ceiling_exact = True
+        return self._ceiling
+
+    def _raise_ceiling(self, value: int) -> None:
+        """A value of magnitude ``value`` was written (not added) somewhere in the columns."""
+        if value > self._ceiling:
+            self._ceiling = value
+
     # -- accounting ------------------------------------------------------------------------------
     def add_pod(self, slot: int, pod: PodUsage) -> None:
         """Count a pod on a row: its requests, one pod, its non-zero cpu/memory, its host ports."""
@@ -283,16 +314,23 @@ class NodeTable:
     def _account(self, slot: int, pod: PodUsage, sign: int) -> None:
         req = self.requested
         col_of = self.resource_col
+        # Each changed value moves by at most the largest amount added or taken away.
+        grow = 1
         for name, value in pod.requests.items():
             col = col_of.get(name)
             if col is None:
                 col = self.column(name)
                 req = self.requested
             req[slot, col] += sign * value
+            if value > grow:
+                grow = value
         req[slot, PODS_COL] += sign
         nonzero = self.nonzero_requested
-        nonzero[slot, 0] += sign * pod.nonzero_cpu
-        nonzero[slot, 1] += sign * pod.nonzero_memory
+        cpu, memory = pod.nonzero_cpu, pod.nonzero_memory
+        nonzero[slot, 0] += sign * cpu
+        nonzero[slot, 1] += sign * memory
+        self._ceiling += max(grow, cpu, memory)
+        self._ceiling_exact = False
         self._changed(slot)
         if pod.host_ports:
             on = sign > 0
@@ -305,19 +343,28 @@ class NodeTable:
         cpu/memory to the rows of ``slots`` (distinct): pods that bind no host port."""
         self.requested[slots] += requests
         self.nonzero_requested[slots] += nonzero
+        if len(slots):
+            self._ceiling += max(int(np.abs(requests).max(initial=0)), int(np.abs(nonzero).max(initial=0)))
+            self._ceiling_exact = False
         self._changed(slots)
 
     def set_usage(self, slot: int, info: NodeInfo) -> None:
         """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
         req = self.requested[slot]
         req[:] = 0
+        top = len(info.pods)
         for name, value in info.requested.items():
             col = self.column(name)
             req = self.requested[slot]
-            req[col] = min(value, INT64_MAX)  # sums of bound pods saturate
+            value = min(value, INT64_MAX)  # sums of bound pods saturate
+            req[col] = value
+            if abs(value) > top:
+                top = abs(value)
         self.requested[slot, PODS_COL] = len(info.pods)
-        self.nonzero_requested[slot, 0] = min(info.nonzero_cpu, INT64_MAX)
-        self.nonzero_requested[slot, 1] = min(info.nonzero_memory, INT64_MAX)
+        cpu, memory = min(info.nonzero_cpu, INT64_MAX), min(info.nonzero_memory, INT64_MAX)
+        self.nonzero_requested[slot, 0] = cpu
+        self.nonzero_requested[slot, 1] = memory
+        self._raise_ceiling(max(top, abs(cpu), abs(memory)))
         self._changed(slot)
         if info.used_ports or self._ports_of[slot]:
             self._write_ports(slot, frozenset(info.used_ports))
@@ -380,10 +427,14 @@ class NodeTable:
         self.valid[slot] = True
         alloc = self.allocatable[slot]
         alloc[:] = 0
+        top = 0
         for name, value in node.allocatable.items():
             col = self.column(name)
             alloc = self.allocatable[slot]
             alloc[col] = value
+            if abs(value) > top:
+                top = abs(value)
+        self._raise_ceiling(top)
         self.set_usage(slot, info)
         self.unschedulable[slot] = node.unschedulable
         self.taint_sig[slot] = self.signature_id(node.taints)
@@ -443,6 +494,7 @@ class NodeTable:
             del self.slot_of[name]
         self.names[slot] = ""
         self.valid[slot] = False
+        self._ceiling_exact = False  # the largest values may have left with the node
         self.allocatable[slot] = 0
         self.requested[slot] = 0
         self.nonzero_requested[slot] = 0

@@ -140,6 +140,7 @@ class NodeResourcesBalancedAllocation:
         req_rows = np.take(table.requested, slots, axis=0)
         requested: list[IntArray] = []
         allocatable: list[IntArray] = []
+        ceiling = table.value_ceiling()
         for res, want in zip(self.resources, pod_requests, strict=True):
             if want == 0 and res.scalar:
                 continue  # an extended resource the pod does not ask for is not scored
@@ -150,7 +151,7 @@ class NodeResourcesBalancedAllocation:
                 if col is None:
                     continue  # allocatable 0 on every node: not scored
             allocatable.append(alloc_rows[:, col])
-            requested.append(saturating_add(req_rows[:, col], want))
+            requested.append(saturating_add(req_rows[:, col], want, ceiling))
         if not allocatable:
             return np.full(len(slots), MAX_NODE_SCORE, dtype=np.int64)
         return balanced_score(requested, allocatable)
