@@ -2,9 +2,11 @@
 
 Rows are node *slots*; a slot keeps its number for the node's lifetime and is reused after the node
 is gone. Resource columns are fixed for cpu (milli), memory (bytes), ephemeral-storage (bytes) and
-pods (count); extended resources get columns as they appear. Labels are dictionary-encoded per key
-(-1 = label absent) and taint lists are interned: nodes share a *taint signature* id, so a
-toleration check costs one Python evaluation per distinct taint list, then one gather.
+pods (count); extended resources get columns as they appear. The resource matrices are stored
+column-major, so each resource's column over all nodes is contiguous (what every plugin reads).
+Labels are dictionary-encoded per key (-1 = label absent) and taint lists are interned: nodes share
+a *taint signature* id, so a toleration check costs one Python evaluation per distinct taint list,
+then one gather.
 
 Host ports in use get one boolean column per ``(ip, protocol, port)`` and one per ``(protocol, port)``
 (used with any IP), so a NodePorts check costs a few mask operations per wanted port. Images get one
@@ -76,9 +78,11 @@ class NodeTable:
         self.names: list[str] = [""] * capacity
         self.slot_of: dict[str, int] = {}
         self.valid = np.zeros(capacity, dtype=np.bool_)
-        self.allocatable = np.zeros((capacity, r), dtype=np.int64)
-        self.requested = np.zeros((capacity, r), dtype=np.int64)
-        self.nonzero_requested = np.zeros((capacity, 2), dtype=np.int64)
+        # Column-major: every plugin reads whole resource columns, and NumPy's loops over a
+        # contiguous column take a fraction of the work of a strided one.
+        self.allocatable = np.zeros((capacity, r), dtype=np.int64, order="F")
+        self.requested = np.zeros((capacity, r), dtype=np.int64, order="F")
+        self.nonzero_requested = np.zeros((capacity, 2), dtype=np.int64, order="F")
         self.unschedulable = np.zeros(capacity, dtype=np.bool_)
         self.taint_sig = np.zeros(capacity, dtype=np.int32)
         self.signatures: list[tuple[Taint, ...]] = [()]
@@ -144,9 +148,11 @@ class NodeTable:
         """
         width = self.allocatable.shape[1]
         if self.is_fork:
-            pad = np.zeros((self.capacity, 1), dtype=np.int64)
-            self.allocatable = np.hstack([self.allocatable, pad])
-            self.requested = np.hstack([self.requested, pad])
+            for attr in ("allocatable", "requested"):
+                narrow: IntArray = getattr(self, attr)
+                wider = np.zeros((narrow.shape[0], width + 1), dtype=np.int64, order="F")
+                wider[:, :width] = narrow
+                setattr(self, attr, wider)
             return
         bufs: dict[str, IntArray] = self.__dict__.setdefault("_column_buffers", {})
         for attr in ("allocatable", "requested"):
@@ -154,7 +160,7 @@ class NodeTable:
             buf = bufs.get(attr)
             fits = buf is not None and buf.shape[1] > width and buf.shape[0] == current.shape[0]
             if buf is None or not fits or current.base is not buf:
-                buf = np.zeros((current.shape[0], max(2 * width, width + 8)), dtype=np.int64)
+                buf = np.zeros((current.shape[0], max(2 * width, width + 8)), dtype=np.int64, order="F")
                 buf[:, :width] = current
                 bufs[attr] = buf
             assert buf is not None
@@ -174,7 +180,7 @@ class NodeTable:
         A fork lives for one cycle or session: what it shares still follows its base, so the base
         must not be rewritten (a snapshot refresh) while the fork is in use."""
         # Every user of a fork changes usage at once, and readers may hold these arrays: copy now.
-        t = self._fork_with(self.requested.copy(), self.nonzero_requested.copy())
+        t = self._fork_with(self.requested.copy(order="F"), self.nonzero_requested.copy(order="F"))
         for name in resources:
             t.column(name)
         return t
@@ -374,7 +380,9 @@ class NodeTable:
         extra = new_cap - self.capacity
 
         def grow(a: NDArray[np.generic]) -> NDArray[np.generic]:
-            return np.concatenate([a, np.zeros((extra, *a.shape[1:]), dtype=a.dtype)])
+            out = np.zeros((new_cap, *a.shape[1:]), dtype=a.dtype, order="F")  # columns stay contiguous
+            out[: len(a)] = a
+            return out
 
         self.valid = grow(self.valid)  # type: ignore[assignment]
         self.allocatable = grow(self.allocatable)  # type: ignore[assignment]

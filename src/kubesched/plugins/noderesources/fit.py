@@ -246,20 +246,21 @@ class NodeResourcesFit:
         weight_sum = np.zeros(len(slots), dtype=np.int64)
         ceiling = table.value_ceiling()
         for (resource, weight), want in zip(self.score_resources, requests, strict=True):
+            # Gathers from whole (contiguous) columns.
             if resource == CPU:
-                alloc = table.allocatable[slots, CPU_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 0], want, ceiling)
+                alloc = table.allocatable[:, CPU_COL].take(slots)
+                requested = saturating_add(table.nonzero_requested[:, 0].take(slots), want, ceiling)
             elif resource == MEMORY:
-                alloc = table.allocatable[slots, MEMORY_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 1], want, ceiling)
+                alloc = table.allocatable[:, MEMORY_COL].take(slots)
+                requested = saturating_add(table.nonzero_requested[:, 1].take(slots), want, ceiling)
             else:
                 scalar = resource != EPHEMERAL_STORAGE
                 if (want == 0 and (scalar or is_hugepages(resource))) or resource not in table.resource_col:
                     # Upstream skips an extended resource the pod does not ask for.
                     continue
                 col = table.resource_col[resource]
-                alloc = table.allocatable[slots, col]
-                requested = saturating_add(table.requested[slots, col], want, ceiling)
+                alloc = table.allocatable[:, col].take(slots)
+                requested = saturating_add(table.requested[:, col].take(slots), want, ceiling)
             present = alloc != 0
             score = self._scorer(requested, alloc, ceiling)
             if self._ratio is not None:
