@@ -59,19 +59,24 @@ def insufficient_reason(resource: str) -> str:
 
 # The scorers take an optional ``ceiling``: a bound of ``abs(allocatable)`` and of ``-requested``
 # (the node table's value ceiling when requested is a column plus a non-negative request). With it
-# they skip the overflow guards where the bound shows none is needed; the scores are the same.
+# they skip the overflow guards where the bound shows none is needed; ``nonzero`` says that no
+# allocatable is 0 (no guard against dividing by it). The scores are the same either way.
 
 
-def least_allocated(requested: IntArray, allocatable: IntArray, ceiling: int | None = None) -> IntArray:
+def least_allocated(
+    requested: IntArray, allocatable: IntArray, ceiling: int | None = None, nonzero: bool = False
+) -> IntArray:
     """((allocatable - requested) * 100) / allocatable, 0 when over-full (integer, like upstream)."""
-    safe = np.where(allocatable == 0, 1, allocatable)
+    safe = allocatable if nonzero else np.where(allocatable == 0, 1, allocatable)
     free = np.maximum(allocatable - requested, 0)
     return scaled_quotient(free, safe, MAX_NODE_SCORE, None if ceiling is None else 2 * ceiling)
 
 
-def most_allocated(requested: IntArray, allocatable: IntArray, ceiling: int | None = None) -> IntArray:
+def most_allocated(
+    requested: IntArray, allocatable: IntArray, ceiling: int | None = None, nonzero: bool = False
+) -> IntArray:
     """requested * 100 / allocatable, requested capped at allocatable (non-zero defaults may exceed it)."""
-    safe = np.where(allocatable == 0, 1, allocatable)
+    safe = allocatable if nonzero else np.where(allocatable == 0, 1, allocatable)
     return scaled_quotient(np.minimum(requested, allocatable), safe, MAX_NODE_SCORE, ceiling)
 
 
@@ -242,9 +247,13 @@ class NodeResourcesFit:
         requests: list[int] | None = state.get(PRE_SCORE_KEY)
         if requests is None:
             requests = self.score_requests(pod)
-        total = np.zeros(len(slots), dtype=np.int64)
-        weight_sum = np.zeros(len(slots), dtype=np.int64)
+        n = len(slots)
+        total: IntArray | None = None
+        # The weight sum is one number while every scored resource is present on every node (the
+        # usual case), else per node.
+        weight_sum: int | IntArray = 0
         ceiling = table.value_ceiling()
+        ratio = self._ratio
         for (resource, weight), want in zip(self.score_resources, requests, strict=True):
             # Gathers from whole (contiguous) columns.
             if resource == CPU:
@@ -261,12 +270,23 @@ class NodeResourcesFit:
                 col = table.resource_col[resource]
                 alloc = table.allocatable[:, col].take(slots)
                 requested = saturating_add(table.requested[:, col].take(slots), want, ceiling)
+            everywhere = bool(alloc.all())
+            score = self._scorer(requested, alloc, ceiling, everywhere)
+            if ratio is None and everywhere:
+                part = score if weight == 1 else score * weight
+                total = part if total is None else total + part
+                weight_sum = weight_sum + weight
+                continue
             present = alloc != 0
-            score = self._scorer(requested, alloc, ceiling)
-            if self._ratio is not None:
-                present &= self._ratio.counts(score)
-            total += np.where(present, score * weight, 0)
-            weight_sum += np.where(present, weight, 0)
-        if self._ratio is not None:
-            return self._ratio.combine(total, weight_sum)
+            if ratio is not None:
+                present &= ratio.counts(score)
+            part = np.where(present, score * weight, 0)
+            total = part if total is None else total + part
+            weight_sum = weight_sum + np.where(present, weight, 0)
+        if total is None:
+            total = np.zeros(n, dtype=np.int64)
+        if ratio is not None:
+            return ratio.combine(total, np.broadcast_to(np.asarray(weight_sum, dtype=np.int64), (n,)))
+        if isinstance(weight_sum, int):
+            return total // weight_sum if weight_sum else np.zeros(n, dtype=np.int64)
         return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))
