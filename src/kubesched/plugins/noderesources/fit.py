@@ -197,8 +197,9 @@ class NodeResourcesFit:
         alloc = table.allocatable
         used = table.requested
         failures: list[NodeFailure] = []
-        too_many = used[:, PODS_COL] + 1 > alloc[:, PODS_COL]
-        failing = too_many.copy()
+        # used + 1 > allocatable, for pod counts (never near int64's end)
+        too_many = used[:, PODS_COL] >= alloc[:, PODS_COL]
+        failing = too_many  # replaced, never written: the failure below keeps too_many
         if too_many.any():
             failures.append(NodeFailure(TOO_MANY_PODS, too_many, unresolvable=False))
         for col, reason in req.checked:
@@ -213,7 +214,7 @@ class NodeResourcesFit:
                 short[:] = True
             if not short.any():
                 continue
-            failing |= short
+            failing = failing | short
             never = short if beyond else short & (want > a)
             if never.any():
                 failures.append(NodeFailure(reason, never, unresolvable=True))
