@@ -27,8 +27,10 @@ def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
     if (old.get("spec") or {}).get("containers") is not spec.get("containers"):
         return None
     old_meta, meta = old.get("metadata") or {}, obj.get("metadata") or {}
-    if old_meta.get("labels") != meta.get("labels") or old_meta.get("annotations") != meta.get("annotations"):
-        return None
+    for field in ("labels", "annotations"):
+        before, after = old_meta.get(field), meta.get(field)
+        if before is not after and before != after:  # writes keep the very same mapping
+            return None
     pod = Pod(*_pod_fields(previous))
     pod.node_name = str(spec.get("nodeName") or "")
     pod.raw = obj
