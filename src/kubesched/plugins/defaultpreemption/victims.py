@@ -182,17 +182,13 @@ class NodePodColumns:
             self._reshape(table.capacity, max(widest, 2 * self._width), table.num_resources)
         for s in stale:
             info = infos[names[s]]
-            # by_importance, keeping the keys: one start-time lookup per pod.
-            unsorted = list(info.pods.values())
-            keys = [importance_key(p) for p in unsorted]
-            order = sorted(range(len(unsorted)), key=keys.__getitem__)
-            pods = [unsorted[i] for i in order]
+            pods = by_importance(list(info.pods.values()))
             n = len(pods)
             self.pods[s] = pods
             self.generation[s] = info.generation
             self.count[s] = n
             self.priority[s, :n] = [p.priority for p in pods]
-            self.start[s, :n] = [keys[i][1] for i in order]
+            self.start[s, :n] = [start_time(p) for p in pods]
             self.start[s, n:] = NOT_STARTED
             row = self.requests[s]
             row[n:] = 0
