@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.api.objects import Pod, PriorityClass
+from kubesched.api.objects import Node, Pod, PriorityClass
+from kubesched.cache.node_info import NodeInfo
+from kubesched.cache.node_table import NodeTable
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.errors import InputError
 from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
@@ -206,3 +208,89 @@ def test_huge_priority_in_manifest_is_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert code == EXIT_BAD_INPUT
     assert "Pod high: field spec.priority: must be in the range" in err
     assert "Traceback" not in err
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, INT64_MAX), min_size=1, max_size=8),
+    st.lists(st.integers(1, INT64_MAX), min_size=1, max_size=8),
+    st.integers(0, 2**40),
+)
+def test_scores_with_a_value_ceiling_equal_those_without(
+    requested: list[int], allocatable: list[int], want: int
+) -> None:
+    n = min(len(requested), len(allocatable))
+    req = np.array(requested[:n], dtype=np.int64)
+    alloc = np.array(allocatable[:n], dtype=np.int64)
+    ceiling = max(max(requested[:n]), max(allocatable[:n]))
+    summed = saturating_add(req, want, ceiling)
+    assert summed.tolist() == saturating_add(req, want).tolist()
+    assert least_allocated(summed, alloc, ceiling).tolist() == least_allocated(summed, alloc).tolist()
+    assert most_allocated(summed, alloc, ceiling).tolist() == most_allocated(summed, alloc).tolist()
+
+
+def _table_node(name: str, memory: int) -> Node:
+    return Node.from_dict(
+        {
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "8", "memory": str(memory), "pods": "110"}},
+        }
+    )
+
+
+def _table_pod(i: int, memory: int) -> Pod:
+    return Pod.from_dict(
+        {
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": str(memory)}}}]},
+        }
+    )
+
+
+def _largest(table: NodeTable) -> int:
+    arrays = (table.allocatable, table.requested, table.nonzero_requested)
+    return max(max(int(a.max()), -int(a.min())) for a in arrays)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["write", "clear", "add", "remove", "usage"]),
+            st.integers(0, 3),
+            st.sampled_from([1, 2**30, 2**55, 2**61, INT64_MAX // 4]),
+        ),
+        max_size=30,
+    )
+)
+def test_node_table_value_ceiling_bounds_every_value(ops: list[tuple[str, int, int]]) -> None:
+    """Whatever is written, added or taken away, the table's value ceiling is never below a value
+    in its columns (the scorers skip their overflow guards on its word)."""
+    table = NodeTable(capacity=4)
+    fork = table.fork()
+    added: list[tuple[int, Pod]] = []
+    for i, (op, slot, amount) in enumerate(ops):
+        if op == "write":
+            info = NodeInfo(_table_node(f"n{slot}", amount))
+            info.add_pod(_table_pod(i, amount // 2))
+            table.write(slot, info)
+            fork = table.fork()
+            added = []
+        elif op == "clear":
+            table.clear(slot)
+            fork = table.fork()
+            added = []
+        elif op == "add":
+            p = _table_pod(i, amount)
+            fork.add_pod(slot, p)
+            added.append((slot, p))
+        elif op == "remove" and added:
+            s, p = added.pop()
+            fork.remove_pod(s, p)
+        elif op == "usage":
+            vector = fork.pod_vector({"memory": amount})
+            fork.add_usage(np.array([slot]), vector[None, :], np.array([[0, amount]], dtype=np.int64))
+        assert table.value_ceiling() >= _largest(table)
+        assert fork.value_ceiling() >= _largest(fork)

@@ -223,3 +223,21 @@ def test_a_reused_fork_after_the_base_grew_is_a_fresh_fork() -> None:
         assert second.requested is not first.requested
         assert second.requested.shape == base.requested.shape
         assert np.array_equal(second.requested, base.requested)
+
+
+def test_resource_columns_stay_contiguous_as_tables_grow_and_fork() -> None:
+    """Plugins read whole resource columns: the matrices stay column-major through row growth,
+    new resource columns and forks (a row-major copy would give the same numbers, several times
+    slower to read a column of)."""
+    cache = SchedulerCache()
+    for i in range(100):  # past the initial capacity: the rows grow
+        cache.add_node(node(f"n{i}"))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    base = snap.table
+    base.column("b.example/new")
+    fork = base.fork(["c.example/fork-only"])
+    refork = base.refork(base.refork(None))
+    for table in (base, fork, refork):
+        for matrix in (table.allocatable, table.requested, table.nonzero_requested):
+            assert matrix[:, 0].flags.c_contiguous

@@ -2,9 +2,11 @@
 
 Rows are node *slots*; a slot keeps its number for the node's lifetime and is reused after the node
 is gone. Resource columns are fixed for cpu (milli), memory (bytes), ephemeral-storage (bytes) and
-pods (count); extended resources get columns as they appear. Labels are dictionary-encoded per key
-(-1 = label absent) and taint lists are interned: nodes share a *taint signature* id, so a
-toleration check costs one Python evaluation per distinct taint list, then one gather.
+pods (count); extended resources get columns as they appear. The resource matrices are stored
+column-major, so each resource's column over all nodes is contiguous (what every plugin reads).
+Labels are dictionary-encoded per key (-1 = label absent) and taint lists are interned: nodes share
+a *taint signature* id, so a toleration check costs one Python evaluation per distinct taint list,
+then one gather.
 
 Host ports in use get one boolean column per ``(ip, protocol, port)`` and one per ``(protocol, port)``
 (used with any IP), so a NodePorts check costs a few mask operations per wanted port. Images get one
@@ -42,6 +44,10 @@ CPU_COL, MEMORY_COL, EPHEMERAL_COL, PODS_COL = range(4)
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
+#: Above this, a value ceiling grown by additions is recomputed from the columns
+#: (:meth:`NodeTable.value_ceiling`); below it, every guard it serves is skipped anyway.
+_RECHECK_ABOVE = INT64_MAX // 1024
+
 
 @dataclass(slots=True)
 class LabelColumn:
@@ -72,9 +78,11 @@ class NodeTable:
         self.names: list[str] = [""] * capacity
         self.slot_of: dict[str, int] = {}
         self.valid = np.zeros(capacity, dtype=np.bool_)
-        self.allocatable = np.zeros((capacity, r), dtype=np.int64)
-        self.requested = np.zeros((capacity, r), dtype=np.int64)
-        self.nonzero_requested = np.zeros((capacity, 2), dtype=np.int64)
+        # Column-major: every plugin reads whole resource columns, and NumPy's loops over a
+        # contiguous column take a fraction of the work of a strided one.
+        self.allocatable = np.zeros((capacity, r), dtype=np.int64, order="F")
+        self.requested = np.zeros((capacity, r), dtype=np.int64, order="F")
+        self.nonzero_requested = np.zeros((capacity, 2), dtype=np.int64, order="F")
         self.unschedulable = np.zeros(capacity, dtype=np.bool_)
         self.taint_sig = np.zeros(capacity, dtype=np.int32)
         self.signatures: list[tuple[Taint, ...]] = [()]
@@ -107,6 +115,11 @@ class NodeTable:
         self._touched: list[int | IntArray] | None = None
         #: The fork the last :meth:`what_if` block used, kept for the next one.
         self._spare: NodeTable | None = None
+        #: A bound on the magnitude of every value in ``allocatable``, ``requested`` and
+        #: ``nonzero_requested`` (see :meth:`value_ceiling`); ``_ceiling_exact``: it is their
+        #: actual largest magnitude, not a bound grown by additions since.
+        self._ceiling = 0
+        self._ceiling_exact = True
 
     # -- shape -----------------------------------------------------------------------------------
     @property
@@ -135,9 +148,11 @@ class NodeTable:
         """
         width = self.allocatable.shape[1]
         if self.is_fork:
-            pad = np.zeros((self.capacity, 1), dtype=np.int64)
-            self.allocatable = np.hstack([self.allocatable, pad])
-            self.requested = np.hstack([self.requested, pad])
+            for attr in ("allocatable", "requested"):
+                narrow: IntArray = getattr(self, attr)
+                wider = np.zeros((narrow.shape[0], width + 1), dtype=np.int64, order="F")
+                wider[:, :width] = narrow
+                setattr(self, attr, wider)
             return
         bufs: dict[str, IntArray] = self.__dict__.setdefault("_column_buffers", {})
         for attr in ("allocatable", "requested"):
@@ -145,7 +160,7 @@ class NodeTable:
             buf = bufs.get(attr)
             fits = buf is not None and buf.shape[1] > width and buf.shape[0] == current.shape[0]
             if buf is None or not fits or current.base is not buf:
-                buf = np.zeros((current.shape[0], max(2 * width, width + 8)), dtype=np.int64)
+                buf = np.zeros((current.shape[0], max(2 * width, width + 8)), dtype=np.int64, order="F")
                 buf[:, :width] = current
                 bufs[attr] = buf
             assert buf is not None
@@ -165,7 +180,7 @@ class NodeTable:
         A fork lives for one cycle or session: what it shares still follows its base, so the base
         must not be rewritten (a snapshot refresh) while the fork is in use."""
         # Every user of a fork changes usage at once, and readers may hold these arrays: copy now.
-        t = self._fork_with(self.requested.copy(), self.nonzero_requested.copy())
+        t = self._fork_with(self.requested.copy(order="F"), self.nonzero_requested.copy(order="F"))
         for name in resources:
             t.column(name)
         return t
@@ -270,6 +285,28 @@ class NodeTable:
             own.add(key)
         return mask
 
+    # -- value range -----------------------------------------------------------------------------
+    def value_ceiling(self) -> int:
+        """An upper bound of ``abs(v)`` over every allocatable, requested and non-zero requested
+        value, kept up to date by every write: arithmetic that stays within int64 for this bound
+        (the scorers' sums and ``x * 100``) can skip its overflow guards.
+
+        Row writes keep the running maximum; pod additions grow the bound by what they add, and
+        once that bound reaches the range where it matters it is recomputed from the columns."""
+        if not self._ceiling_exact and self._ceiling > _RECHECK_ABOVE:
+            top = 0
+            for a in (self.allocatable, self.requested, self.nonzero_requested):
+                if a.size:
+                    top = max(top, int(a.max()), -int(a.min()))
+            self._ceiling = top
+            self._ceiling_exact = True
+        return self._ceiling
+
+    def _raise_ceiling(self, value: int) -> None:
+        """A value of magnitude ``value`` was written (not added) somewhere in the columns."""
+        if value > self._ceiling:
+            self._ceiling = value
+
     # -- accounting ------------------------------------------------------------------------------
     def add_pod(self, slot: int, pod: PodUsage) -> None:
         """Count a pod on a row: its requests, one pod, its non-zero cpu/memory, its host ports."""
@@ -283,16 +320,23 @@ class NodeTable:
     def _account(self, slot: int, pod: PodUsage, sign: int) -> None:
         req = self.requested
         col_of = self.resource_col
+        # Each changed value moves by at most the largest amount added or taken away.
+        grow = 1
         for name, value in pod.requests.items():
             col = col_of.get(name)
             if col is None:
                 col = self.column(name)
                 req = self.requested
             req[slot, col] += sign * value
+            if value > grow:
+                grow = value
         req[slot, PODS_COL] += sign
         nonzero = self.nonzero_requested
-        nonzero[slot, 0] += sign * pod.nonzero_cpu
-        nonzero[slot, 1] += sign * pod.nonzero_memory
+        cpu, memory = pod.nonzero_cpu, pod.nonzero_memory
+        nonzero[slot, 0] += sign * cpu
+        nonzero[slot, 1] += sign * memory
+        self._ceiling += max(grow, cpu, memory)
+        self._ceiling_exact = False
         self._changed(slot)
         if pod.host_ports:
             on = sign > 0
@@ -305,19 +349,28 @@ class NodeTable:
         cpu/memory to the rows of ``slots`` (distinct): pods that bind no host port."""
         self.requested[slots] += requests
         self.nonzero_requested[slots] += nonzero
+        if len(slots):
+            self._ceiling += max(int(np.abs(requests).max(initial=0)), int(np.abs(nonzero).max(initial=0)))
+            self._ceiling_exact = False
         self._changed(slots)
 
     def set_usage(self, slot: int, info: NodeInfo) -> None:
         """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
         req = self.requested[slot]
         req[:] = 0
+        top = len(info.pods)
         for name, value in info.requested.items():
             col = self.column(name)
             req = self.requested[slot]
-            req[col] = min(value, INT64_MAX)  # sums of bound pods saturate
+            value = min(value, INT64_MAX)  # sums of bound pods saturate
+            req[col] = value
+            if abs(value) > top:
+                top = abs(value)
         self.requested[slot, PODS_COL] = len(info.pods)
-        self.nonzero_requested[slot, 0] = min(info.nonzero_cpu, INT64_MAX)
-        self.nonzero_requested[slot, 1] = min(info.nonzero_memory, INT64_MAX)
+        cpu, memory = min(info.nonzero_cpu, INT64_MAX), min(info.nonzero_memory, INT64_MAX)
+        self.nonzero_requested[slot, 0] = cpu
+        self.nonzero_requested[slot, 1] = memory
+        self._raise_ceiling(max(top, abs(cpu), abs(memory)))
         self._changed(slot)
         if info.used_ports or self._ports_of[slot]:
             self._write_ports(slot, frozenset(info.used_ports))
@@ -327,7 +380,9 @@ class NodeTable:
         extra = new_cap - self.capacity
 
         def grow(a: NDArray[np.generic]) -> NDArray[np.generic]:
-            return np.concatenate([a, np.zeros((extra, *a.shape[1:]), dtype=a.dtype)])
+            out = np.zeros((new_cap, *a.shape[1:]), dtype=a.dtype, order="F")  # columns stay contiguous
+            out[: len(a)] = a
+            return out
 
         self.valid = grow(self.valid)  # type: ignore[assignment]
         self.allocatable = grow(self.allocatable)  # type: ignore[assignment]
@@ -380,10 +435,14 @@ class NodeTable:
         self.valid[slot] = True
         alloc = self.allocatable[slot]
         alloc[:] = 0
+        top = 0
         for name, value in node.allocatable.items():
             col = self.column(name)
             alloc = self.allocatable[slot]
             alloc[col] = value
+            if abs(value) > top:
+                top = abs(value)
+        self._raise_ceiling(top)
         self.set_usage(slot, info)
         self.unschedulable[slot] = node.unschedulable
         self.taint_sig[slot] = self.signature_id(node.taints)
@@ -443,6 +502,7 @@ class NodeTable:
             del self.slot_of[name]
         self.names[slot] = ""
         self.valid[slot] = False
+        self._ceiling_exact = False  # the largest values may have left with the node
         self.allocatable[slot] = 0
         self.requested[slot] = 0
         self.nonzero_requested[slot] = 0

@@ -19,7 +19,15 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kubesched.store.base import ClusterStore, EventType, Obj, Watch, WatchEvent, object_key
+from kubesched.store.base import (
+    CLUSTER_SCOPED_KINDS,
+    ClusterStore,
+    EventType,
+    Obj,
+    Watch,
+    WatchEvent,
+    object_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +71,7 @@ class Informer(Generic[V]):
 
     def __init__(self, kind: str, parse: Parser) -> None:
         self.kind = kind
+        self._cluster_scoped = kind in CLUSTER_SCOPED_KINDS
         self._parse = parse
         self._raw: dict[Key, Obj] = {}
         self._views: dict[Key, V] = {}
@@ -141,32 +150,46 @@ class Informer(Generic[V]):
             return None
         return view
 
-    def _index(self, key: Key, view: V | None, add: bool) -> None:
+    def _index(self, key: Key, view: V | None) -> None:
+        """File ``view`` under ``key`` (None: the key leaves the lister)."""
         ns = key[1]
-        if add and view is not None:
+        if view is not None:
             self._views[key] = view
-            self._by_namespace.setdefault(ns, {})[key] = view
+            bucket = self._by_namespace.get(ns)
+            if bucket is None:
+                bucket = self._by_namespace[ns] = {}
+            bucket[key] = view
         else:
             self._views.pop(key, None)
             bucket = self._by_namespace.get(ns)
             if bucket is not None:
                 bucket.pop(key, None)
         for name in self._indexers:
-            self._file(name, key, view if add else None)
+            self._file(name, key, view)
 
     def apply(self, event: WatchEvent) -> None:
-        meta = event.obj.get("metadata") or {}
-        key = object_key(self.kind, meta.get("namespace"), str(meta.get("name")))
+        # Every event of every kind passes here: the key is built inline (object_key's rule).
+        obj = event.obj
+        meta = obj.get("metadata") or {}
+        kind = self.kind
+        ns = "" if self._cluster_scoped else (meta.get("namespace") or "default")
+        key = (kind, ns, str(meta.get("name")))
         old_view = self._views.get(key)
         if event.type == EventType.DELETED:
             self._raw.pop(key, None)
-            view = old_view if old_view is not None else self._view_of(event.obj, None)
-            self._index(key, None, add=False)
+            view = old_view if old_view is not None else self._view_of(obj, None)
+            if old_view is not None or self._indexers:
+                self._index(key, None)
         else:
-            self._raw[key] = event.obj
-            view = self._view_of(event.obj, old_view)
-            self._index(key, view, add=True)
-        change: Change[V] = Change(event.type, self.kind, event.obj, event.old, view, old_view)
+            self._raw[key] = obj
+            view = self._view_of(obj, old_view)
+            if view is None or old_view is None or self._indexers:
+                self._index(key, view)
+            else:
+                # A known object changed: the same buckets, the new view.
+                self._views[key] = view
+                self._by_namespace[ns][key] = view
+        change: Change[V] = Change(event.type, kind, obj, event.old, view, old_view)
         for handler in self._handlers:
             handler(change)
 

@@ -127,7 +127,7 @@ class MemoryStore:
         if class_name:
             if class_name in SYSTEM_PRIORITY_CLASSES:
                 return SYSTEM_PRIORITY_CLASSES[class_name], None
-            pc = self.get("PriorityClass", None, str(class_name))
+            pc = self._objects.get(object_key("PriorityClass", None, str(class_name)))
             if pc is None:
                 raise InputError(
                     f"no PriorityClass with name {class_name!r} was found",
@@ -135,7 +135,8 @@ class MemoryStore:
                     field="spec.priorityClassName",
                 )
             return int(pc.get("value", 0)), pc.get("preemptionPolicy")
-        for pc in self.list("PriorityClass"):
+        # Called under the lock, for every pod created: read the dict, not a locked copy of it.
+        for pc in self._by_kind.get("PriorityClass", {}).values():
             if pc.get("globalDefault"):
                 return int(pc.get("value", 0)), pc.get("preemptionPolicy")
         return 0, None
@@ -216,7 +217,7 @@ class MemoryStore:
             raise Conflict(f"pod {namespace}/{name} was replaced (uid changed)")
         if old["spec"].get("nodeName"):
             raise Conflict(f"pod {namespace}/{name} is already assigned to node {old['spec']['nodeName']!r}")
-        if self.get("Node", None, node_name) is None:
+        if object_key("Node", None, node_name) not in self._objects:
             raise NotFound(f"node {node_name!r} not found")
         new = dict(old)
         new["spec"] = {**old["spec"], "nodeName": node_name}

@@ -331,12 +331,13 @@ def dry_run_fast(inp: DryRunInput, columns: NodePodColumns) -> DryRunResult:
         lower = valid & (prio < pod.priority)
         n_lower = lower.sum(axis=1)
         req = columns.requests[slots, :width][:, :, cols]
-        used = table.requested[slots][:, cols]
+        rows_cols = np.ix_(slots, cols)  # one gather of just these cells (the table is column-major)
+        used = table.requested[rows_cols]
         if len(nom_slots):
             at = np.minimum(np.searchsorted(nom_slots, slots), len(nom_slots) - 1)
             hit = nom_slots[at] == slots
             used[hit] += nom_requests[at[hit]]
-        free_all = table.allocatable[slots][:, cols] - used + (req * lower[:, :, None]).sum(axis=1)
+        free_all = table.allocatable[rows_cols] - used + (req * lower[:, :, None]).sum(axis=1)
         short_all = free_all < want  # [k, len(cols)]
 
         # The first Filter plugin (profile order) that rejects the node once every lower-priority pod

@@ -5,6 +5,10 @@ a pod's request can pass ``2**63 - 1``, and the scorers' ``amount * 100`` does f
 about ``9.2e16`` units. NumPy wraps silently there (Go's int64 does too), so a huge node would score
 as a small or over-full one. These helpers saturate sums and compute the scaled quotients exactly:
 for values that do not overflow, the result is the plain int64 one.
+
+Both take an optional ``ceiling``: a known bound of the magnitude of the array's values (the
+node table keeps one, :meth:`~kubesched.cache.node_table.NodeTable.value_ceiling`). When the bound
+shows the plain operation cannot overflow, it runs without the guards — same result, less work.
 """
 
 from __future__ import annotations
@@ -22,8 +26,12 @@ def clamp(value: int) -> int:
     return max(-INT64_MAX - 1, min(value, INT64_MAX))
 
 
-def saturating_add(values: IntArray, amount: int) -> IntArray:
-    """``values + amount`` for non-negative operands, capped at ``2**63 - 1``."""
+def saturating_add(values: IntArray, amount: int, ceiling: int | None = None) -> IntArray:
+    """``values + amount`` for non-negative operands, capped at ``2**63 - 1``. ``ceiling``, if
+    given, bounds every ``abs(value)``."""
+    if ceiling is not None and 0 <= amount <= INT64_MAX - ceiling:
+        plain: IntArray = values + amount
+        return plain
     amount = clamp(amount)
     if amount <= 0:
         out: IntArray = values + amount
@@ -32,10 +40,15 @@ def saturating_add(values: IntArray, amount: int) -> IntArray:
     return capped
 
 
-def scaled_quotient(numerator: IntArray, denominator: IntArray, scale: int) -> IntArray:
+def scaled_quotient(
+    numerator: IntArray, denominator: IntArray, scale: int, ceiling: int | None = None
+) -> IntArray:
     """``(numerator * scale) // denominator`` without overflow (floor division, like the int64
-    expression where it does not overflow); ``denominator`` must be positive."""
-    if numerator.size == 0 or int(np.abs(numerator).max()) <= INT64_MAX // scale:
+    expression where it does not overflow); ``denominator`` must be positive. ``ceiling``, if
+    given, bounds every ``abs(numerator)``."""
+    if (ceiling is not None and ceiling <= INT64_MAX // scale) or (
+        numerator.size == 0 or int(np.abs(numerator).max()) <= INT64_MAX // scale
+    ):
         fast: IntArray = (numerator * scale) // denominator
         return fast
     # Rare: allocatable above ~9e16 units. Python integers are exact at any size.

@@ -135,11 +135,10 @@ class NodeResourcesBalancedAllocation:
             pod_requests = self._pod_requests(pod)
             if not any(pod_requests):
                 return np.zeros(len(slots), dtype=np.int64)
-        # Whole rows once, then column views: cheaper than one fancy-index gather per column.
-        alloc_rows = np.take(table.allocatable, slots, axis=0)
-        req_rows = np.take(table.requested, slots, axis=0)
+        # The table's columns are contiguous: one gather per scored column.
         requested: list[IntArray] = []
         allocatable: list[IntArray] = []
+        ceiling = table.value_ceiling()
         for res, want in zip(self.resources, pod_requests, strict=True):
             if want == 0 and res.scalar:
                 continue  # an extended resource the pod does not ask for is not scored
@@ -149,8 +148,8 @@ class NodeResourcesBalancedAllocation:
                 col = table.resource_col.get(res.name) if res.scalar else None
                 if col is None:
                     continue  # allocatable 0 on every node: not scored
-            allocatable.append(alloc_rows[:, col])
-            requested.append(saturating_add(req_rows[:, col], want))
+            allocatable.append(table.allocatable[:, col].take(slots))
+            requested.append(saturating_add(table.requested[:, col].take(slots), want, ceiling))
         if not allocatable:
             return np.full(len(slots), MAX_NODE_SCORE, dtype=np.int64)
         return balanced_score(requested, allocatable)

@@ -57,17 +57,27 @@ def insufficient_reason(resource: str) -> str:
     return f"Insufficient {resource}"
 
 
-def least_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
+# The scorers take an optional ``ceiling``: a bound of ``abs(allocatable)`` and of ``-requested``
+# (the node table's value ceiling when requested is a column plus a non-negative request). With it
+# they skip the overflow guards where the bound shows none is needed; ``nonzero`` says that no
+# allocatable is 0 (no guard against dividing by it). The scores are the same either way.
+
+
+def least_allocated(
+    requested: IntArray, allocatable: IntArray, ceiling: int | None = None, nonzero: bool = False
+) -> IntArray:
     """((allocatable - requested) * 100) / allocatable, 0 when over-full (integer, like upstream)."""
-    safe = np.where(allocatable == 0, 1, allocatable)
+    safe = allocatable if nonzero else np.where(allocatable == 0, 1, allocatable)
     free = np.maximum(allocatable - requested, 0)
-    return scaled_quotient(free, safe, MAX_NODE_SCORE)
+    return scaled_quotient(free, safe, MAX_NODE_SCORE, None if ceiling is None else 2 * ceiling)
 
 
-def most_allocated(requested: IntArray, allocatable: IntArray) -> IntArray:
+def most_allocated(
+    requested: IntArray, allocatable: IntArray, ceiling: int | None = None, nonzero: bool = False
+) -> IntArray:
     """requested * 100 / allocatable, requested capped at allocatable (non-zero defaults may exceed it)."""
-    safe = np.where(allocatable == 0, 1, allocatable)
-    return scaled_quotient(np.minimum(requested, allocatable), safe, MAX_NODE_SCORE)
+    safe = allocatable if nonzero else np.where(allocatable == 0, 1, allocatable)
+    return scaled_quotient(np.minimum(requested, allocatable), safe, MAX_NODE_SCORE, ceiling)
 
 
 class NodeResourcesFit:
@@ -187,8 +197,9 @@ class NodeResourcesFit:
         alloc = table.allocatable
         used = table.requested
         failures: list[NodeFailure] = []
-        too_many = used[:, PODS_COL] + 1 > alloc[:, PODS_COL]
-        failing = too_many.copy()
+        # used + 1 > allocatable, for pod counts (never near int64's end)
+        too_many = used[:, PODS_COL] >= alloc[:, PODS_COL]
+        failing = too_many  # replaced, never written: the failure below keeps too_many
         if too_many.any():
             failures.append(NodeFailure(TOO_MANY_PODS, too_many, unresolvable=False))
         for col, reason in req.checked:
@@ -203,7 +214,7 @@ class NodeResourcesFit:
                 short[:] = True
             if not short.any():
                 continue
-            failing |= short
+            failing = failing | short
             never = short if beyond else short & (want > a)
             if never.any():
                 failures.append(NodeFailure(reason, never, unresolvable=True))
@@ -237,29 +248,46 @@ class NodeResourcesFit:
         requests: list[int] | None = state.get(PRE_SCORE_KEY)
         if requests is None:
             requests = self.score_requests(pod)
-        total = np.zeros(len(slots), dtype=np.int64)
-        weight_sum = np.zeros(len(slots), dtype=np.int64)
+        n = len(slots)
+        total: IntArray | None = None
+        # The weight sum is one number while every scored resource is present on every node (the
+        # usual case), else per node.
+        weight_sum: int | IntArray = 0
+        ceiling = table.value_ceiling()
+        ratio = self._ratio
         for (resource, weight), want in zip(self.score_resources, requests, strict=True):
+            # Gathers from whole (contiguous) columns.
             if resource == CPU:
-                alloc = table.allocatable[slots, CPU_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 0], want)
+                alloc = table.allocatable[:, CPU_COL].take(slots)
+                requested = saturating_add(table.nonzero_requested[:, 0].take(slots), want, ceiling)
             elif resource == MEMORY:
-                alloc = table.allocatable[slots, MEMORY_COL]
-                requested = saturating_add(table.nonzero_requested[slots, 1], want)
+                alloc = table.allocatable[:, MEMORY_COL].take(slots)
+                requested = saturating_add(table.nonzero_requested[:, 1].take(slots), want, ceiling)
             else:
                 scalar = resource != EPHEMERAL_STORAGE
                 if (want == 0 and (scalar or is_hugepages(resource))) or resource not in table.resource_col:
                     # Upstream skips an extended resource the pod does not ask for.
                     continue
                 col = table.resource_col[resource]
-                alloc = table.allocatable[slots, col]
-                requested = saturating_add(table.requested[slots, col], want)
+                alloc = table.allocatable[:, col].take(slots)
+                requested = saturating_add(table.requested[:, col].take(slots), want, ceiling)
+            everywhere = bool(alloc.all())
+            score = self._scorer(requested, alloc, ceiling, everywhere)
+            if ratio is None and everywhere:
+                part = score if weight == 1 else score * weight
+                total = part if total is None else total + part
+                weight_sum = weight_sum + weight
+                continue
             present = alloc != 0
-            score = self._scorer(requested, alloc)
-            if self._ratio is not None:
-                present &= self._ratio.counts(score)
-            total += np.where(present, score * weight, 0)
-            weight_sum += np.where(present, weight, 0)
-        if self._ratio is not None:
-            return self._ratio.combine(total, weight_sum)
+            if ratio is not None:
+                present &= ratio.counts(score)
+            part = np.where(present, score * weight, 0)
+            total = part if total is None else total + part
+            weight_sum = weight_sum + np.where(present, weight, 0)
+        if total is None:
+            total = np.zeros(n, dtype=np.int64)
+        if ratio is not None:
+            return ratio.combine(total, np.broadcast_to(np.asarray(weight_sum, dtype=np.int64), (n,)))
+        if isinstance(weight_sum, int):
+            return total // weight_sum if weight_sum else np.zeros(n, dtype=np.int64)
         return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))

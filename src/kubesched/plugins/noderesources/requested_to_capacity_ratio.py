@@ -65,11 +65,15 @@ class RequestedToCapacityRatio:
         f = broken_linear_function(scaled_shape(shape))
         self._table = np.array([f(p) for p in range(MAX_UTILIZATION + 1)], dtype=np.int64)
 
-    def resource_score(self, requested: IntArray, allocatable: IntArray) -> IntArray:
-        """The shape's score at each node's utilization of one resource."""
+    def resource_score(
+        self, requested: IntArray, allocatable: IntArray, ceiling: int | None = None, nonzero: bool = False
+    ) -> IntArray:
+        """The shape's score at each node's utilization of one resource (``ceiling``: a bound of
+        ``abs(allocatable)`` and ``-requested``, see ``fit.least_allocated``; ``nonzero`` is not
+        needed here)."""
         full = (allocatable == 0) | (requested > allocatable)
         utilization = scaled_quotient(
-            np.where(full, 0, requested), np.where(full, 1, allocatable), MAX_UTILIZATION
+            np.where(full, 0, requested), np.where(full, 1, allocatable), MAX_UTILIZATION, ceiling
         )
         utilization = np.where(full, MAX_UTILIZATION, np.clip(utilization, 0, MAX_UTILIZATION))
         scores: IntArray = self._table[utilization]

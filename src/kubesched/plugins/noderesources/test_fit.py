@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.framework.plugin_args import NodeResourcesFitArgs, ResourceSpec, ScoringStrategy
 from kubesched.framework.status import Code, Status
@@ -795,3 +797,47 @@ def test_overhead_counts_for_scoring() -> None:
     snapshot = build_snapshot([make_node("n", {"cpu": "4", "memory": "8Gi"})])
     pod = make_pod("p", containers=[{"cpu": "1", "memory": "1Gi"}], overhead={"cpu": "1", "memory": "1Gi"})
     assert run_score(NodeResourcesFit(None), pod, snapshot) == {"n": 62}
+
+
+def _reference_score(
+    kind: str, resources: Sequence[tuple[str, int]], alloc: Mapping[str, int], used: Mapping[str, int]
+) -> int:
+    """Upstream's per-node scorer in Python integers: resources the node lacks are left out, the rest
+    averaged by weight."""
+    total = weights = 0
+    for name, weight in resources:
+        a = alloc.get(name, 0)
+        if a == 0:
+            continue
+        r = used.get(name, 0)
+        score = (0 if r > a else (a - r) * 100 // a) if kind == "LeastAllocated" else min(r, a) * 100 // a
+        total += score * weight
+        weights += weight
+    return total // weights if weights else 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["LeastAllocated", "MostAllocated"]),
+    st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3)), min_size=1, max_size=6),
+    st.integers(1, 5),
+    st.integers(1, 5),
+    st.integers(1, 3),
+)
+def test_scores_match_the_per_node_formula(
+    kind: str, nodes: list[tuple[int, int]], cpu_weight: int, memory_weight: int, want: int
+) -> None:
+    """Nodes with and without memory, any weights: the vectorized score is upstream's per-node one."""
+    resources = [("cpu", cpu_weight), ("memory", memory_weight)]
+    snapshot = build_snapshot(
+        [make_node(f"n{i}", {"cpu": str(cpu), "memory": str(mem)}) for i, (cpu, mem) in enumerate(nodes)]
+    )
+    pod = make_pod("p", containers=[{"cpu": str(want), "memory": str(want)}])
+    got = run_score(NodeResourcesFit(strategy_args(kind, resources)), pod, snapshot)
+    expected = {
+        f"n{i}": _reference_score(
+            kind, resources, {"cpu": cpu * 1000, "memory": mem}, {"cpu": want * 1000, "memory": want}
+        )
+        for i, (cpu, mem) in enumerate(nodes)
+    }
+    assert got == expected
