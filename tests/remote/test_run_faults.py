@@ -483,20 +483,24 @@ def test_conflicts_and_not_found_on_bind(
     runner = start_runner(cluster.kubeconfig)
     contested = {f"contested-{i}" for i in range(4)}
     doomed = {f"doomed-{i}" for i in range(2)}
-    held = HeldBinds(runner, contested | doomed)
+    member = "fits-1"  # of a gang the batch scheduler binds
+    held = HeldBinds(runner, contested | doomed | {member})
     for name in sorted(contested | doomed):
         _create(cluster, pod(name, cpu="1"))
-    _until(lambda: set(held.entered) == contested | doomed, what="every bind held")
-    # Another writer binds the contested pods first, all to node-0 (which they fill); the doomed
-    # pods are deleted while their binds are on the way.
+    gangs = _create_gangs(cluster)
+    fits, too_big = _gang_sets()
+    _until(lambda: set(held.entered) == contested | doomed | {member}, what="every bind held")
+    # Another writer binds the contested pods first, all to node-0 (which they fill), and the gang
+    # member to the gang's node; the doomed pods are deleted while their binds are on the way.
     for name in sorted(contested):
         _bind(cluster, name, "node-0")
+    _bind(cluster, member, GANG_NODE)
     for name in sorted(doomed):
         code, _, _ = cluster.request("DELETE", f"{PODS}/{name}")
         assert code == 200
     held.release.set()
-    _until(lambda: set(held.errors) == contested | doomed, what="every held bind refused")
-    for name in contested:
+    _until(lambda: set(held.errors) == contested | doomed | {member}, what="every held bind refused")
+    for name in contested | {member}:
         assert type(held.errors[name]).__name__ == "RemoteConflict", held.errors[name]
     for name in doomed:
         assert type(held.errors[name]).__name__ == "RemoteNotFound", held.errors[name]
@@ -505,8 +509,6 @@ def test_conflicts_and_not_found_on_bind(
     # assumption of a contested pod, one of the eight that fit would stay pending; had it not counted
     # the contested pods on node-0, one would land there.
     burst = _burst(cluster, "burst", 9, cpu="1")
-    gangs = _create_gangs(cluster)
-    fits, too_big = _gang_sets()
     _until(lambda: _settled(cluster, {*burst, *gangs}) and _bound_count(cluster, "burst-") >= 8, 30)
     pods = _check(cluster, binds, bound={*contested, *fits}, pending=too_big, gone=doomed)
     assert {pods[n]["spec"]["nodeName"] for n in contested} == {"node-0"}
@@ -515,8 +517,8 @@ def test_conflicts_and_not_found_on_bind(
     cond = _condition(pods[waiting[0]])
     assert cond is not None and "Insufficient cpu" in cond["message"], cond
     assert all(pods[n]["spec"]["nodeName"] != "node-0" for n in burst if n not in waiting)
-    # Neither the contested nor the doomed pods were tried again.
-    assert all(held.calls[n] == 1 for n in contested | doomed), held.calls
+    # None of the pods refused was tried again.
+    assert all(held.calls[n] == 1 for n in contested | doomed | {member}), held.calls
     _until(lambda: _cache_agrees(runner, cluster), what="the cache to follow the server")
     assert runner.scheduler is not None
     for name in doomed:
