@@ -635,3 +635,36 @@ def test_expired_resource_versions_relist(
     # Still scheduling.
     assert cluster.request("DELETE", f"{PODS}/first-02")[0] == 200
     _until(lambda: _pods(cluster)[waiting[0]]["spec"].get("nodeName"), what="the waiting pod bound")
+
+
+# -- the condition writes a fault lost --------------------------------------------------------------
+def test_a_condition_write_the_server_did_not_answer_is_written_later(
+    cluster: Cluster, make_proxy: Callable[..., Proxy], connect: Any, loop_thread: Any
+) -> None:
+    from kubesched.remote.ports import RemotePorts
+
+    proxy = make_proxy(cluster)
+    client = connect(proxy.config(cluster))
+    ports = RemotePorts(client, loop_thread, current=cluster.store.get, retry_interval=(0.05, 0.2))
+    try:
+        for name in ("waits", "bound-meanwhile", "replaced", "deleted"):
+            _create(cluster, pod(name))
+        unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        proxy.cut()
+        for name in ("waits", "bound-meanwhile", "replaced", "deleted"):
+            assert ports.set_pod_condition("default", name, {**unschedulable, "message": "first"}) is None
+        time.sleep(0.3)  # a few tries refused
+        # Meanwhile one pod is bound and one deleted; a newer condition replaces another's.
+        _bind(cluster, "bound-meanwhile", "node-0")
+        assert cluster.request("DELETE", f"{PODS}/deleted")[0] == 200
+        proxy.resume()
+        written = ports.set_pod_condition("default", "replaced", {**unschedulable, "message": "second"})
+        assert written is not None
+        _until(lambda: (_condition(_pods(cluster)["waits"]) or {}).get("message") == "first", 10)
+        time.sleep(0.5)  # the background writer has nothing left to write
+        pods = _pods(cluster)
+        assert (_condition(pods["replaced"]) or {}).get("message") == "second"
+        assert (_condition(pods["bound-meanwhile"]) or {}).get("status") == "True"  # set by the binding
+        assert "deleted" not in pods
+    finally:
+        ports.close()

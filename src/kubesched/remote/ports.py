@@ -215,8 +215,9 @@ class RemotePorts:
         even when the pod is not tried again for minutes."""
         key = (namespace, name, str(condition.get("type")))
         with self._retries:
-            self._unwritten.pop(key, None)
+            # After a retry of the same condition under way: it may have put itself back.
             self._retries.wait_for(lambda: key not in self._writing)
+            self._unwritten.pop(key, None)
             self._writing.add(key)
         try:
             return self._patch_condition(namespace, name, condition, nominated_node)
