@@ -408,6 +408,8 @@ def test_the_api_server_restarted_mid_burst(
         lambda: (_unsettled(restarted, names), _bound_count(restarted, "")),
     )
     _check(restarted, binds, bound={*before, *after, *fits}, pending={*HUGE, *too_big})
+    assert runner.reflectors is not None
+    assert runner.reflectors.reflectors["Pod"].stats.backoffs > 0  # the watches did see the fault
     _until(lambda: _cache_agrees(runner, restarted), what="the cache to follow the server")
     _still_schedules(restarted)
 
@@ -434,6 +436,8 @@ def test_every_watch_stream_cut_mid_burst(
     fits, too_big = _gang_sets()
     _until(lambda: _settled(cluster, {*burst, *gangs, *HUGE}) and _bound_count(cluster, "burst-") == 60, 60)
     _check(cluster, binds, bound={*burst, *fits}, pending={*HUGE, *too_big})
+    assert runner.reflectors is not None
+    assert runner.reflectors.reflectors["Pod"].stats.backoffs > 0  # the watches did see the fault
     _until(lambda: _cache_agrees(runner, cluster), what="the cache to follow the server")
     _still_schedules(cluster)
 
