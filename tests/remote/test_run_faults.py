@@ -411,7 +411,16 @@ def test_the_api_server_restarted_mid_burst(
     assert runner.reflectors is not None
     assert runner.reflectors.reflectors["Pod"].stats.backoffs > 0  # the watches did see the fault
     _until(lambda: _cache_agrees(runner, restarted), what="the cache to follow the server")
+    # The PodGroup statuses lost while the server was down are written by a later session.
+    _until(lambda: _phase(restarted, "fits") == "Running", what=lambda: _phase(restarted, "fits"))
     _still_schedules(restarted)
+
+
+def _phase(cluster: Cluster, group: str) -> str | None:
+    code, body, _ = cluster.request("GET", f"{PODGROUPS}/{group}")
+    assert code == 200, body
+    phase: str | None = (body.get("status") or {}).get("phase")
+    return phase
 
 
 def test_every_watch_stream_cut_mid_burst(
