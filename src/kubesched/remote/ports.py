@@ -257,8 +257,10 @@ class RemotePorts:
         while True:
             with self._retries:
                 self._retries.wait_for(lambda: self._closed or bool(self._unwritten))
-                if not self._closed:
-                    self._retries.wait(pause)
+                # The whole pause, however often other writes wake the condition meanwhile.
+                deadline = time.monotonic() + pause
+                while not self._closed and (left := deadline - time.monotonic()) > 0:
+                    self._retries.wait(left)
                 if self._closed:
                     return
                 todo = list(self._unwritten.items())
