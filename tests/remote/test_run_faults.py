@@ -536,6 +536,9 @@ def test_conflicts_and_not_found_on_bind(
     assert runner.scheduler is not None
     for name in doomed:
         assert not any(st.pod.name == name for st in runner.scheduler.cache.pods())
+    # The pods bound by the other writer are not waiting in the scheduler's queue either.
+    for name in contested:
+        assert not runner.scheduler.queue.contains(pods[name]["metadata"]["uid"]), name
 
     # Still scheduling: a contested pod goes away and the pod left waiting takes its place.
     code, _, _ = cluster.request("DELETE", f"{PODS}/contested-0")
