@@ -246,7 +246,13 @@ class SessionApplier:
             )
             status["succeeded"] = len(job.task_status_index.get(TaskStatus.SUCCEEDED, ()))
             status["failed"] = len(job.task_status_index.get(TaskStatus.FAILED, ()))
-        updated = self.ports.pod_group_status.update_pod_group_status(pg.namespace, pg.name, status)
+        try:
+            updated = self.ports.pod_group_status.update_pod_group_status(pg.namespace, pg.name, status)
+        except StoreError as exc:
+            # Not written (the API server unreachable, the write refused): the job keeps the status
+            # it had, so the next session finds it changed and writes it again (Volcano logs it).
+            log.warning("updating the status of PodGroup %s: %s", key, exc)
+            return
         if updated is None:
             return
         group = PodGroup.from_dict(updated)

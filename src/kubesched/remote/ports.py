@@ -97,6 +97,13 @@ def _code(exc: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+def _retryable(exc: BaseException) -> bool:
+    """A write the server did not answer, or answered with a failure of its own (5xx) or a request
+    to slow down (429): worth trying again later, unlike a refusal of the write itself."""
+    code = _code(exc)
+    return code is None or code >= 500 or code == 429
+
+
 def _pod_path(namespace: str, name: str, sub: str | None = None) -> str:
     path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
     return f"{path}/{sub}" if sub else path
@@ -148,6 +155,7 @@ class RemotePorts:
         event_queue: int = 1000,
         event_workers: int = 4,
         now: Callable[[], datetime.datetime] = _utcnow,
+        retry_interval: tuple[float, float] = (0.5, 10.0),
     ) -> None:
         self.client = client
         self.loop = loop
@@ -159,6 +167,15 @@ class RemotePorts:
         self.identity = identity or socket.gethostname()
         self.events = EventSink(events_client or client, loop, capacity=event_queue, workers=event_workers)
         self._pod_group_status = self.features.pod_group_status
+        #: The first and the longest pause between tries of the condition writes not yet taken.
+        self.retry_interval = retry_interval
+        # Condition writes the server did not take (unreachable, 5xx, 429), by (namespace, name,
+        # condition type): the condition, the nomination and the pod's uid when it was written.
+        self._unwritten: dict[tuple[str, str, str], tuple[Mapping[str, Any], str | None, str]] = {}
+        self._writing: set[tuple[str, str, str]] = set()
+        self._retries = threading.Condition()
+        self._retrier: threading.Thread | None = None
+        self._closed = False
 
     def _run(self, coro: Coroutine[Any, Any, T], what: str) -> T:
         """Run a request on the loop and wait for it. The client raises ``StoreError``s (refusals
@@ -192,15 +209,102 @@ class RemotePorts:
         condition: Mapping[str, Any],
         nominated_node: str | None = None,
     ) -> Obj | None:
+        """A write the server did not take for want of an answer (unreachable, 5xx, 429) is logged,
+        as upstream's, and tried again in the background until it is written, a newer write of the
+        same condition replaces it, or the pod is gone or bound: the reason a pod waits reaches it
+        even when the pod is not tried again for minutes."""
+        key = (namespace, name, str(condition.get("type")))
+        with self._retries:
+            # After a retry of the same condition under way: it may have put itself back.
+            self._retries.wait_for(lambda: key not in self._writing)
+            self._unwritten.pop(key, None)
+            self._writing.add(key)
         try:
             return self._patch_condition(namespace, name, condition, nominated_node)
         except NotFound:
             return None
         except StoreError as exc:
-            # Upstream logs a failed status write and goes on: the pod is requeued regardless.
-            kind = condition.get("type")
-            log.warning("updating the %s condition of pod %s/%s: %s", kind, namespace, name, exc)
+            log.warning("updating the %s condition of pod %s/%s: %s", key[2], namespace, name, exc)
+            if _retryable(exc):
+                held = self.current("Pod", namespace, name) if self.current is not None else None
+                uid = str(((held or {}).get("metadata") or {}).get("uid") or "")
+                self._retry_later(key, (dict(condition), nominated_node, uid))
             return None
+        finally:
+            with self._retries:
+                self._writing.discard(key)
+                self._retries.notify_all()
+
+    def _retry_later(
+        self, key: tuple[str, str, str], entry: tuple[Mapping[str, Any], str | None, str]
+    ) -> None:
+        with self._retries:
+            if self._closed:
+                return
+            self._unwritten[key] = entry
+            if self._retrier is None:
+                self._retrier = threading.Thread(
+                    target=self._retry_unwritten, name="pod-status-retries", daemon=True
+                )
+                self._retrier.start()
+            self._retries.notify_all()
+
+    def _retry_unwritten(self) -> None:
+        """The background writer of :attr:`_unwritten`: a pause (doubling while the server keeps
+        refusing), then every condition still unwritten, oldest first."""
+        first, longest = self.retry_interval
+        pause = first
+        while True:
+            with self._retries:
+                self._retries.wait_for(lambda: self._closed or bool(self._unwritten))
+                # The whole pause, however often other writes wake the condition meanwhile.
+                deadline = time.monotonic() + pause
+                while not self._closed and (left := deadline - time.monotonic()) > 0:
+                    self._retries.wait(left)
+                if self._closed:
+                    return
+                todo = list(self._unwritten.items())
+            failed = False
+            for key, entry in todo:
+                with self._retries:
+                    if self._unwritten.get(key) is not entry or key in self._writing:
+                        continue  # replaced by a newer write meanwhile
+                    del self._unwritten[key]
+                    self._writing.add(key)
+                try:
+                    if not self._stale(key, entry):
+                        self._patch_condition(key[0], key[1], entry[0], entry[1])
+                except NotFound:
+                    pass
+                except StoreError as exc:
+                    if _retryable(exc):
+                        failed = True
+                        with self._retries:
+                            self._unwritten.setdefault(key, entry)
+                    else:
+                        log.warning("updating the %s condition of pod %s/%s: %s", key[2], key[0], key[1], exc)
+                finally:
+                    with self._retries:
+                        self._writing.discard(key)
+                        self._retries.notify_all()
+            pause = min(longest, pause * 2) if failed else first
+
+    def _stale(self, key: tuple[str, str, str], entry: tuple[Mapping[str, Any], str | None, str]) -> bool:
+        """Whether an unwritten condition no longer applies: the pod gone or replaced, or bound since
+        (a PodScheduled=False would contradict its binding)."""
+        if self.current is None:
+            return False
+        pod = self.current("Pod", key[0], key[1])
+        if pod is None:
+            return True
+        uid = (pod.get("metadata") or {}).get("uid")
+        if entry[2] and uid != entry[2]:
+            return True
+        return (
+            key[2] == "PodScheduled"
+            and entry[0].get("status") == "False"
+            and bool((pod.get("spec") or {}).get("nodeName"))
+        )
 
     def _patch_condition(
         self,
@@ -449,7 +553,12 @@ class RemotePorts:
         return Ports(self, self, self, self, self, self, self if self.features.queues else None)
 
     def close(self, timeout: float = 5.0) -> None:
-        """Send the events still queued (for at most ``timeout`` seconds), then stop sending."""
+        """Send the events still queued (for at most ``timeout`` seconds), then stop sending; condition
+        writes still unwritten are dropped."""
+        with self._retries:
+            self._closed = True
+            self._unwritten.clear()
+            self._retries.notify_all()
         self.events.close(timeout)
 
 

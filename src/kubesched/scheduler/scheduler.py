@@ -807,7 +807,12 @@ class Scheduler:
         if diagnosis is not None:
             info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             info.pending_plugins = set(diagnosis.pending_plugins)
-        self.queue.add_unschedulable(info, error=error)
+        if current.node_name:
+            # Bound meanwhile (by another writer, or a bind whose answer was lost): not requeued
+            # (upstream: "Pod has been assigned to node. Abort adding it back to queue.").
+            self.queue.done(pod.uid)
+        else:
+            self.queue.add_unschedulable(info, error=error)
         if nominated_node is not None:
             if not nominated_node and not self.queue.nominator.node_of(pod.uid):
                 nominated_node = None  # nothing to clear: no status write
