@@ -104,6 +104,16 @@ def pod_events(cluster: Cluster, name: str) -> Counter[str]:
     )
 
 
+def eventually(check: Callable[[], bool]) -> bool:
+    """Whether ``check`` holds within WAIT (events are sent in the background)."""
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 @pytest.fixture
 def start_runner() -> Iterator[Callable[..., Runner]]:
     """``start_runner(cluster, **RunOptions)``: a started, leading Runner (no leader election)."""
@@ -229,7 +239,7 @@ def test_extender_filter_and_prioritize_decide_placement_in_run(
     cond = unscheduled(decided(cluster, "blocked"))
     assert cond is not None and cond["reason"] == "Unschedulable"
     assert cond["message"].startswith("0/3 nodes are available: 3 node(s) are outside the allowed zones.")
-    assert pod_events(cluster, "blocked")["FailedScheduling"] >= 1
+    assert eventually(lambda: pod_events(cluster, "blocked")["FailedScheduling"] >= 1)
 
 
 def test_binding_extender_binds_through_the_api_once(
@@ -268,6 +278,7 @@ def test_binding_extender_binds_through_the_api_once(
         }
         assert unscheduled(obj) is None
         # The scheduler saw the pod bound by the extender: one Scheduled event, nothing failed.
+        assert eventually(lambda: all(pod_events(cluster, n)["Scheduled"] for n in placed))
         events = pod_events(cluster, name)
         assert events["Scheduled"] == 1 and events["FailedScheduling"] == 0, events
     # Later pods keep going through the extender (the scheduler did not bind them itself).
@@ -300,6 +311,7 @@ def test_failing_extender_leaves_the_pod_pending_and_run_going(
     assert cond is not None and cond["reason"] == "SchedulerError"
     assert f"extender '{extender.url}' filter" in cond["message"] and "500" in cond["message"]
     assert not get(cluster, "bad-1")["spec"].get("nodeName")
+    assert eventually(lambda: pod_events(cluster, "bad-1")["FailedScheduling"] >= 1)
     # The scheduler keeps going: later pods schedule, and the failed one once the extender recovers.
     assert all(place(cluster, "good-1", "good-2").values())
     assert not get(cluster, "bad-1")["spec"].get("nodeName")
