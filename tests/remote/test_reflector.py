@@ -400,6 +400,7 @@ def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
     assert not discovery.has("PodGroup") and not discovery.has("Queue")
     notes = "\n".join(discovery.warnings)
     assert "policy/v1beta1" in notes and "PodGroup" in notes and "Queue" in notes
+    assert "restart kubesched after installing the CRDs" in notes
     assert discovery.info("Event").group_version == "events.k8s.io/v1"
     assert discovery.path("Pod", "default", "p", "binding") == "/api/v1/namespaces/default/pods/p/binding"
 
