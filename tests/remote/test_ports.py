@@ -16,7 +16,7 @@ from kubesched.remote.discovery import Discovery
 from kubesched.remote.loop import LoopThread
 from kubesched.remote.ports import ApiFeatures, RemotePorts
 from kubesched.remote.run import features
-from kubesched.store.base import AlreadyExists, Conflict, NotFound
+from kubesched.store.base import AlreadyExists, Conflict, NotFound, StoreError
 
 from .refcp import RefCluster, needs_refcp, refcp
 
@@ -412,6 +412,14 @@ def test_kube_apiserver_events(ref_ports: Any) -> None:
     # An event about a cluster-scoped object goes where v1.20 accepts it.
     nodes = call("GET", "/api/v1/events", params={"fieldSelector": "involvedObject.name=node-0"})["items"]
     assert [(e["metadata"]["namespace"], e["reason"]) for e in nodes] == [("kube-system", "Seen")]
+
+
+@needs_refcp
+def test_kube_apiserver_without_volcano_crds_says_so(ref_ports: Any) -> None:
+    # Runs before the CRD below is installed: v1.20 serves no PodGroups.
+    ports, _ = ref_ports
+    with pytest.raises(StoreError, match=r"podgroups is not served .*Volcano's CRDs"):
+        ports.create_pod_group(_pod_group("pg"))
 
 
 @needs_refcp

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
-import subprocess
 import time
 from collections import Counter
 from collections.abc import AsyncGenerator
@@ -32,6 +30,8 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import WatchEvent
 from kubesched.store.parsers import informer_factory
 from kubesched.store.sqlite import SqliteStore
+
+from .refcp import RefCluster, needs_refcp
 
 PODS = "/api/v1/namespaces/default/pods"
 KINDS = ("Namespace", "Node", "Pod", "Queue")
@@ -277,34 +277,17 @@ def test_a_slow_network_loses_no_event(make_cluster, make_proxy, loop_thread, co
 
 
 # -- a real kube-apiserver (v1.20.2, refcp) -------------------------------------------------------------
-REFCP = Path(__file__).resolve().parents[3] / "shared" / "refcp"
-REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
-needs_refcp = pytest.mark.skipif(
-    not (REF_DIR / "bin" / "kube-apiserver").exists() or not (REFCP / "start.sh").exists(),
-    reason="refcp (a real kube-apiserver) is not built here",
-)
-
-
 @pytest.fixture(scope="module")
-def refcp() -> Any:
-    started = subprocess.run(
-        ["bash", str(REFCP / "start.sh")],
-        env={**os.environ, "REF_PORTS": "auto"},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    if started.returncode != 0:
-        if "already running" in started.stderr:
-            pytest.skip("refcp is in use by another run")
-        pytest.fail(f"refcp did not start: {started.stderr[-2000:]}")
+def refcp(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The kubeconfig of a private kube-apiserver (its own directory and free ports)."""
+    ref = RefCluster(tmp_path_factory.mktemp("refcp"))
     try:
-        yield REF_DIR / "kubeconfig"
+        yield ref.kubeconfig
     finally:
-        subprocess.run(["bash", str(REFCP / "stop.sh"), "--wipe"], capture_output=True, timeout=60)
+        ref.stop()
 
 
-def _client_certificate(cn: str, group: str) -> tuple[bytes, bytes]:
+def _client_certificate(pki: Path, cn: str, group: str) -> tuple[bytes, bytes]:
     """A client certificate signed by refcp's CA (PEM certificate, PEM key)."""
     import datetime
 
@@ -313,8 +296,8 @@ def _client_certificate(cn: str, group: str) -> tuple[bytes, bytes]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    ca_cert = x509.load_pem_x509_certificate((REF_DIR / "pki" / "ca.crt").read_bytes())
-    ca_key = serialization.load_pem_private_key((REF_DIR / "pki" / "ca.key").read_bytes(), None)
+    ca_cert = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     subject = x509.Name(
@@ -343,7 +326,7 @@ def test_client_certificates_against_kube_apiserver(refcp, tmp_path, loop_thread
 
     import yaml
 
-    cert, key = _client_certificate("kubesched-test", "system:masters")
+    cert, key = _client_certificate(Path(refcp).parent / "pki", "kubesched-test", "system:masters")
     config = yaml.safe_load(Path(refcp).read_text())
     config["users"] = [
         {
@@ -400,6 +383,7 @@ def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
     assert not discovery.has("PodGroup") and not discovery.has("Queue")
     notes = "\n".join(discovery.warnings)
     assert "policy/v1beta1" in notes and "PodGroup" in notes and "Queue" in notes
+    assert "restart kubesched after installing the CRDs" in notes
     assert discovery.info("Event").group_version == "events.k8s.io/v1"
     assert discovery.path("Pod", "default", "p", "binding") == "/api/v1/namespaces/default/pods/p/binding"
 

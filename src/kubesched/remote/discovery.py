@@ -213,7 +213,8 @@ def _missing_note(kind: str, info: KindInfo | None, versions: tuple[GroupVersion
         if kind in ("PodGroup", "Queue"):
             return (
                 f"{kind}: {wanted} is not served (no Volcano CRDs); the {kind} informer stays empty "
-                "and the batch scheduler has no work"
+                "and the batch scheduler's pods wait (kinds are discovered at start: restart kubesched "
+                "after installing the CRDs)"
             )
         return (
             f"{kind}: not served (tried {', '.join(_gv(*gv) for gv in versions)}); its informer stays empty"

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
+from kubesched.remote.client import RemoteNotFound
 from kubesched.runtime.ports import DISRUPTION_TARGET, Ports
 from kubesched.store.base import AlreadyExists, Conflict, NotFound, Obj, StoreError
 
@@ -443,6 +444,14 @@ class RemotePorts:
                 self.client.request("POST", _pod_group_path(namespace), body=body),
                 f"creating PodGroup {namespace}/{name}",
             )
+        except RemoteNotFound as exc:
+            if exc.reason:
+                raise
+            # A plain "404 page not found" (no Status): the path itself is not served.
+            raise RemoteError(
+                f"creating PodGroup {namespace}/{name}: {VOLCANO} podgroups is not served by this API "
+                "server (are Volcano's CRDs installed?)"
+            ) from exc
         except AlreadyExists:
             created = self._run(
                 self.client.request("GET", _pod_group_path(namespace, name)),

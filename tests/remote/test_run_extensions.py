@@ -1,0 +1,406 @@
+"""Out-of-tree plugins and HTTP extenders in ``kubesched run`` against a served cluster (its own
+schedulers off): placements follow the plugin and the extender, a binding extender binds through the
+API (once), and a failing extender leaves its pod Pending with the reason while others schedule."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.extenders.test_http_extenders import ExtenderServer
+from tests.remote.conftest import Cluster
+
+from kubesched.cli import EXIT_OK
+from kubesched.framework.config import config_from_dict
+from kubesched.framework.plugin_loading import plugin_registry, register
+from kubesched.plugins import api
+from kubesched.remote.run import Runner, RunOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+PODS = "/api/v1/namespaces/default/pods"
+#: How long a pod may take to be decided (generous: the machine is shared).
+WAIT = 30.0
+
+
+def node(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def pod(name: str, scheduler: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]
+    }
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def unscheduled(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's PodScheduled=False condition, if it has one."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return dict(cond)
+    return None
+
+
+def get(cluster: Cluster, name: str) -> dict[str, Any]:
+    code, body, _ = cluster.request("GET", f"{PODS}/{name}")
+    assert code == 200, body
+    return dict(body)
+
+
+def create(cluster: Cluster, obj: dict[str, Any]) -> None:
+    code, body, _ = cluster.request("POST", PODS, obj)
+    assert code == 201, body
+
+
+def decided(cluster: Cluster, name: str) -> dict[str, Any]:
+    """The pod once it is bound or has a PodScheduled=False condition."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        obj = get(cluster, name)
+        if obj["spec"].get("nodeName") or unscheduled(obj) is not None:
+            return obj
+        assert time.monotonic() < deadline, f"pod {name} was not decided: {obj.get('status')}"
+        time.sleep(0.02)
+
+
+def place(cluster: Cluster, *names: str) -> dict[str, str | None]:
+    """Create the pods one after another, each once the previous one is decided; where each went."""
+    placed: dict[str, str | None] = {}
+    for name in names:
+        create(cluster, pod(name))
+        placed[name] = decided(cluster, name)["spec"].get("nodeName")
+    return placed
+
+
+def pod_events(cluster: Cluster, name: str) -> Counter[str]:
+    """The reasons of the events about pod ``name``, counted."""
+    return Counter(
+        e.get("reason")
+        for e in cluster.store.list("Event")
+        if ((e.get("regarding") or e.get("involvedObject") or {}).get("name")) == name
+    )
+
+
+def eventually(check: Callable[[], bool]) -> bool:
+    """Whether ``check`` holds within WAIT (events are sent in the background)."""
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+def start_runner() -> Iterator[Callable[..., Runner]]:
+    """``start_runner(cluster, **RunOptions)``: a started, leading Runner (no leader election)."""
+    runners: list[Runner] = []
+
+    def start(cluster: Cluster, **options: Any) -> Runner:
+        runner = Runner(
+            RunOptions(
+                kubeconfig=str(cluster.kubeconfig),
+                leader_elect=False,
+                port=0,
+                seed=0,
+                sync_timeout=30.0,
+                **options,
+            )
+        )
+        runner.start()
+        runners.append(runner)
+        runner.on_started_leading()
+        return runner
+
+    yield start
+    for runner in runners:
+        runner.stop()
+
+
+@pytest.fixture
+def extender() -> Iterator[ExtenderServer]:
+    srv = ExtenderServer()
+    yield srv
+    srv.close()
+
+
+def run_with_extenders(
+    make_cluster: Any, start_runner: Callable[..., Runner], extenders: list[dict[str, Any]], nodes: int = 3
+) -> Cluster:
+    registry = plugin_registry(use_entry_points=False)
+    config = config_from_dict({**KSC, "extenders": extenders}, registry)
+    cluster: Cluster = make_cluster(objects=[node(f"n{i}") for i in range(nodes)])
+    start_runner(cluster, config=config, registry=registry)
+    return cluster
+
+
+def node_names(args: dict[str, Any]) -> list[str]:
+    if args.get("NodeNames") is not None:
+        return list(args["NodeNames"])
+    return [n["metadata"]["name"] for n in args["Nodes"]["items"]]
+
+
+# --------------------------------------------------------------------------------------------------
+# An out-of-tree framework plugin, registered in-process
+
+
+class AvoidSlow:
+    name = "AvoidSlow"
+
+    def filter(self, state: api.CycleState, pod: api.Pod, info: api.NodeInfo) -> api.Status | None:
+        assert info.node is not None
+        if info.node.labels.get("tier") == "slow":
+            return api.Status.unschedulable("node(s) are slow")
+        return None
+
+
+def test_registry_plugin_decides_placement_in_run(
+    make_cluster: Any, start_runner: Callable[..., Runner]
+) -> None:
+    registry = plugin_registry(use_entry_points=False)
+    register(registry, AvoidSlow)
+    config = config_from_dict(
+        {**KSC, "profiles": [{"plugins": {"filter": {"enabled": [{"name": "AvoidSlow"}]}}}]}, registry
+    )
+    cluster: Cluster = make_cluster(
+        objects=[node("a", tier="slow"), node("b", tier="fast"), node("c", tier="slow")]
+    )
+    start_runner(cluster, config=config, registry=registry)
+    assert set(place(cluster, "p1", "p2", "p3").values()) == {"b"}
+    # The plugin's reason reaches the pod when no node is left.
+    code, _, _ = cluster.request("DELETE", "/api/v1/nodes/b")
+    assert code == 200
+    create(cluster, pod("p4"))
+    cond = unscheduled(decided(cluster, "p4"))
+    assert cond is not None and cond["reason"] == "Unschedulable"
+    assert "2 node(s) are slow" in cond["message"]
+
+
+# --------------------------------------------------------------------------------------------------
+# HTTP extenders
+
+
+def test_extender_filter_and_prioritize_decide_placement_in_run(
+    make_cluster: Any, start_runner: Callable[..., Runner], extender: ExtenderServer
+) -> None:
+    def filter_(args: dict[str, Any]) -> dict[str, Any]:
+        names = node_names(args)
+        blocked = args["Pod"]["metadata"]["name"].startswith("blocked")
+        kept = [] if blocked else [n for n in names if n != "n0"]
+        failed = {n: "node(s) are outside the allowed zones" for n in names if n not in kept}
+        return {"NodeNames": kept, "FailedNodes": failed, "Error": ""}
+
+    extender.verbs["filter"] = filter_
+    extender.verbs["prioritize"] = lambda args: [
+        {"Host": n, "Score": 10 if n == "n2" else 0} for n in node_names(args)
+    ]
+    cluster = run_with_extenders(
+        make_cluster,
+        start_runner,
+        [
+            {
+                "urlPrefix": extender.url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 5,
+                "nodeCacheCapable": True,
+            }
+        ],
+    )
+    # Without the extender three pods spread over three equal nodes; its score stacks them on n2.
+    assert place(cluster, "web-1", "web-2", "web-3") == {"web-1": "n2", "web-2": "n2", "web-3": "n2"}
+    assert {"filter", "prioritize"} <= set(extender.verbs_called())
+    filtered = [a for v, a in extender.calls if v == "filter" and a["Pod"]["metadata"]["name"] == "web-1"]
+    assert filtered and sorted(node_names(filtered[0])) == ["n0", "n1", "n2"]
+    create(cluster, pod("blocked"))
+    cond = unscheduled(decided(cluster, "blocked"))
+    assert cond is not None and cond["reason"] == "Unschedulable"
+    assert cond["message"].startswith("0/3 nodes are available: 3 node(s) are outside the allowed zones.")
+    assert eventually(lambda: pod_events(cluster, "blocked")["FailedScheduling"] >= 1)
+
+
+def test_binding_extender_binds_through_the_api_once(
+    make_cluster: Any, start_runner: Callable[..., Runner], extender: ExtenderServer
+) -> None:
+    clusters: list[Cluster] = []
+    answers: list[int] = []
+
+    def bind(args: dict[str, Any]) -> dict[str, Any]:
+        # What a real binding extender does: post the Binding to the API server it knows.
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": args["PodName"], "namespace": args["PodNamespace"], "uid": args["PodUID"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": args["Node"]},
+        }
+        code, body, _ = clusters[0].request("POST", f"{PODS}/{args['PodName']}/binding", binding)
+        answers.append(code)
+        return {"Error": "" if code == 201 else f"binding failed: {body}"}
+
+    extender.verbs["bind"] = bind
+    clusters.append(
+        run_with_extenders(make_cluster, start_runner, [{"urlPrefix": extender.url, "bindVerb": "bind"}])
+    )
+    cluster = clusters[0]
+    placed = place(cluster, "web-1", "web-2")
+    assert all(placed.values()) and answers == [201, 201]
+    for name, node_name in placed.items():
+        (call,) = [a for v, a in extender.calls if v == "bind" and a["PodName"] == name]
+        obj = get(cluster, name)
+        assert call == {
+            "PodName": name,
+            "PodNamespace": "default",
+            "PodUID": obj["metadata"]["uid"],
+            "Node": node_name,
+        }
+        assert unscheduled(obj) is None
+        # The scheduler saw the pod bound by the extender: one Scheduled event, nothing failed.
+        assert eventually(lambda: all(pod_events(cluster, n)["Scheduled"] for n in placed))
+        events = pod_events(cluster, name)
+        assert events["Scheduled"] == 1 and events["FailedScheduling"] == 0, events
+    # Later pods keep going through the extender (the scheduler did not bind them itself).
+    assert all(place(cluster, "web-3").values())
+    assert answers == [201, 201, 201]
+
+
+def test_failing_extender_leaves_the_pod_pending_and_run_going(
+    make_cluster: Any, start_runner: Callable[..., Runner], extender: ExtenderServer
+) -> None:
+    broken = {"on": True}
+
+    def filter_(args: dict[str, Any]) -> Any:
+        if broken["on"] and args["Pod"]["metadata"]["name"].startswith("bad"):
+            return 500, b"internal error"
+        return {"NodeNames": node_names(args), "FailedNodes": {}, "Error": ""}
+
+    extender.verbs["filter"] = filter_
+    cluster = run_with_extenders(
+        make_cluster,
+        start_runner,
+        [
+            {"urlPrefix": extender.url, "filterVerb": "filter", "nodeCacheCapable": True},
+            # An ignorable extender that cannot be reached is skipped.
+            {"urlPrefix": "http://127.0.0.1:1/none", "filterVerb": "filter", "ignorable": True},
+        ],
+    )
+    create(cluster, pod("bad-1"))
+    cond = unscheduled(decided(cluster, "bad-1"))
+    assert cond is not None and cond["reason"] == "SchedulerError"
+    assert f"extender '{extender.url}' filter" in cond["message"] and "500" in cond["message"]
+    assert not get(cluster, "bad-1")["spec"].get("nodeName")
+    assert eventually(lambda: pod_events(cluster, "bad-1")["FailedScheduling"] >= 1)
+    # The scheduler keeps going: later pods schedule, and the failed one once the extender recovers.
+    assert all(place(cluster, "good-1", "good-2").values())
+    assert not get(cluster, "bad-1")["spec"].get("nodeName")
+    broken["on"] = False
+    deadline = time.monotonic() + WAIT
+    while not get(cluster, "bad-1")["spec"].get("nodeName"):
+        assert time.monotonic() < deadline, "bad-1 was not retried after the extender recovered"
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------------------------------
+# kubesched run --plugin MODULE:CLASS, as a process
+
+PLUGIN_MODULE = """
+import numpy as np
+from kubesched.plugins import api
+
+
+class AvoidN0:
+    name = "AvoidN0"
+
+    def filter(self, state, pod, info):
+        if info.node.name == "n0":
+            return api.Status.unschedulable("node(s) are n0")
+        return None
+
+
+class OnlyNode:
+    name = "only-node"
+
+    class Args(api.PluginArgs):
+        node: str
+
+    def __init__(self, args):
+        self.node = args.node
+
+    def on_session_open(self, ssn):
+        def predicate(task, table):
+            bad = np.ones(table.capacity, dtype=np.bool_)
+            if self.node in table.slot_of:
+                bad[table.slot_of[self.node]] = False
+            return api.FilterResult.reject(bad, f"node(s) are not {self.node}")
+
+        ssn.add_predicate_fn(self.name, predicate)
+
+    def on_session_close(self, ssn):
+        return None
+"""
+
+
+def test_plugin_flag_registers_framework_and_batch_plugins_in_run(make_cluster: Any, tmp_path: Path) -> None:
+    (tmp_path / "runplugins.py").write_text(PLUGIN_MODULE)
+    (tmp_path / "ksc.yaml").write_text(
+        json.dumps({**KSC, "profiles": [{"plugins": {"filter": {"enabled": [{"name": "AvoidN0"}]}}}]})
+    )
+    conf = {
+        "actions": "enqueue, allocate, backfill",
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "only-node", "arguments": {"node": "n0"}}]},
+        ],
+    }
+    (tmp_path / "volcano.conf").write_text(yaml.safe_dump(conf))
+    cluster: Cluster = make_cluster(objects=[node(f"n{i}") for i in range(3)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src")])}
+    flags = ["--config", str(tmp_path / "ksc.yaml"), "--batch-conf", str(tmp_path / "volcano.conf")]
+    plugins = ["--plugin", "runplugins:AvoidN0", "--plugin", "runplugins:OnlyNode"]
+    common = ["--kubeconfig", str(cluster.kubeconfig), "--leader-elect=false", "--secure-port", "0"]
+    cmd = [sys.executable, "-m", "kubesched.cli", "run", *common, *flags, *plugins]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        placed = place(cluster, "web-1", "web-2", "web-3")
+        assert set(placed.values()) <= {"n1", "n2"}, placed
+        create(cluster, pod("train", scheduler="volcano"))
+        assert decided(cluster, "train")["spec"].get("nodeName") == "n0"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == EXIT_OK, err
+    assert "Traceback" not in err
+    # Without the flags the names are unknown: run refuses the configuration before connecting.
+    refused = subprocess.run(
+        [sys.executable, "-m", "kubesched.cli", "run", *common, *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert refused.returncode == 2 and 'unknown plugin "AvoidN0"' in refused.stderr
