@@ -134,9 +134,17 @@ def main() -> None:
     parser.add_argument("--server", required=True, help="https://host:port")
     parser.add_argument("--data-dir", required=True, help="the server's data dir (token and CA)")
     parser.add_argument("--pods", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients creating pods")
+    parser.add_argument(
+        "--watchers", type=int, default=2, help="watches that follow the pods until all are bound"
+    )
     parser.add_argument("--prefix", default="load")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for every pod to be bound"
+    )
     args = parser.parse_args()
+    if args.pods < 1 or args.clients < 1 or args.watchers < 1:
+        parser.error("--pods, --clients and --watchers must be at least 1")
     from pathlib import Path
 
     data = Path(args.data_dir)
@@ -147,7 +155,9 @@ def main() -> None:
             str(data / "ca.crt"),
             pods=args.pods,
             clients=args.clients,
+            watchers=args.watchers,
             prefix=args.prefix,
+            timeout=args.timeout,
         )
     )
     print(
