@@ -9,6 +9,7 @@ import asyncio
 import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -145,10 +146,22 @@ def main() -> None:
     args = parser.parse_args()
     if args.pods < 1 or args.clients < 1 or args.watchers < 1:
         parser.error("--pods, --clients and --watchers must be at least 1")
-    from pathlib import Path
 
     data = Path(args.data_dir)
-    result = asyncio.run(
+    try:
+        result = _run(args, data)
+    except TimeoutError:
+        raise SystemExit(f"not every pod was bound within --timeout {args.timeout:g}s") from None
+    print(
+        f"{len(result.created)} pods created in {result.create_seconds:.2f}s "
+        f"({len(result.created) / result.create_seconds:.0f}/s), "
+        f"all bound after {result.bound_seconds:.2f}s: "
+        f"{result.pods_per_second:.0f} pods/s end to end; {result.failed} creates failed"
+    )
+
+
+def _run(args: argparse.Namespace, data: Path) -> LoadResult:
+    return asyncio.run(
         run_load(
             args.server,
             (data / "token").read_text().strip(),
@@ -159,12 +172,6 @@ def main() -> None:
             prefix=args.prefix,
             timeout=args.timeout,
         )
-    )
-    print(
-        f"{len(result.created)} pods created in {result.create_seconds:.2f}s "
-        f"({len(result.created) / result.create_seconds:.0f}/s), "
-        f"all bound after {result.bound_seconds:.2f}s: "
-        f"{result.pods_per_second:.0f} pods/s end to end; {result.failed} creates failed"
     )
 
 
