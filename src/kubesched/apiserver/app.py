@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 MAX_BODY = 3 * 1024 * 1024
 #: Upstream caps a watch at a random 30 to 60 minutes; one fixed cap is enough here.
 MAX_WATCH_SECONDS = 1800
+#: After a watch has sent changes, how long it waits to gather the next ones into one write.
+WATCH_BATCH_SECONDS = 0.005
 #: Changes whose encoded watch lines are kept for the other watches (cleared past this size).
 _ENCODED_CACHE = 4096
 
@@ -1140,12 +1142,18 @@ class ApiServer:
                     typed = self._event_for(event, rv, res, namespace, labels, fields)
                     if typed is not None:
                         change_line(typed[0], typed[1], rv)
-                if pending:
+                sent = bool(pending)
+                if sent:
                     await flush()
                     last_sent = time.monotonic()
                 now = time.monotonic()
                 if now >= deadline:
                     break
+                if sent:
+                    # Changes that follow within a few milliseconds go out in the next write
+                    # together: under load a stream costs a write per batch, not per change, and an
+                    # isolated change still goes out at once.
+                    await asyncio.sleep(min(WATCH_BATCH_SECONDS, deadline - now))
                 if events:
                     continue
                 if bookmarks and now - last_sent >= self.bookmark_interval:
