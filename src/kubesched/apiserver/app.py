@@ -66,6 +66,10 @@ log = logging.getLogger(__name__)
 MAX_BODY = 3 * 1024 * 1024
 #: Upstream caps a watch at a random 30 to 60 minutes; one fixed cap is enough here.
 MAX_WATCH_SECONDS = 1800
+#: After a watch has sent changes, how long it waits to gather the next ones into one write.
+WATCH_BATCH_SECONDS = 0.005
+#: Changes whose encoded watch lines are kept for the other watches (cleared past this size).
+_ENCODED_CACHE = 4096
 
 _POD_UPDATE_FORBIDDEN = (
     "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
@@ -165,9 +169,17 @@ class ApiServer:
         #: A playground convenience (upstream answers 404): creating an object in a namespace that
         #: does not exist creates the namespace, so manifests made for ``simulate`` apply as they are.
         self.auto_create_namespaces = auto_create_namespaces
-        self._changed: asyncio.Event | None = None
+        #: Per kind, the event the watches of that kind wait on; set (and dropped) when an object
+        #: of the kind changes, so a write wakes only the watches that may have something to send.
+        self._changed: dict[str, asyncio.Event] = {}
+        #: Kinds written since the last wake (guarded by the store's lock).
+        self._changed_kinds: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_pending = False
+        #: Encoded watch lines and served views of recent changes, shared by the watches that send
+        #: the same change in the same form: each is built once, not once per watch.
+        self._lines: dict[tuple[int, str, str, str], bytes] = {}
+        self._views: dict[tuple[int, bool, str, str], dict[str, Any]] = {}
         self.started = time.time()
         #: The served schedulers' metrics (``GET /metrics``, behind the token like every API path);
         #: None: ``/metrics`` is 404.
@@ -185,14 +197,15 @@ class ApiServer:
 
     async def _on_startup(self, _app: web.Application) -> None:
         self._loop = asyncio.get_running_loop()
-        self._changed = asyncio.Event()
-        self.store.add_write_listener(self._on_write)
+        self.store.add_kind_listener(self._on_write)
 
     async def _on_cleanup(self, _app: web.Application) -> None:
-        self.store.remove_write_listener(self._on_write)
+        self.store.remove_kind_listener(self._on_write)
 
-    def _on_write(self) -> None:
-        """Any thread, after any write: wake the watches (once per loop turn)."""
+    def _on_write(self, kind: str) -> None:
+        """Any thread, after any write, holding the store's lock: wake the watches of ``kind``
+        (once per loop turn)."""
+        self._changed_kinds.add(kind)
         if self._wake_pending or self._loop is None:
             return
         self._wake_pending = True
@@ -202,10 +215,59 @@ class ApiServer:
             self._wake_pending = False
 
     def _wake(self) -> None:
-        self._wake_pending = False
-        changed, self._changed = self._changed, asyncio.Event()
-        if changed is not None:
-            changed.set()
+        with self.store.lock:
+            self._wake_pending = False
+            kinds, self._changed_kinds = self._changed_kinds, set()
+        for kind in kinds:
+            changed = self._changed.pop(kind, None)
+            if changed is not None:
+                changed.set()
+        if len(self._lines) > _ENCODED_CACHE or len(self._views) > _ENCODED_CACHE:
+            self._lines.clear()
+            self._views.clear()
+
+    def _changed_event(self, kind: str) -> asyncio.Event:
+        """The event set at the next change of an object of ``kind``."""
+        changed = self._changed.get(kind)
+        if changed is None:
+            changed = self._changed[kind] = asyncio.Event()
+        return changed
+
+    def _served_view(self, obj: Obj, rv: int, old: bool, res: Resource) -> dict[str, Any]:
+        """``served`` of a change's object (``old``: its previous state), built once per change."""
+        key = (rv, old, res.group, res.version)
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = served(dict(obj), res.group, res.version)
+        return view
+
+    def _event_for(
+        self,
+        event: WatchEvent,
+        rv: int,
+        res: Resource,
+        namespace: str | None,
+        labels: Match | None,
+        fields: Match | None,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """What a filtered watch sees of one change: an object that starts matching is ADDED, one
+        that stops matching DELETED (as upstream's filtered watch)."""
+        view = self._served_view(event.obj, rv, False, res)
+        now = _matches(view, namespace, labels, fields)
+        if event.type == EventType.DELETED:
+            return ("DELETED", view) if now else None
+        if event.type == EventType.ADDED:
+            return ("ADDED", view) if now else None
+        before = event.old is not None and _matches(
+            self._served_view(event.old, rv, True, res), namespace, labels, fields
+        )
+        if now and before:
+            return ("MODIFIED", view)
+        if now:
+            return ("ADDED", view)
+        if before:
+            return ("DELETED", view)
+        return None
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
@@ -1024,7 +1086,6 @@ class ApiServer:
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         deadline = time.monotonic() + timeout
-        assert self._changed is not None
 
         pending: list[bytes] = []
 
@@ -1033,6 +1094,18 @@ class ApiServer:
             if as_table and kind not in ("ERROR", "BOOKMARK"):
                 body = table(res.kind, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
             pending.append(orjson.dumps({"type": kind, "object": body}) + b"\n")
+
+        def change_line(kind: str, obj: Mapping[str, Any], rv: int) -> None:
+            # Every watch of this group version sends the change in the same bytes (unless it
+            # wants tables): encode it once.
+            if as_table:
+                line(kind, obj)
+                return
+            key = (rv, kind, res.group, res.version)
+            data = self._lines.get(key)
+            if data is None:
+                data = self._lines[key] = orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            pending.append(data)
 
         async def flush() -> None:
             # One write per batch of events: a burst of changes costs one TLS record, not one each.
@@ -1056,7 +1129,7 @@ class ApiServer:
             rv = start_rv
             last_sent = time.monotonic()
             while True:
-                changed = self._changed
+                changed = self._changed_event(res.kind)
                 try:
                     events = self.store.changes_since(rv)
                 except TooOld as exc:
@@ -1066,15 +1139,21 @@ class ApiServer:
                     rv = int(event.obj["metadata"]["resourceVersion"])
                     if event.kind != res.kind:
                         continue
-                    typed = _event_for(event, res, namespace, labels, fields)
+                    typed = self._event_for(event, rv, res, namespace, labels, fields)
                     if typed is not None:
-                        line(typed[0], typed[1])
-                if pending:
+                        change_line(typed[0], typed[1], rv)
+                sent = bool(pending)
+                if sent:
                     await flush()
                     last_sent = time.monotonic()
                 now = time.monotonic()
                 if now >= deadline:
                     break
+                if sent:
+                    # Changes that follow within a few milliseconds go out in the next write
+                    # together: under load a stream costs a write per batch, not per change, and an
+                    # isolated change still goes out at once.
+                    await asyncio.sleep(min(WATCH_BATCH_SECONDS, deadline - now))
                 if events:
                     continue
                 if bookmarks and now - last_sent >= self.bookmark_interval:
@@ -1091,35 +1170,13 @@ class ApiServer:
                 if bookmarks:
                     wait = min(wait, max(0.01, self.bookmark_interval - (now - last_sent)))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await changed.wait()
         except (ConnectionResetError, ConnectionError):
             return resp
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp
-
-
-def _event_for(
-    event: WatchEvent, res: Resource, namespace: str | None, labels: Match | None, fields: Match | None
-) -> tuple[str, dict[str, Any]] | None:
-    """What a filtered watch sees of one change: an object that starts matching is ADDED, one that
-    stops matching DELETED (as upstream's filtered watch)."""
-    view = served(dict(event.obj), res.group, res.version)
-    now = _matches(view, namespace, labels, fields)
-    if event.type == EventType.DELETED:
-        return ("DELETED", view) if now else None
-    if event.type == EventType.ADDED:
-        return ("ADDED", view) if now else None
-    before = event.old is not None and _matches(
-        served(dict(event.old), res.group, res.version), namespace, labels, fields
-    )
-    if now and before:
-        return ("MODIFIED", view)
-    if now:
-        return ("ADDED", view)
-    if before:
-        return ("DELETED", view)
-    return None
 
 
 def _matches(

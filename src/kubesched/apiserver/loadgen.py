@@ -9,6 +9,7 @@ import asyncio
 import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -134,27 +135,43 @@ def main() -> None:
     parser.add_argument("--server", required=True, help="https://host:port")
     parser.add_argument("--data-dir", required=True, help="the server's data dir (token and CA)")
     parser.add_argument("--pods", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients creating pods")
+    parser.add_argument(
+        "--watchers", type=int, default=2, help="watches that follow the pods until all are bound"
+    )
     parser.add_argument("--prefix", default="load")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for every pod to be bound"
+    )
     args = parser.parse_args()
-    from pathlib import Path
+    if args.pods < 1 or args.clients < 1 or args.watchers < 1:
+        parser.error("--pods, --clients and --watchers must be at least 1")
 
     data = Path(args.data_dir)
-    result = asyncio.run(
+    try:
+        result = _run(args, data)
+    except TimeoutError:
+        raise SystemExit(f"not every pod was bound within --timeout {args.timeout:g}s") from None
+    print(
+        f"{len(result.created)} pods created in {result.create_seconds:.2f}s "
+        f"({len(result.created) / result.create_seconds:.0f}/s), "
+        f"all bound after {result.bound_seconds:.2f}s: "
+        f"{result.pods_per_second:.0f} pods/s end to end; {result.failed} creates failed"
+    )
+
+
+def _run(args: argparse.Namespace, data: Path) -> LoadResult:
+    return asyncio.run(
         run_load(
             args.server,
             (data / "token").read_text().strip(),
             str(data / "ca.crt"),
             pods=args.pods,
             clients=args.clients,
+            watchers=args.watchers,
             prefix=args.prefix,
+            timeout=args.timeout,
         )
-    )
-    print(
-        f"{len(result.created)} pods created in {result.create_seconds:.2f}s "
-        f"({len(result.created) / result.create_seconds:.0f}/s), "
-        f"all bound after {result.bound_seconds:.2f}s: "
-        f"{result.pods_per_second:.0f} pods/s end to end; {result.failed} creates failed"
     )
 
 

@@ -58,6 +58,7 @@ class SqliteStore(MemoryStore):
             self.lock = threading.RLock()
         if not hasattr(self, "_write_listeners"):
             self._write_listeners: list[Callable[[], None]] = []
+        self._kind_listeners: list[Callable[[str], None]] = []
         self.path = Path(path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -110,6 +111,8 @@ class SqliteStore(MemoryStore):
             w.push(event)
         for listener in self._write_listeners:
             listener()
+        for kind_listener in self._kind_listeners:
+            kind_listener(event.kind)
 
     # -- ClusterStore (locked) -------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
@@ -186,6 +189,16 @@ class SqliteStore(MemoryStore):
     def remove_write_listener(self, listener: Callable[[], None]) -> None:
         with self.lock:
             self._write_listeners = [f for f in self._write_listeners if f is not listener]
+
+    def add_kind_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener`` with the changed object's kind after every write, on the writing
+        thread, holding the store's lock; it must be quick and must not write to the store."""
+        with self.lock:
+            self._kind_listeners.append(listener)
+
+    def remove_kind_listener(self, listener: Callable[[str], None]) -> None:
+        with self.lock:
+            self._kind_listeners = [f for f in self._kind_listeners if f is not listener]
 
     @property
     def resource_version(self) -> int:
