@@ -173,3 +173,20 @@ def test_bind_workers_send_a_sessions_binds_side_by_side() -> None:
         uid = store.get("Pod", "c1", name)["metadata"]["uid"]
         assert sched.outcomes[uid].status == SCHEDULED
         assert not sched.cache.pod_state(uid).assumed or sched.cache.pod_state(uid).binding_finished
+
+
+def test_an_unschedulable_task_gets_one_failed_scheduling_event_per_new_reason() -> None:
+    # Volcano records a Warning FailedScheduling event with each changed PodScheduled condition:
+    # once for a pod left pending, not again in later sessions that find the same reason.
+    objects = [node("n1", "1", "1Gi"), queue("q1"), pod_group("pg", "q1", 1, "Inqueue")]
+    objects.append(pod("big", "", "pg", "4", "1Gi"))
+    sched, store = _scheduler(objects, "allocate")
+    for _ in range(3):
+        sched.run_session()
+        sched.informers.pump()
+    events = [e for e in store.list("Event") if e["regarding"]["name"] == "big"]
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "FailedScheduling")]
+    cond = next(
+        c for c in store.get("Pod", "c1", "big")["status"]["conditions"] if c["type"] == "PodScheduled"
+    )
+    assert events[0]["note"] == cond["message"]

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from typing import Any
 
 import numpy as np
 
@@ -171,6 +172,11 @@ class SessionApplier:
             if up.event is not None:
                 self._event(pg, *up.event)
             for task, reason, message in up.task_conditions:
+                if _condition_changes(task.pod.raw, reason, message):
+                    # Volcano's taskUnschedulable: a Warning event with each changed condition.
+                    self.ports.events.record(
+                        task.pod.raw, "Warning", "FailedScheduling", "Scheduling", message, "volcano"
+                    )
                 self.ports.pod_status.set_pod_condition(
                     task.namespace,
                     task.name,
@@ -322,3 +328,16 @@ def _allocated_of(queue: Queue) -> dict[str, int] | None:
         return {str(res): resource_amount(str(res), str(q)) for res, q in raw.items()}
     except (ValueError, TypeError):
         return None
+
+
+def _condition_changes(pod: Mapping[str, Any], reason: str, message: str) -> bool:
+    """Whether ``PodScheduled=False`` with ``reason`` and ``message`` differs from the pod's own
+    (Volcano's podConditionHaveUpdate, which ignores the timestamps)."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled":
+            return not (
+                cond.get("status") == "False"
+                and cond.get("reason") == reason
+                and cond.get("message") == message
+            )
+    return True
