@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,9 @@ PredicateMaskFn = Callable[[TaskInfo, "NodeTable"], BoolArray]
 NodeOrderFn = Callable[[TaskInfo, "NodeTable", IntArray], Any]
 
 _session_ids = itertools.count(1)
+#: Sessions get UUIDs as Volcano's (the PodGroup conditions' transitionID), derived from a counter
+#: rather than drawn at random so that the same input gives the same output bytes.
+_SESSION_UUIDS = uuid.UUID("5e55a1d0-6b1c-4c8e-9a3f-0b5c7e2d4f61")
 
 
 @dataclass(slots=True)
@@ -138,7 +142,7 @@ class Session:
         rng: np.random.Generator | None = None,
         pod_index: PodIndex | None = None,
     ) -> None:
-        self.uid = f"session-{next(_session_ids)}"
+        self.uid = str(uuid.uuid5(_SESSION_UUIDS, str(next(_session_ids))))
         self.conf = conf
         self.tiers: list[Tier] = list(conf.tiers)
         self.space = space
