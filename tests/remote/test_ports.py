@@ -307,6 +307,21 @@ def test_pod_group_status_is_replaced(cluster: Cluster, ports: RemotePorts) -> N
     assert ports.update_pod_group_status("default", "gone", second) is None
 
 
+def test_queue_status_keeps_the_fields_it_does_not_name(cluster: Cluster, ports: RemotePorts) -> None:
+    path = f"/apis/{VOLCANO}/queues/default"
+    code, queue, _ = cluster.request("GET", path)
+    assert code == 200
+    code, _, _ = cluster.request(
+        "PUT", f"{path}/status", {**queue, "status": {"state": "Open", "running": 3}}
+    )
+    assert code == 200
+    out = ports.update_queue_status("default", {"allocated": {"cpu": "2", "memory": "1Gi"}})
+    assert out is not None
+    code, stored, _ = cluster.request("GET", path)
+    assert stored["status"] == {"state": "Open", "running": 3, "allocated": {"cpu": "2", "memory": "1Gi"}}
+    assert ports.update_queue_status("gone", {"allocated": {"cpu": "0"}}) is None
+
+
 # -- the same writes against kube-apiserver itself (v1.20.2) --------------------------------------
 CORE_PODS = "/api/v1/namespaces/default/pods"
 

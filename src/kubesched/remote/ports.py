@@ -167,7 +167,8 @@ class RemotePorts:
         #: Where events come from (upstream ``reportingInstance`` is the controller and this).
         self.identity = identity or socket.gethostname()
         self.events = EventSink(events_client or client, loop, capacity=event_queue, workers=event_workers)
-        self._pod_group_status = self.features.pod_group_status
+        #: Kinds whose CRD has no status subresource (their status is patched on the object).
+        self._without_status_subresource: set[str] = set() if self.features.pod_group_status else {"PodGroup"}
         #: The first and the longest pause between tries of the condition writes not yet taken.
         self.retry_interval = retry_interval
         # Condition writes the server did not take (unreachable, 5xx, 429), by (namespace, name,
@@ -407,31 +408,32 @@ class RemotePorts:
             fields |= (held.get("status") or {}).keys()
         for key in fields:
             patch_status.setdefault(key, None)
-        body = {"status": patch_status}
-        what = f"updating the status of PodGroup {namespace}/{name}"
+        return self._patch_status(
+            "PodGroup",
+            lambda sub: _pod_group_path(namespace, name, sub),
+            {"status": patch_status},
+            f"updating the status of PodGroup {namespace}/{name}",
+        )
+
+    def _patch_status(self, kind: str, path: Callable[[str | None], str], body: Any, what: str) -> Obj | None:
+        """A merge patch of the ``status`` subresource; where the kind's CRD has none (the object
+        tells: the subresource is 404 while the object is not), of the object, from then on. None
+        when the object is gone."""
         try:
-            if self._pod_group_status:
+            if kind not in self._without_status_subresource:
                 try:
-                    return self._patch_pod_group(namespace, name, "status", body, what)
+                    return self._merge_patch(path("status"), body, what)
                 except NotFound:
-                    # Gone, or a CRD without the status subresource: the object tells which.
-                    updated = self._patch_pod_group(namespace, name, None, body, what)
-                    self._pod_group_status = False
-                    log.info("PodGroups have no status subresource: patching the objects' status")
+                    updated = self._merge_patch(path(None), body, what)
+                    self._without_status_subresource.add(kind)
+                    log.info("%ss have no status subresource: patching the objects' status", kind)
                     return updated
-            return self._patch_pod_group(namespace, name, None, body, what)
+            return self._merge_patch(path(None), body, what)
         except NotFound:
             return None
 
-    def _patch_pod_group(
-        self, namespace: str, name: str, sub: str | None, body: Any, what: str
-    ) -> Obj | None:
-        result = self._run(
-            self.client.request(
-                "PATCH", _pod_group_path(namespace, name, sub), body=body, content_type=MERGE_PATCH
-            ),
-            what,
-        )
+    def _merge_patch(self, path: str, body: Any, what: str) -> Obj | None:
+        result = self._run(self.client.request("PATCH", path, body=body, content_type=MERGE_PATCH), what)
         return result if isinstance(result, Mapping) else None
 
     def create_pod_group(self, obj: Obj) -> Obj:
@@ -463,41 +465,25 @@ class RemotePorts:
 
     # -- QueueStatusWriter -----------------------------------------------------------------------
     def update_queue_status(self, name: str, status: Mapping[str, Any]) -> Obj | None:
-        """A JSON merge patch of the Queue's status subresource (the fields not named are the
-        queue controller's and stay as they are); the object where the CRD has no subresource."""
-        body = {"status": dict(status)}
-        what = f"updating the status of Queue {name}"
-        try:
-            try:
-                result = self._run(
-                    self.client.request(
-                        "PATCH", _queue_path(name, "status"), body=body, content_type=MERGE_PATCH
-                    ),
-                    what,
-                )
-            except NotFound:
-                result = self._run(
-                    self.client.request("PATCH", _queue_path(name), body=body, content_type=MERGE_PATCH), what
-                )
-        except NotFound:
-            return None
-        return result if isinstance(result, Mapping) else None
+        """A JSON merge patch of the Queue's status (the fields not named are the queue
+        controller's and stay as they are)."""
+        return self._patch_status(
+            "Queue",
+            lambda sub: _queue_path(name, sub),
+            {"status": dict(status)},
+            f"updating the status of Queue {name}",
+        )
 
     # -- PodAnnotationWriter ---------------------------------------------------------------------
     def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
         try:
-            result = self._run(
-                self.client.request(
-                    "PATCH",
-                    _pod_path(namespace, name),
-                    body={"metadata": {"annotations": dict(annotations)}},
-                    content_type=MERGE_PATCH,
-                ),
+            return self._merge_patch(
+                _pod_path(namespace, name),
+                {"metadata": {"annotations": dict(annotations)}},
                 f"annotating pod {namespace}/{name}",
             )
         except NotFound:
             return None
-        return result if isinstance(result, Mapping) else None
 
     # -- EventRecorder ---------------------------------------------------------------------------
     def record(
