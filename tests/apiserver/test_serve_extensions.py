@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.apiserver.conftest import Cluster
+from tests.extenders.plugin_flag_files import write_plugin_flag_files
 from tests.extenders.test_http_extenders import ExtenderServer
 
 from kubesched.framework.config import config_from_dict
@@ -235,61 +236,9 @@ def test_pip_installed_example_package_changes_placements_in_serve(tmp_path: Pat
     assert len(set(default.values())) == 3
 
 
-PLUGIN_MODULE = """
-import numpy as np
-from kubesched.plugins import api
-from kubesched.store.sqlite import SqliteStore
-
-
-class AvoidN0:
-    name = "AvoidN0"
-
-    def filter(self, state, pod, info):
-        if info.node.name == "n0":
-            return api.Status.unschedulable("node(s) are n0")
-        return None
-
-
-class OnlyNode:
-    name = "only-node"
-
-    class Args(api.PluginArgs):
-        node: str
-
-    def __init__(self, args):
-        self.node = args.node
-
-    def on_session_open(self, ssn):
-        def predicate(task, table):
-            bad = np.ones(table.capacity, dtype=np.bool_)
-            if self.node in table.slot_of:
-                bad[table.slot_of[self.node]] = False
-            return api.FilterResult.reject(bad, f"node(s) are not {self.node}")
-
-        ssn.add_predicate_fn(self.name, predicate)
-
-    def on_session_close(self, ssn):
-        return None
-"""
-
-
 def test_plugin_flag_registers_framework_and_batch_plugins_in_serve(tmp_path: Path) -> None:
-    (tmp_path / "servedplugins.py").write_text(PLUGIN_MODULE)
+    env, flags, plugins = write_plugin_flag_files(tmp_path, "servedplugins")
     (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([node(f"n{i}") for i in range(3)]))
-    (tmp_path / "ksc.yaml").write_text(
-        json.dumps({**KSC, "profiles": [{"plugins": {"filter": {"enabled": [{"name": "AvoidN0"}]}}}]})
-    )
-    conf = {
-        "actions": "enqueue, allocate, backfill",
-        "tiers": [
-            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
-            {"plugins": [{"name": "predicates"}, {"name": "only-node", "arguments": {"node": "n0"}}]},
-        ],
-    }
-    (tmp_path / "volcano.conf").write_text(yaml.safe_dump(conf))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src")])}
-    flags = ["--config", str(tmp_path / "ksc.yaml"), "--batch-conf", str(tmp_path / "volcano.conf")]
-    plugins = ["--plugin", "servedplugins:AvoidN0", "--plugin", "servedplugins:OnlyNode"]
     server = ServeProcess(tmp_path / "data", env, str(tmp_path / "nodes.yaml"), *flags, *plugins)
     try:
         client = server.client

@@ -4,8 +4,6 @@ API (once), and a failing extender leaves its pod Pending with the reason while 
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from tests.extenders.plugin_flag_files import write_plugin_flag_files
 from tests.extenders.test_http_extenders import ExtenderServer
 from tests.remote.conftest import Cluster
 
@@ -326,60 +324,10 @@ def test_failing_extender_leaves_the_pod_pending_and_run_going(
 # --------------------------------------------------------------------------------------------------
 # kubesched run --plugin MODULE:CLASS, as a process
 
-PLUGIN_MODULE = """
-import numpy as np
-from kubesched.plugins import api
-
-
-class AvoidN0:
-    name = "AvoidN0"
-
-    def filter(self, state, pod, info):
-        if info.node.name == "n0":
-            return api.Status.unschedulable("node(s) are n0")
-        return None
-
-
-class OnlyNode:
-    name = "only-node"
-
-    class Args(api.PluginArgs):
-        node: str
-
-    def __init__(self, args):
-        self.node = args.node
-
-    def on_session_open(self, ssn):
-        def predicate(task, table):
-            bad = np.ones(table.capacity, dtype=np.bool_)
-            if self.node in table.slot_of:
-                bad[table.slot_of[self.node]] = False
-            return api.FilterResult.reject(bad, f"node(s) are not {self.node}")
-
-        ssn.add_predicate_fn(self.name, predicate)
-
-    def on_session_close(self, ssn):
-        return None
-"""
-
 
 def test_plugin_flag_registers_framework_and_batch_plugins_in_run(make_cluster: Any, tmp_path: Path) -> None:
-    (tmp_path / "runplugins.py").write_text(PLUGIN_MODULE)
-    (tmp_path / "ksc.yaml").write_text(
-        json.dumps({**KSC, "profiles": [{"plugins": {"filter": {"enabled": [{"name": "AvoidN0"}]}}}]})
-    )
-    conf = {
-        "actions": "enqueue, allocate, backfill",
-        "tiers": [
-            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
-            {"plugins": [{"name": "predicates"}, {"name": "only-node", "arguments": {"node": "n0"}}]},
-        ],
-    }
-    (tmp_path / "volcano.conf").write_text(yaml.safe_dump(conf))
+    env, flags, plugins = write_plugin_flag_files(tmp_path, "runplugins")
     cluster: Cluster = make_cluster(objects=[node(f"n{i}") for i in range(3)])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src")])}
-    flags = ["--config", str(tmp_path / "ksc.yaml"), "--batch-conf", str(tmp_path / "volcano.conf")]
-    plugins = ["--plugin", "runplugins:AvoidN0", "--plugin", "runplugins:OnlyNode"]
     common = ["--kubeconfig", str(cluster.kubeconfig), "--leader-elect=false", "--secure-port", "0"]
     cmd = [sys.executable, "-m", "kubesched.cli", "run", *common, *flags, *plugins]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
