@@ -427,9 +427,7 @@ class Scheduler:
     def _bind_in_worker(self, task: _BindingTask) -> None:
         """PreBind and Bind on a binding worker: these only write to the cluster through the ports."""
         try:
-            st = task.fwk.run_pre_bind(task.state, task.assumed, task.node)
-            if st is None:
-                st = self._bind(task.fwk, task.state, task.assumed, task.node)
+            st = self._pre_bind_and_bind(task)
         except Exception as exc:  # reported like any failed bind: the pod is requeued
             log.exception("binding cycle of pod %s failed", task.assumed.key)
             st = Status.error(str(exc))
@@ -712,11 +710,12 @@ class Scheduler:
 
     # -- binding cycle ---------------------------------------------------------------------------
     def _binding_cycle(self, task: _BindingTask) -> None:
-        fwk, state, assumed, node = task.fwk, task.state, task.assumed, task.node
-        st = fwk.run_pre_bind(state, assumed, node)
-        if st is None:
-            st = self._bind(fwk, state, assumed, node)
-        self._finish_binding(task, st)
+        self._finish_binding(task, self._pre_bind_and_bind(task))
+
+    def _pre_bind_and_bind(self, task: _BindingTask) -> Status | None:
+        """The part of a binding cycle that writes to the cluster (on a binding worker, or here)."""
+        st = task.fwk.run_pre_bind(task.state, task.assumed, task.node)
+        return st if st is not None else self._bind(task.fwk, task.state, task.assumed, task.node)
 
     def _finish_binding(self, task: _BindingTask, st: Status | None) -> None:
         """The end of a binding cycle, on the driver's thread: confirm the assumed pod, or undo it
