@@ -25,7 +25,7 @@ from kubesched.batch.framework import JobUpdate
 from kubesched.batch.gang_breaks import bound_members, gang_break_notes, with_note
 from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import ROOT_QUEUE, PodGroup, Queue
+from kubesched.batch.objects import ROOT_QUEUE, PodGroup, Queue, queue_ancestors
 from kubesched.batch.operations import Evictee
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
@@ -275,21 +275,18 @@ class SessionApplier:
             return
         names = totals.space.names
         allocated: dict[str, np.ndarray] = {name: totals.space.zeros() for name in queues}
+        # Volcano counts a queue's part up to root only when a root queue exists; a queue that names
+        # no parent hangs under root.
+        parents = (
+            {name: q.parent or ROOT_QUEUE for name, q in queues.items() if name != ROOT_QUEUE}
+            if ROOT_QUEUE in queues
+            else {}
+        )
         for name, qsum in totals.queues.items():
             if name not in allocated:
                 continue
-            allocated[name] += qsum.allocated
-            if ROOT_QUEUE not in queues:
-                continue
-            seen = {name}
-            queue = queues[name]
-            while name != ROOT_QUEUE:
-                parent = queue.parent or ROOT_QUEUE
-                if parent in seen or parent not in queues:
-                    break
-                seen.add(parent)
-                allocated[parent] += qsum.allocated
-                name, queue = parent, queues[parent]
+            for holder in (name, *queue_ancestors(name, parents, queues)):
+                allocated[holder] += qsum.allocated
         for name, vector in allocated.items():
             # cpu and memory always, other resources when held (Volcano's resource lists carry
             # scalar resources only; the pod count and ephemeral storage are not among them).

@@ -14,7 +14,7 @@ Defaults follow what Volcano's admission webhook fills in: a PodGroup without a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,3 +261,15 @@ def group_name_of(pod_raw: Mapping[str, Any]) -> tuple[str, str] | None:
         if isinstance(name, str) and name:
             return (SCHEDULING_X_K8S, name)
     return None
+
+
+def queue_ancestors(name: str, parents: Mapping[str, str], known: Container[str]) -> list[str]:
+    """The known queues above ``name``, nearest first (a cycle of parents stops where it closes)."""
+    out: list[str] = []
+    seen = {name}
+    cur = parents.get(name, "")
+    while cur and cur in known and cur not in seen:
+        out.append(cur)
+        seen.add(cur)
+        cur = parents.get(cur, "")
+    return out

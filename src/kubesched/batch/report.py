@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.batch.job_info import JobInfo, TaskStatus
+from kubesched.batch.objects import queue_ancestors
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import Session
 from kubesched.batch.shares import ResourceSpace, Vector
@@ -140,7 +141,7 @@ class BatchReports:
             rep.allocated = {k: v for k, v in space.to_dict(vec).items() if k != "pods"}
             rep.bound, rep.pending = bound, pending
             rep.parent = state.parents.get(name, "")
-            rep.depth = len(_ancestors(name, state.parents, queues))
+            rep.depth = len(queue_ancestors(name, state.parents, queues))
             if state.deserved is not None:
                 # A queue without jobs in the session deserves nothing.
                 d = state.deserved.get(name)
@@ -168,18 +169,6 @@ class BatchReports:
         return sorted(reports.values(), key=path)
 
 
-def _ancestors(name: str, parents: dict[str, str], known: Any) -> list[str]:
-    """The known queues above ``name``, nearest first (a cycle of parents stops where it closes)."""
-    out: list[str] = []
-    seen = {name}
-    cur = parents.get(name, "")
-    while cur and cur in known and cur not in seen:
-        out.append(cur)
-        seen.add(cur)
-        cur = parents.get(cur, "")
-    return out
-
-
 def _subtree_totals(
     space: ResourceSpace, queues: dict[str, tuple[int, Vector | None, int, int]], parents: dict[str, str]
 ) -> dict[str, tuple[int, Vector | None, int, int]]:
@@ -188,7 +177,7 @@ def _subtree_totals(
         name: [w, None if a is None else a.copy(), b, p] for name, (w, a, b, p) in queues.items()
     }
     for name, (_, allocated, bound, pending) in queues.items():
-        for anc in _ancestors(name, parents, queues):
+        for anc in queue_ancestors(name, parents, queues):
             entry = out[anc]
             if allocated is not None:
                 entry[1] = (entry[1] if entry[1] is not None else space.zeros()) + allocated
