@@ -100,8 +100,7 @@ def run_filter(plugin: Any, pod: Pod, snapshot: Snapshot) -> FilterResult | None
                 if slot is not None:
                     keep[slot] = True
             out: FilterResult = plugin.filter_nodes(state, pod, table)
-            out.passed &= keep
-            return out
+            return FilterResult(out.passed & keep, out.failures)
     result: FilterResult = plugin.filter_nodes(state, pod, table)
     return result
 

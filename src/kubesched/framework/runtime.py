@@ -57,6 +57,8 @@ from kubesched.framework.types import (
     NodeFailure,
     PreFilterResult,
     QueuedPodInfo,
+    all_true,
+    none_failed,
 )
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
 from kubesched.queue.nominator import NominatedColumns, Nominator
@@ -306,7 +308,10 @@ class Framework:
         the first plugin that rejected it (-1 if none) — upstream stops at a node's first failure.
         """
         remaining = candidates.copy()
-        failed_by = np.full(table.capacity, -1, dtype=np.int16)
+        capacity = table.capacity
+        passes_all = all_true(capacity)
+        # Allocated at the first rejection: most cycles reject no candidate.
+        failed_by: np.ndarray[Any, np.dtype[np.int16]] | None = None
         results: list[FilterResult | None] = []
         checked = self._checked
         for i, pl in enumerate(self.filter):
@@ -316,16 +321,23 @@ class Framework:
             try:
                 res = pl.filter_nodes(state, pod, table)
                 if pl.name in checked:
-                    _check_filter_result(res, table.capacity)
+                    _check_filter_result(res, capacity)
             except Exception as exc:
                 raise _plugin_error(
                     pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
                 ) from exc
             results.append(res)
-            newly_failed = remaining & ~res.passed
+            passed = res.passed
+            if passed is passes_all:
+                continue
+            newly_failed = remaining > passed
             if newly_failed.any():
+                if failed_by is None:
+                    failed_by = np.full(capacity, -1, dtype=np.int16)
                 failed_by[newly_failed] = i
-                remaining &= res.passed
+                remaining &= passed
+        if failed_by is None:
+            failed_by = none_failed(capacity)
         return remaining, results, failed_by
 
     # -- "what if" evaluations: nominated pods, preemption ------------------------------------------

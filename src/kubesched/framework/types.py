@@ -18,6 +18,31 @@ IntArray = NDArray[np.int64]
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
+_ALL_TRUE: dict[int, BoolArray] = {}
+_NONE_FAILED: dict[int, NDArray[np.int16]] = {}
+
+
+def all_true(capacity: int) -> BoolArray:
+    """A shared, read-only mask of ``capacity`` True entries: the verdict of a Filter that rejects
+    no node, recognised by identity so the framework skips combining it."""
+    mask = _ALL_TRUE.get(capacity)
+    if mask is None:
+        mask = np.ones(capacity, dtype=np.bool_)
+        mask.flags.writeable = False
+        _ALL_TRUE[capacity] = mask
+    return mask
+
+
+def none_failed(capacity: int) -> NDArray[np.int16]:
+    """A shared, read-only ``failed_by`` array of ``capacity`` entries where no plugin rejected
+    any node (-1 everywhere)."""
+    arr = _NONE_FAILED.get(capacity)
+    if arr is None:
+        arr = np.full(capacity, -1, dtype=np.int16)
+        arr.flags.writeable = False
+        _NONE_FAILED[capacity] = arr
+    return arr
+
 
 @dataclass(slots=True, eq=False)
 class QueuedPodInfo:
@@ -141,7 +166,8 @@ class FilterResult:
 
     @classmethod
     def all_pass(cls, capacity: int) -> FilterResult:
-        return cls(np.ones(capacity, dtype=np.bool_))
+        """Every node passes. The mask is shared and read-only: build a new array to change it."""
+        return cls(all_true(capacity))
 
     @classmethod
     def reject(cls, failing: BoolArray, reason: str, *, unresolvable: bool = False) -> FilterResult:

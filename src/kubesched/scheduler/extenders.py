@@ -429,6 +429,8 @@ def add_extender_failures(diag: Diagnosis, table: NodeTable, failures: ExtenderF
     if failures.dropped:
         diag.unschedulable_plugins.add(EXTENDER_NAME)
     assert diag.failed_by is not None
+    if not diag.failed_by.flags.writeable:
+        diag.failed_by = diag.failed_by.copy()
     if diag.unresolvable is None:
         diag.unresolvable = np.zeros(table.capacity, dtype=np.bool_)
     index: dict[str, int] = {}

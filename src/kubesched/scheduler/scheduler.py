@@ -46,7 +46,14 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, FrameworkError, PluginError, ScoreDetails
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, IntArray, QueuedPodInfo
+from kubesched.framework.types import (
+    ASSIGNED_POD,
+    ActionType,
+    BoolArray,
+    ClusterEvent,
+    IntArray,
+    QueuedPodInfo,
+)
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue, pod_update_events
 from kubesched.runtime.ports import Ports, StorePorts
@@ -157,6 +164,7 @@ class Scheduler:
         self.cycle = 0
         self._hint: int | None = None
         self._signature: Signature | None = None
+        self._order_masks: tuple[IntArray, NodeTable, BoolArray] | None = None
         self.outcomes: dict[str, PodOutcome] = {}
         self.explain = ExplainRecorder() if explain else None
         self._binding_tasks: list[_BindingTask] = []
@@ -554,8 +562,11 @@ class Scheduler:
             nodes = order[np.isin(order, keep)]
             absent_reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(involved))}]"
 
-        candidates = np.zeros(table.capacity, dtype=np.bool_)
-        candidates[nodes] = True
+        if nodes is order:
+            candidates = self._order_mask(table)
+        else:
+            candidates = np.zeros(table.capacity, dtype=np.bool_)
+            candidates[nodes] = True
         try:
             feasible_mask, results, failed_by = fwk.run_filters_with_nominated_pods(
                 state, pod, table, candidates
@@ -576,26 +587,30 @@ class Scheduler:
             # found will do (upstream hasScoring, hasExtenderFilters).
             to_find = min(to_find, 1)
         start = self.next_start_node_index % n if n else 0
-        rotated = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
-        passed_in_order = feasible_mask[rotated]
-        feasible_count = int(np.count_nonzero(passed_in_order))
-        if feasible_count > to_find:
-            # Stop at the node where the to_find-th feasible one was found, like the upstream loop.
-            cut = int(np.searchsorted(np.cumsum(passed_in_order), to_find)) + 1
-            processed = rotated[:cut]
-            feasible = processed[passed_in_order[:cut]]
+        # Walk the nodes from ``start`` round to ``start - 1`` and stop at the node where the
+        # to_find-th feasible one was found, like the upstream loop; positions are indexes into
+        # ``nodes``.
+        positions = np.flatnonzero(feasible_mask[nodes])
+        split = int(np.searchsorted(positions, start))
+        after = len(positions) - split
+        if after >= to_find:
+            chosen = positions[split : split + to_find]
+        elif len(positions) > to_find:
+            chosen = np.concatenate((positions[split:], positions[: to_find - after]))
         else:
-            processed = rotated
-            feasible = rotated[passed_in_order]
+            chosen = np.concatenate((positions[split:], positions[:split])) if split else positions
+        num_processed = (int(chosen[-1]) - start) % n + 1 if len(positions) > to_find else n
+        feasible = nodes[chosen]
         if num_all:
             # Upstream advances modulo the number of *all* nodes, even when a PreFilterResult
             # narrowed the search to a subset.
-            self.next_start_node_index = (self.next_start_node_index + len(processed)) % num_all
+            self.next_start_node_index = (self.next_start_node_index + num_processed) % num_all
 
         failures = None
         if len(feasible) and self.extenders:
             feasible, failures = self._run_extender_filters(pod, feasible)
         if len(feasible) == 0 or self.explain is not None or failures is not None:
+            processed = np.roll(nodes, -start)[:num_processed]
             evaluated = np.zeros(table.capacity, dtype=np.bool_)
             evaluated[processed] = True
             diag = fwk.diagnose(num_all, results, failed_by, evaluated)
@@ -610,7 +625,18 @@ class Scheduler:
                 )
             if len(feasible) == 0:
                 raise FitError(pod.key, diag)
-        return feasible, len(processed)
+        return feasible, num_processed
+
+    def _order_mask(self, table: NodeTable) -> BoolArray:
+        """The candidate mask of all of ``table.order``, rebuilt only when the order changes."""
+        cached = self._order_masks
+        if cached is not None and cached[0] is table.order and cached[1] is table:
+            return cached[2]
+        mask = np.zeros(table.capacity, dtype=np.bool_)
+        mask[table.order] = True
+        mask.flags.writeable = False
+        self._order_masks = (table.order, table, mask)
+        return mask
 
     def _run_extender_filters(self, pod: Pod, feasible: IntArray) -> tuple[IntArray, ExtenderFailures | None]:
         """The feasible slots the filter extenders keep, and why they dropped the others (None when

@@ -28,6 +28,7 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,
     ActionType,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
@@ -199,8 +200,9 @@ class NodeResourcesFit:
         failures: list[NodeFailure] = []
         # used + 1 > allocatable, for pod counts (never near int64's end)
         too_many = used[:, PODS_COL] >= alloc[:, PODS_COL]
-        failing = too_many  # replaced, never written: the failure below keeps too_many
+        failing: BoolArray | None = None  # replaced, never written: the failures keep their masks
         if too_many.any():
+            failing = too_many
             failures.append(NodeFailure(TOO_MANY_PODS, too_many, unresolvable=False))
         for col, reason in req.checked:
             if col >= alloc.shape[1]:
@@ -214,7 +216,7 @@ class NodeResourcesFit:
                 short[:] = True
             if not short.any():
                 continue
-            failing = failing | short
+            failing = short if failing is None else failing | short
             never = short if beyond else short & (want > a)
             if never.any():
                 failures.append(NodeFailure(reason, never, unresolvable=True))
@@ -223,6 +225,8 @@ class NodeResourcesFit:
                     failures.append(NodeFailure(reason, short, unresolvable=False))
             else:
                 failures.append(NodeFailure(reason, short, unresolvable=False))
+        if failing is None:
+            return FilterResult.all_pass(table.capacity)
         return FilterResult(~failing, failures)
 
     # -- PreScore / Score ------------------------------------------------------------------------
