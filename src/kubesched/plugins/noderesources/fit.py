@@ -198,8 +198,12 @@ class NodeResourcesFit:
         alloc = table.allocatable
         used = table.requested
         failures: list[NodeFailure] = []
+        # Empty slots (allocatable 0) would fail every check: verdicts cover node rows only, so the
+        # usual cycle, where every node fits, builds no failure at all.
+        valid = table.valid
         # used + 1 > allocatable, for pod counts (never near int64's end)
         too_many = used[:, PODS_COL] >= alloc[:, PODS_COL]
+        too_many &= valid
         failing: BoolArray | None = None  # replaced, never written: the failures keep their masks
         if too_many.any():
             failing = too_many
@@ -211,9 +215,11 @@ class NodeResourcesFit:
             a = alloc[:, col]
             # A request beyond int64 exceeds every allocatable; its saturated vector entry may not.
             beyond = col in req.beyond_int64
-            short = want > a - used[:, col]
             if beyond:
-                short[:] = True
+                short = valid.copy()
+            else:
+                short = want > a - used[:, col]
+                short &= valid
             if not short.any():
                 continue
             failing = short if failing is None else failing | short
