@@ -47,6 +47,8 @@ BoolArray = NDArray[np.bool_]
 #: Above this, a value ceiling grown by additions is recomputed from the columns
 #: (:meth:`NodeTable.value_ceiling`); below it, every guard it serves is skipped anyway.
 _RECHECK_ABOVE = INT64_MAX // 1024
+#: Rows changed between two headroom queries beyond which the bounds are recomputed instead.
+_FLOOR_LOG_LIMIT = 64
 
 
 @dataclass(slots=True)
@@ -120,6 +122,11 @@ class NodeTable:
         #: actual largest magnitude, not a bound grown by additions since.
         self._ceiling = 0
         self._ceiling_exact = True
+        #: Per resource column, a lower bound of ``allocatable - requested`` over node rows (see
+        #: :meth:`headroom_floor`), and the rows changed since the bounds were last brought up to
+        #: date (``None``: too many to replay, recompute).
+        self._floors: dict[int, int] = {}
+        self._floor_log: list[int | IntArray] | None = []
 
     # -- shape -----------------------------------------------------------------------------------
     @property
@@ -255,6 +262,12 @@ class NodeTable:
         if self._own_masks is None:
             self._stamp += 1
             self.row_stamp[slots] = self._stamp
+            log = self._floor_log
+            if log is not None:
+                if len(log) < _FLOOR_LOG_LIMIT:
+                    log.append(slots)
+                else:
+                    self._floor_log = None
         elif self._touched is not None:
             self._touched.append(slots)
 
@@ -301,6 +314,43 @@ class NodeTable:
             self._ceiling = top
             self._ceiling_exact = True
         return self._ceiling
+
+    def headroom_floor(self, col: int) -> int | None:
+        """A lower bound of ``allocatable - requested`` in column ``col`` over every node row
+        (``INT64_MAX`` without nodes), or ``None`` in a fork. A request no larger than the bound
+        fits on every node, which is the usual answer: the filter then need not look at the rows.
+
+        The bound only ever falls between recomputations: a changed row lowers it to the row's
+        new headroom, and a row whose headroom grew leaves it where it was (still a bound)."""
+        if self._own_masks is not None:
+            return None
+        floors = self._floors
+        log = self._floor_log
+        if log is None:
+            floors.clear()
+            self._floor_log = []
+        elif log:
+            if floors:
+                valid, alloc, req = self.valid, self.allocatable, self.requested
+                for slots in log:
+                    for slot in np.atleast_1d(slots).tolist():
+                        if not valid[slot]:
+                            continue
+                        for c, lowest in list(floors.items()):
+                            if c < alloc.shape[1]:
+                                room = int(alloc[slot, c]) - int(req[slot, c])
+                                if room < lowest:
+                                    floors[c] = room
+            log.clear()
+        known = floors.get(col)
+        if known is not None:
+            return known
+        if col >= self.allocatable.shape[1]:
+            return None
+        free = self.allocatable[:, col] - self.requested[:, col]
+        exact = int(free[self.valid].min(initial=INT64_MAX))
+        floors[col] = exact
+        return exact
 
     def _raise_ceiling(self, value: int) -> None:
         """A value of magnitude ``value`` was written (not added) somewhere in the columns."""

@@ -201,17 +201,25 @@ class NodeResourcesFit:
         # Empty slots (allocatable 0) would fail every check: verdicts cover node rows only, so the
         # usual cycle, where every node fits, builds no failure at all.
         valid = table.valid
-        # used + 1 > allocatable, for pod counts (never near int64's end)
-        too_many = used[:, PODS_COL] >= alloc[:, PODS_COL]
-        too_many &= valid
+        # A request within the table's headroom bound fits every node: no row to look at.
+        floor = table.headroom_floor
         failing: BoolArray | None = None  # replaced, never written: the failures keep their masks
-        if too_many.any():
-            failing = too_many
-            failures.append(NodeFailure(TOO_MANY_PODS, too_many, unresolvable=False))
+        bound = floor(PODS_COL)
+        if bound is None or bound < 1:
+            # used + 1 > allocatable, for pod counts (never near int64's end)
+            too_many = used[:, PODS_COL] >= alloc[:, PODS_COL]
+            too_many &= valid
+            if too_many.any():
+                failing = too_many
+                failures.append(NodeFailure(TOO_MANY_PODS, too_many, unresolvable=False))
         for col, reason in req.checked:
             if col >= alloc.shape[1]:
                 continue
             want = req.vector[col]
+            if col not in req.beyond_int64:
+                bound = floor(col)
+                if bound is not None and want <= bound:
+                    continue
             a = alloc[:, col]
             # A request beyond int64 exceeds every allocatable; its saturated vector entry may not.
             beyond = col in req.beyond_int64
