@@ -14,11 +14,15 @@ from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod, PriorityClass
 from kubesched.cache.node_info import NodeInfo
-from kubesched.cache.node_table import NodeTable
+from kubesched.cache.node_table import CPU_COL, MEMORY_COL, NodeTable
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.errors import InputError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.plugin_args import NodeResourcesFitArgs, parse_args
+from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
-from kubesched.plugins.noderesources.fit import least_allocated, most_allocated
+from kubesched.plugins.noderesources.fit import PRE_SCORE_KEY as FIT_PRE_SCORE_KEY
+from kubesched.plugins.noderesources.fit import NodeResourcesFit, least_allocated, most_allocated
 
 
 def run(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
@@ -294,3 +298,62 @@ def test_node_table_value_ceiling_bounds_every_value(ops: list[tuple[str, int, i
             fork.add_usage(np.array([slot]), vector[None, :], np.array([[0, amount]], dtype=np.int64))
         assert table.value_ceiling() >= _largest(table)
         assert fork.value_ceiling() >= _largest(fork)
+
+
+def _quantity(low: int) -> st.SearchStrategy[int]:
+    """Mostly everyday sizes (the plain-int64 path), sometimes ones near int64's end."""
+    return st.one_of(st.integers(low, 2**40), st.integers(low, 2**62))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_quantity(1), _quantity(1), _quantity(0), _quantity(0)),
+        min_size=1,
+        max_size=6,
+    ),
+    _quantity(0),
+    _quantity(0),
+    st.sampled_from([(1, 1), (1, 3), (5, 2)]),
+)
+def test_least_allocated_short_path_scores_equal_the_exact_ones(
+    nodes: list[tuple[int, int, int, int]], cpu: int, memory: int, weights: tuple[int, int]
+) -> None:
+    """NodeResourcesFit's LeastAllocated over cpu and memory (its plain-int64 path when the values
+    are small, the guarded one otherwise) gives upstream's integer scores, computed here exactly."""
+    table = NodeTable(capacity=len(nodes))
+    for slot, (alloc_cpu, alloc_memory, used_cpu, used_memory) in enumerate(nodes):
+        table.allocatable[slot, CPU_COL] = alloc_cpu
+        table.allocatable[slot, MEMORY_COL] = alloc_memory
+        table.nonzero_requested[slot, 0] = used_cpu
+        table.nonzero_requested[slot, 1] = used_memory
+        table.valid[slot] = True
+        table._raise_ceiling(max(alloc_cpu, alloc_memory, used_cpu, used_memory))
+    args = parse_args(
+        NodeResourcesFitArgs,
+        {
+            "scoringStrategy": {
+                "type": "LeastAllocated",
+                "resources": [
+                    {"name": "cpu", "weight": weights[0]},
+                    {"name": "memory", "weight": weights[1]},
+                ],
+            }
+        },
+    )
+    assert isinstance(args, NodeResourcesFitArgs)
+    fit = NodeResourcesFit(args)
+    state = CycleState()
+    state.write(FIT_PRE_SCORE_KEY, [cpu, memory])
+    slots = np.arange(len(nodes), dtype=np.int64)
+    got = fit.score_nodes(state, _table_pod(0, 1), table, slots).tolist()
+
+    def exact(alloc: int, used: int, want: int) -> int:
+        requested = min(used + want, INT64_MAX)
+        return 0 if requested > alloc else (alloc - requested) * MAX_NODE_SCORE // alloc
+
+    expected = [
+        (exact(a_cpu, u_cpu, cpu) * weights[0] + exact(a_mem, u_mem, memory) * weights[1]) // sum(weights)
+        for a_cpu, a_mem, u_cpu, u_mem in nodes
+    ]
+    assert got == expected

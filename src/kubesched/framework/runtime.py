@@ -606,7 +606,7 @@ class Framework:
         self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray, details: ScoreDetails | None
     ) -> IntArray:
         """Score, normalize and weight; returns the total per candidate slot."""
-        total = np.zeros(len(slots), dtype=np.int64)
+        total: IntArray | None = None
         checked = self._checked
         for pl, weight in self.score:
             if pl.name in state.skip_score_plugins:
@@ -644,11 +644,18 @@ class Framework:
                     f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                     "after normalizing",
                 )
-            total += scores * weight
+            if total is None:
+                total = scores * weight
+            elif weight == 1:
+                total += scores
+            else:
+                total += scores * weight
             if details is not None:
                 details.raw[pl.name] = raw
                 details.normalized[pl.name] = scores
                 details.weights[pl.name] = weight
+        if total is None:
+            return np.zeros(len(slots), dtype=np.int64)
         return total
 
     # -- reserve / permit / binding cycle ---------------------------------------------------------

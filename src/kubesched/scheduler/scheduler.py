@@ -53,6 +53,7 @@ from kubesched.framework.types import (
     ClusterEvent,
     IntArray,
     QueuedPodInfo,
+    none_failed,
 )
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.queue.scheduling_queue import SchedulingQueue, pod_update_events
@@ -590,17 +591,24 @@ class Scheduler:
         # Walk the nodes from ``start`` round to ``start - 1`` and stop at the node where the
         # to_find-th feasible one was found, like the upstream loop; positions are indexes into
         # ``nodes``.
-        positions = np.flatnonzero(feasible_mask[nodes])
-        split = int(np.searchsorted(positions, start))
-        after = len(positions) - split
-        if after >= to_find:
-            chosen = positions[split : split + to_find]
-        elif len(positions) > to_find:
-            chosen = np.concatenate((positions[split:], positions[: to_find - after]))
+        if failed_by is none_failed(table.capacity):
+            # No Filter rejected a candidate (the usual cycle): the first to_find nodes from the
+            # start are the feasible ones.
+            num_processed = min(to_find, n)
+            end = start + num_processed
+            feasible = nodes[start:end] if end <= n else np.concatenate((nodes[start:], nodes[: end - n]))
         else:
-            chosen = np.concatenate((positions[split:], positions[:split])) if split else positions
-        num_processed = (int(chosen[-1]) - start) % n + 1 if len(positions) > to_find else n
-        feasible = nodes[chosen]
+            positions = np.flatnonzero(feasible_mask[nodes])
+            split = int(np.searchsorted(positions, start))
+            after = len(positions) - split
+            if after >= to_find:
+                chosen = positions[split : split + to_find]
+            elif len(positions) > to_find:
+                chosen = np.concatenate((positions[split:], positions[: to_find - after]))
+            else:
+                chosen = np.concatenate((positions[split:], positions[:split])) if split else positions
+            num_processed = (int(chosen[-1]) - start) % n + 1 if len(positions) > to_find else n
+            feasible = nodes[chosen]
         if num_all:
             # Upstream advances modulo the number of *all* nodes, even when a PreFilterResult
             # narrowed the search to a subset.

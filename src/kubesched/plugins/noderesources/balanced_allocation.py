@@ -26,7 +26,7 @@ from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import NodeResourcesBalancedAllocationArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, IntArray
-from kubesched.plugins.helper.int64 import saturating_add
+from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add
 from kubesched.plugins.helper.sign import frozen
 
 PRE_SCORE_KEY: Final = "PreScoreNodeResourcesBalancedAllocation"
@@ -59,14 +59,15 @@ def balanced_score(requested: list[IntArray], allocatable: list[IntArray]) -> In
     An entry whose allocatable is 0 is left out of that node's fractions.
     """
     n = len(requested[0]) if requested else 0
-    everywhere = [bool(a.all()) for a in allocatable]
+    everywhere = [np.count_nonzero(a) == n for a in allocatable]
     fractions = [
         _fraction(req, alloc, every)
         for req, alloc, every in zip(requested, allocatable, everywhere, strict=True)
     ]
     if len(fractions) == 2:
         # The common case; nodes lacking one of the two resources have fewer than two fractions.
-        std = fractions[0] - fractions[1]
+        std = fractions[0]
+        std -= fractions[1]
         std /= 2
         np.abs(std, out=std)
         if not (everywhere[0] and everywhere[1]):
@@ -149,7 +150,12 @@ class NodeResourcesBalancedAllocation:
                 if col is None:
                     continue  # allocatable 0 on every node: not scored
             allocatable.append(table.allocatable[:, col].take(slots))
-            requested.append(saturating_add(table.requested[:, col].take(slots), want, ceiling))
+            used = table.requested[:, col].take(slots)
+            if 0 <= want <= INT64_MAX - ceiling:
+                used += want  # within int64 (see saturating_add)
+                requested.append(used)
+            else:
+                requested.append(saturating_add(used, want, ceiling))
         if not allocatable:
             return np.full(len(slots), MAX_NODE_SCORE, dtype=np.int64)
         return balanced_score(requested, allocatable)

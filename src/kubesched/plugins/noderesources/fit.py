@@ -81,6 +81,10 @@ def most_allocated(
     return scaled_quotient(np.minimum(requested, allocatable), safe, MAX_NODE_SCORE, ceiling)
 
 
+#: Values up to this bound keep ``(allocatable - requested) * 100`` and weighted sums in int64.
+_PLAIN_LEAST_CEILING = INT64_MAX // (4 * MAX_NODE_SCORE)
+
+
 class NodeResourcesFit:
     name: ClassVar[str] = "NodeResourcesFit"
 
@@ -111,6 +115,11 @@ class NodeResourcesFit:
                 field="pluginConfig.args.scoringStrategy.type",
             )
         self.score_resources = [(r.name, int(r.weight)) for r in strategy.resources]
+        #: Weights of the usual scoring (LeastAllocated over exactly cpu and memory), which has a
+        #: shorter path; None for any other strategy or resource list.
+        self._least_cpu_memory: tuple[int, int] | None = None
+        if self.strategy == "LeastAllocated" and [r for r, _ in self.score_resources] == [CPU, MEMORY]:
+            self._least_cpu_memory = (self.score_resources[0][1], self.score_resources[1][1])
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -261,12 +270,55 @@ class NodeResourcesFit:
         state.write(PRE_SCORE_KEY, self.score_requests(pod))
         return None
 
+    def _least_cpu_memory_scores(
+        self, table: NodeTable, slots: IntArray, requests: list[int]
+    ) -> IntArray | None:
+        """LeastAllocated over cpu and memory where every value is small enough for plain int64
+        arithmetic and every node has both: the general path's numbers with fewer array passes.
+        None when a node lacks cpu or memory."""
+        weights = self._least_cpu_memory
+        assert weights is not None
+        n = len(slots)
+        total: IntArray | None = None
+        for col, k, want, weight in (
+            (CPU_COL, 0, requests[0], weights[0]),
+            (MEMORY_COL, 1, requests[1], weights[1]),
+        ):
+            alloc = table.allocatable[:, col].take(slots)
+            if np.count_nonzero(alloc) != n:
+                return None
+            score = alloc - table.nonzero_requested[:, k].take(slots)
+            score -= want
+            np.maximum(score, 0, out=score)
+            score *= MAX_NODE_SCORE
+            score //= alloc
+            if weight != 1:
+                score *= weight
+            if total is None:
+                total = score
+            else:
+                total += score
+        assert total is not None
+        weight_sum = weights[0] + weights[1]
+        if weight_sum == 0:
+            return np.zeros(n, dtype=np.int64)
+        total //= weight_sum
+        return total
+
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
         # Without PreScore (disabled at preScore) the requests are computed here, as upstream does.
         requests: list[int] | None = state.get(PRE_SCORE_KEY)
         if requests is None:
             requests = self.score_requests(pod)
         n = len(slots)
+        if (
+            self._least_cpu_memory is not None
+            and table.value_ceiling() <= _PLAIN_LEAST_CEILING
+            and 0 <= min(requests) <= max(requests) <= _PLAIN_LEAST_CEILING
+        ):
+            plain = self._least_cpu_memory_scores(table, slots, requests)
+            if plain is not None:
+                return plain
         total: IntArray | None = None
         # The weight sum is one number while every scored resource is present on every node (the
         # usual case), else per node.
@@ -289,7 +341,7 @@ class NodeResourcesFit:
                 col = table.resource_col[resource]
                 alloc = table.allocatable[:, col].take(slots)
                 requested = saturating_add(table.requested[:, col].take(slots), want, ceiling)
-            everywhere = bool(alloc.all())
+            everywhere = np.count_nonzero(alloc) == n
             score = self._scorer(requested, alloc, ceiling, everywhere)
             if ratio is None and everywhere:
                 part = score if weight == 1 else score * weight

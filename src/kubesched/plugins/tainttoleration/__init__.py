@@ -141,8 +141,10 @@ class TaintToleration:
         prefer: tuple[Toleration, ...] | None = state.get(PRE_SCORE_KEY)
         if prefer is None:
             prefer = prefer_no_schedule_tolerations(pod.tolerations)
-        counts = np.asarray(self._signature_counts(pod, table, prefer), dtype=np.int64)
-        return counts[table.taint_sig[slots]]
+        counts = self._signature_counts(pod, table, prefer)
+        if not any(counts):
+            return np.zeros(len(slots), dtype=np.int64)
+        return np.asarray(counts, dtype=np.int64)[table.taint_sig[slots]]
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> None:
         default_normalize_score(scores, reverse=True)
