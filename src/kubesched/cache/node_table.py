@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kubesched.api.objects import HostPort
+from kubesched.api.objects import HostPort, Node
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, INT64_MAX, MEMORY, PODS
 from kubesched.api.taints import Taint
 from kubesched.cache.accounting import PodUsage
@@ -100,6 +100,9 @@ class NodeTable:
         self.image_sizes: dict[str, IntArray] = {}
         self.image_nodes: dict[str, int] = {}
         self._images_of: list[dict[str, int]] = [{}] * capacity
+        #: The Node object each row was last written from: the same object again (a pod came or
+        #: went) changes only the row's usage.
+        self._node_of: list[Node | None] = [None] * capacity
         #: Slots of schedulable-candidate nodes in NodeTree (zone-interleaved) order.
         self.order: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         #: In a fork: the array attributes still shared with the table it was forked from, and the
@@ -452,6 +455,7 @@ class NodeTable:
         self._label_keys_of.extend([()] * extra)
         self._ports_of.extend([frozenset()] * extra)
         self._images_of.extend([{}] * extra)
+        self._node_of.extend([None] * extra)
         self.capacity = new_cap
 
     # -- rows ------------------------------------------------------------------------------------
@@ -480,6 +484,10 @@ class NodeTable:
         if node is None:
             self.clear(slot)
             return
+        if self._node_of[slot] is node and self.valid[slot]:
+            self.set_usage(slot, info)
+            return
+        self._node_of[slot] = node
         self.names[slot] = node.name
         self.slot_of[node.name] = slot
         self.valid[slot] = True
@@ -551,6 +559,7 @@ class NodeTable:
         if name and self.slot_of.get(name) == slot:
             del self.slot_of[name]
         self.names[slot] = ""
+        self._node_of[slot] = None
         self.valid[slot] = False
         self._ceiling_exact = False  # the largest values may have left with the node
         self.allocatable[slot] = 0
