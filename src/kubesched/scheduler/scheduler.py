@@ -344,9 +344,10 @@ class Scheduler:
             self.metrics.cycle_started(info)
         state = CycleState()
         self.cache.update_snapshot(self.snapshot)
-        outcome = self.outcomes.setdefault(
-            pod.uid, PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
-        )
+        outcome = self.outcomes.get(pod.uid)
+        if outcome is None:
+            outcome = PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
+            self.outcomes[pod.uid] = outcome
         outcome.attempts = info.attempts
         try:
             result = self.schedule_pod(fwk, state, pod)
