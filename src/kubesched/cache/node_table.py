@@ -409,20 +409,19 @@ class NodeTable:
 
     def set_usage(self, slot: int, info: NodeInfo) -> None:
         """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
-        req = self.requested[slot]
-        req[:] = 0
         top = len(info.pods)
-        for name, value in info.requested.items():
-            col = self.column(name)
-            req = self.requested[slot]
-            value = min(value, INT64_MAX)  # sums of bound pods saturate
-            req[col] = value
+        cols = [(self.column(name), min(value, INT64_MAX)) for name, value in info.requested.items()]
+        # One assignment of the whole row (strided in the column-major matrix) instead of one per
+        # value; the columns are all known by now.
+        row = [0] * self.requested.shape[1]
+        for col, value in cols:  # sums of bound pods saturate
+            row[col] = value
             if abs(value) > top:
                 top = abs(value)
-        self.requested[slot, PODS_COL] = len(info.pods)
+        row[PODS_COL] = len(info.pods)
+        self.requested[slot] = row
         cpu, memory = min(info.nonzero_cpu, INT64_MAX), min(info.nonzero_memory, INT64_MAX)
-        self.nonzero_requested[slot, 0] = cpu
-        self.nonzero_requested[slot, 1] = memory
+        self.nonzero_requested[slot] = (cpu, memory)
         self._raise_ceiling(max(top, abs(cpu), abs(memory)))
         self._changed(slot)
         if info.used_ports or self._ports_of[slot]:
