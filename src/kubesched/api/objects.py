@@ -97,6 +97,13 @@ def _ports_and_images(spec: Mapping[str, Any]) -> tuple[tuple[HostPort, ...], tu
     return tuple(ports), tuple(images)
 
 
+def _gate_name(gate: Any, i: int) -> str:
+    name = as_mapping(gate, f"spec.schedulingGates[{i}]").get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("a scheduling gate needs a name", field=f"spec.schedulingGates[{i}].name")
+    return name
+
+
 def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
     """``status.images`` as image name → size in bytes. A name listed twice keeps its first size, as
     upstream's cache does."""
@@ -173,16 +180,16 @@ class Pod:
             raise InputError("a pod needs at least one container", field="spec.containers")
         requests, nonzero = pod_requests(spec)
         host_ports, images = _ports_and_images(spec)
-        tolerations = tuple(
-            Toleration.from_dict(t, f"spec.tolerations[{i}]")
-            for i, t in enumerate(as_list(spec.get("tolerations"), "spec.tolerations"))
+        raw_tolerations = as_list(spec.get("tolerations"), "spec.tolerations")
+        tolerations = (
+            tuple(Toleration.from_dict(t, f"spec.tolerations[{i}]") for i, t in enumerate(raw_tolerations))
+            if raw_tolerations
+            else ()
         )
-        gates: list[str] = []
-        for i, gate in enumerate(as_list(spec.get("schedulingGates"), "spec.schedulingGates")):
-            gname = as_mapping(gate, f"spec.schedulingGates[{i}]").get("name")
-            if not isinstance(gname, str) or not gname:
-                raise InputError("a scheduling gate needs a name", field=f"spec.schedulingGates[{i}].name")
-            gates.append(gname)
+        gates: tuple[str, ...] = ()
+        raw_gates = as_list(spec.get("schedulingGates"), "spec.schedulingGates")
+        if raw_gates:
+            gates = tuple(_gate_name(gate, i) for i, gate in enumerate(raw_gates))
         priority = spec.get("priority", 0)
         if priority is None:
             priority = 0
@@ -222,7 +229,7 @@ class Pod:
             tolerations=tolerations,
             node_selector=as_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
             affinity=as_mapping(spec.get("affinity"), "spec.affinity"),
-            scheduling_gates=tuple(gates),
+            scheduling_gates=gates,
             phase=str(status.get("phase") or "Pending"),
             creation_timestamp=str(meta.get("creationTimestamp") or ""),
             raw=obj,
