@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -278,3 +279,18 @@ def test_object_ref():
     assert object_ref({"kind": "Node", "metadata": {"name": "n"}}) == "Node n"
     assert object_ref({"kind": "Pod", "metadata": "oops"}) == "Pod <no name>"
     assert object_ref({}) == "? <no name>"
+
+
+def test_a_copied_pod_shares_every_field_and_is_a_pod_of_its_own():
+    pod = Pod.from_dict(
+        {
+            "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "ports": [{"hostPort": 80}]}], "nodeName": "n1"},
+        }
+    )
+    twin = copy.copy(pod)
+    assert twin is not pod and type(twin) is Pod
+    assert all(getattr(twin, f.name) is getattr(pod, f.name) for f in fields(Pod))
+    twin.node_name = "n2"
+    assert pod.node_name == "n1"

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kubesched.api.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
+    _pod_requests,
     is_extended_resource,
     is_hugepages,
     parse_resource_list,
@@ -344,3 +345,69 @@ def test_without_init_containers_requests_are_the_sum(containers, overhead):
     missing_mem = sum(1 for r in containers if "memory" not in r)
     assert nz["cpu"] == expected.get("cpu", 0) + missing_cpu * DEFAULT_MILLI_CPU_REQUEST
     assert nz["memory"] == expected.get("memory", 0) + missing_mem * DEFAULT_MEMORY_REQUEST
+
+
+# -- memo ----------------------------------------------------------------------------------------------
+
+
+def _answer(spec: dict[str, Any], field: str = "spec", *, afresh: bool = False) -> Any:
+    """What ``pod_requests`` gives (or the field and message it fails with); ``afresh``: bypassing
+    the memo."""
+    try:
+        return _pod_requests(spec, field) if afresh else pod_requests(spec, field)
+    except InputError as exc:
+        return (exc.field, str(exc))
+
+
+def test_repeated_resources_give_the_same_answer_in_dicts_of_their_own():
+    first, first_nz = pod_requests({"containers": [c({"cpu": "100m", "memory": "500Mi"})]})
+    first["cpu"] = 7
+    first_nz["memory"] = 7
+    again, again_nz = pod_requests({"containers": [c({"cpu": "100m", "memory": "500Mi"})]})
+    assert again == {"cpu": 100, "memory": 500 * Mi}
+    assert again_nz == {"cpu": 100, "memory": 500 * Mi}
+
+
+_EQUAL_VALUES = ["1", 1, 1.0, 1.5, True, "1.5"]
+
+
+@pytest.mark.parametrize("value", _EQUAL_VALUES)
+def test_quantities_that_compare_equal_are_not_confused(value):
+    # 1 == 1.0 == True: each must give what it gives alone, whichever came first.
+    for v in [value, *_EQUAL_VALUES]:
+        spec = {"containers": [c({"example.com/fpga": v, "cpu": v})]}
+        assert _answer(spec) == _answer(spec, afresh=True)
+
+
+def test_bad_input_fails_every_time_with_the_field_it_was_read_as():
+    spec = {"containers": [c({"cpu": "-1"})]}
+    for field in ("spec", "template.spec", "spec"):
+        with pytest.raises(InputError) as info:
+            pod_requests(spec, field)
+        assert info.value.field == f"{field}.containers[0].resources.requests.cpu"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    containers=st.lists(st.tuples(_requests, _requests), min_size=1, max_size=3),
+    inits=st.lists(st.tuples(_requests, st.booleans()), max_size=3),
+    level=st.one_of(st.none(), _requests),
+    overhead=_requests,
+)
+def test_memo_answers_as_parsing_afresh(containers, inits, level, overhead):
+    def q(r: dict[str, int]) -> dict[str, str]:
+        return {k: str(v) for k, v in r.items()}
+
+    spec: dict[str, Any] = {
+        "containers": [c(q(requests), q(limits)) for requests, limits in containers],
+        "initContainers": [c(q(r), restartPolicy="Always") if always else c(q(r)) for r, always in inits],
+        "overhead": q(overhead),
+    }
+    if level is not None:
+        spec["resources"] = {"requests": q(level)}
+    want = _answer(spec, afresh=True)
+    for _ in range(2):
+        got = _answer(spec)
+        assert got == want
+        if isinstance(want[0], dict):
+            assert list(got[0]) == list(want[0])  # the resources in the same order, too

@@ -15,6 +15,8 @@ from kubesched.errors import InputError
 
 def as_mapping(data: Any, field: str) -> Mapping[str, Any]:
     """A mapping field; absent (None) reads as empty."""
+    if type(data) is dict:  # nearly always: skips the abstract Mapping check
+        return data
     if data is None:
         return {}
     if not isinstance(data, Mapping):

@@ -7,8 +7,9 @@ raises :class:`~kubesched.errors.InputError` naming the offending field.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name
@@ -97,6 +98,13 @@ def _ports_and_images(spec: Mapping[str, Any]) -> tuple[tuple[HostPort, ...], tu
     return tuple(ports), tuple(images)
 
 
+def _gate_name(gate: Any, i: int) -> str:
+    name = as_mapping(gate, f"spec.schedulingGates[{i}]").get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("a scheduling gate needs a name", field=f"spec.schedulingGates[{i}].name")
+    return name
+
+
 def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
     """``status.images`` as image name → size in bytes. A name listed twice keeps its first size, as
     upstream's cache does."""
@@ -154,6 +162,12 @@ class Pod:
     #: Images of the init containers, then of the containers, as written in the spec.
     images: tuple[str, ...] = ()
 
+    def __copy__(self) -> Pod:
+        # A shallow copy of every field (what ``copy.copy`` gives), by one constructor call: the
+        # default path through ``__reduce_ex__`` costs several times as much, and every pod the
+        # scheduler assumes, binds or sees written is copied.
+        return Pod(*_POD_FIELDS(self))
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -173,16 +187,16 @@ class Pod:
             raise InputError("a pod needs at least one container", field="spec.containers")
         requests, nonzero = pod_requests(spec)
         host_ports, images = _ports_and_images(spec)
-        tolerations = tuple(
-            Toleration.from_dict(t, f"spec.tolerations[{i}]")
-            for i, t in enumerate(as_list(spec.get("tolerations"), "spec.tolerations"))
+        raw_tolerations = as_list(spec.get("tolerations"), "spec.tolerations")
+        tolerations = (
+            tuple(Toleration.from_dict(t, f"spec.tolerations[{i}]") for i, t in enumerate(raw_tolerations))
+            if raw_tolerations
+            else ()
         )
-        gates: list[str] = []
-        for i, gate in enumerate(as_list(spec.get("schedulingGates"), "spec.schedulingGates")):
-            gname = as_mapping(gate, f"spec.schedulingGates[{i}]").get("name")
-            if not isinstance(gname, str) or not gname:
-                raise InputError("a scheduling gate needs a name", field=f"spec.schedulingGates[{i}].name")
-            gates.append(gname)
+        gates: tuple[str, ...] = ()
+        raw_gates = as_list(spec.get("schedulingGates"), "spec.schedulingGates")
+        if raw_gates:
+            gates = tuple(_gate_name(gate, i) for i, gate in enumerate(raw_gates))
         priority = spec.get("priority", 0)
         if priority is None:
             priority = 0
@@ -222,13 +236,17 @@ class Pod:
             tolerations=tolerations,
             node_selector=as_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
             affinity=as_mapping(spec.get("affinity"), "spec.affinity"),
-            scheduling_gates=tuple(gates),
+            scheduling_gates=gates,
             phase=str(status.get("phase") or "Pending"),
             creation_timestamp=str(meta.get("creationTimestamp") or ""),
             raw=obj,
             host_ports=host_ports,
             images=images,
         )
+
+
+#: Every field of a Pod, in constructor order.
+_POD_FIELDS = operator.attrgetter(*(f.name for f in fields(Pod)))
 
 
 @dataclass(slots=True, eq=False)

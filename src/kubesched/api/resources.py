@@ -172,11 +172,101 @@ def _aggregate(
     return total
 
 
+#: Requests worked out before, by the content they were worked out from (:func:`_requests_key`). The
+#: pods of a workload repeat the same few container resources thousands of times, and the checks,
+#: quantities and sums cost several times what the key does. Only results are kept: bad input is
+#: parsed (and refused) afresh every time, so its error names the field it was read as.
+_REQUESTS_MEMO: dict[tuple[Any, ...], tuple[ResourceList, ResourceList]] = {}
+_REQUESTS_MEMO_SIZE = 4096
+
+
+def _list_key(data: Any) -> tuple[Any, ...] | None:
+    """A resource list's names and quantities as they were written, or None where the key could not
+    tell apart two lists that parse differently: something other than a dict, or a name or quantity
+    other than a plain str or int (``1 == 1.0 == True``)."""
+    if data is None:
+        return ()
+    if type(data) is not dict:
+        return None
+    items = tuple(data.items())
+    for name, value in items:
+        if type(name) is not str or (type(value) is not str and type(value) is not int):
+            return None
+    return items
+
+
+def _containers_key(containers: Any, init: bool) -> tuple[Any, ...] | None:
+    """What :func:`pod_requests` reads of a container list: each container's requests and limits
+    (and, for init containers, whether it restarts), or None where that is not plain data."""
+    if containers is None:
+        return ()
+    if type(containers) is not list:
+        return None
+    key: list[Any] = []
+    for c in containers:
+        if type(c) is not dict:
+            return None
+        resources = c.get("resources")
+        if resources is None:
+            requests: tuple[Any, ...] | None = ()
+            limits: tuple[Any, ...] | None = ()
+        elif type(resources) is dict:
+            requests = _list_key(resources.get("requests"))
+            limits = _list_key(resources.get("limits"))
+            if requests is None or limits is None:
+                return None
+        else:
+            return None
+        key.append(requests)
+        key.append(limits)
+        if init:
+            key.append(c.get("restartPolicy") == "Always")
+    return tuple(key)
+
+
+def _requests_key(spec: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """Everything :func:`pod_requests` reads of ``spec``, hashable; None: not memoized."""
+    containers = _containers_key(spec.get("containers"), False)
+    if containers is None:
+        return None
+    inits = _containers_key(spec.get("initContainers"), True)
+    if inits is None:
+        return None
+    pod_level = spec.get("resources")
+    if pod_level is None:
+        level: tuple[Any, ...] | None = ()
+    elif type(pod_level) is dict:
+        level = _list_key(pod_level.get("requests"))
+        if level is None:
+            return None
+    else:
+        return None
+    overhead = _list_key(spec.get("overhead"))
+    if overhead is None:
+        return None
+    return (containers, inits, level, overhead)
+
+
 def pod_requests(spec: Mapping[str, Any], field: str = "spec") -> tuple[ResourceList, ResourceList]:
     """Return ``(requests, nonzero_requests)`` of a pod spec, following upstream rules.
 
     ``nonzero_requests`` holds only cpu and memory, with the per-container scoring defaults applied.
+    Both are the caller's own dicts.
     """
+    key = _requests_key(spec)
+    if key is not None:
+        known = _REQUESTS_MEMO.get(key)
+        if known is not None:
+            return dict(known[0]), dict(known[1])
+    requests, nonzero = _pod_requests(spec, field)
+    if key is not None:
+        if len(_REQUESTS_MEMO) >= _REQUESTS_MEMO_SIZE:
+            _REQUESTS_MEMO.clear()
+        _REQUESTS_MEMO[key] = (dict(requests), dict(nonzero))
+    return requests, nonzero
+
+
+def _pod_requests(spec: Mapping[str, Any], field: str) -> tuple[ResourceList, ResourceList]:
     containers = spec.get("containers") or []
     init_containers = spec.get("initContainers") or []
     if not isinstance(containers, list):

@@ -22,7 +22,9 @@ class EventType(StrEnum):
     DELETED = "DELETED"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: the store makes one per write, and a frozen dataclass costs three times as much to
+# build. Whoever receives one treats it as read-only.
+@dataclass(slots=True)
 class WatchEvent:
     type: EventType
     kind: str

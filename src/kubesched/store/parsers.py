@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,10 +11,6 @@ from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, 
 from kubesched.batch.objects import PodGroup, Queue
 from kubesched.store.base import ClusterStore, Obj
 from kubesched.store.informers import InformerFactory, Parser
-
-#: Every field of a Pod, in constructor order: a copy is one call (``copy.copy`` of a slotted
-#: dataclass goes through ``__reduce_ex__``, several times slower, on every bind and status write).
-_pod_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(Pod)))
 
 
 def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
@@ -31,7 +25,7 @@ def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
         before, after = old_meta.get(field), meta.get(field)
         if before is not after and before != after:  # writes keep the very same mapping
             return None
-    pod = Pod(*_pod_fields(previous))
+    pod = previous.__copy__()
     pod.node_name = str(spec.get("nodeName") or "")
     pod.raw = obj
     pod.phase = str((obj.get("status") or {}).get("phase") or "Pending")
