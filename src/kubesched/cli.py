@@ -28,6 +28,7 @@ from kubesched.framework.config import SchedulerConfig, default_config, load_con
 from kubesched.framework.plugin_loading import plugin_registry
 from kubesched.framework.registry import Registry
 from kubesched.metrics.logs import configure_logging
+from kubesched.runtime.collector import tune_collector
 from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.compare import RunSpec, plan_runs
 from kubesched.sim.export import export_runs
@@ -922,5 +923,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``kubesched`` command: the process's collector tuned for scheduling, then :func:`main`."""
+    tune_collector()
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()
