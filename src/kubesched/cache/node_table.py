@@ -49,6 +49,8 @@ BoolArray = NDArray[np.bool_]
 _RECHECK_ABOVE = INT64_MAX // 1024
 #: Rows changed between two headroom queries beyond which the bounds are recomputed instead.
 _FLOOR_LOG_LIMIT = 64
+#: Tables up to this many resource columns write a row's usage from a list in one assignment.
+_ROW_AS_LIST_WIDTH = 16
 
 
 @dataclass(slots=True)
@@ -320,8 +322,9 @@ class NodeTable:
 
     def headroom_floor(self, col: int) -> int | None:
         """A lower bound of ``allocatable - requested`` in column ``col`` over every node row
-        (``INT64_MAX`` without nodes), or ``None`` in a fork. A request no larger than the bound
-        fits on every node, which is the usual answer: the filter then need not look at the rows.
+        (``INT64_MAX`` without nodes), or ``None`` in a fork and for extended resources. A request
+        no larger than the bound fits on every node, which is the usual answer: the filter then
+        need not look at the rows.
 
         The bound only ever falls between recomputations: a changed row lowers it to the row's
         new headroom, and a row whose headroom grew leaves it where it was (still a bound)."""
@@ -348,7 +351,9 @@ class NodeTable:
         known = floors.get(col)
         if known is not None:
             return known
-        if col >= self.allocatable.shape[1]:
+        if col >= len(FIXED_RESOURCES) or col >= self.allocatable.shape[1]:
+            # Extended resources are on some nodes only (their bound is 0 and helps no one), and a
+            # cluster may have thousands of them to replay on every row change: not kept.
             return None
         free = self.allocatable[:, col] - self.requested[:, col]
         exact = int(free[self.valid].min(initial=INT64_MAX))
@@ -411,15 +416,24 @@ class NodeTable:
         """Make a row's pod usage that of ``info`` (its pods' requests, count and host ports)."""
         top = len(info.pods)
         cols = [(self.column(name), min(value, INT64_MAX)) for name, value in info.requested.items()]
-        # One assignment of the whole row (strided in the column-major matrix) instead of one per
-        # value; the columns are all known by now.
-        row = [0] * self.requested.shape[1]
-        for col, value in cols:  # sums of bound pods saturate
-            row[col] = value
+        for _, value in cols:  # sums of bound pods saturate
             if abs(value) > top:
                 top = abs(value)
-        row[PODS_COL] = len(info.pods)
-        self.requested[slot] = row
+        width = self.requested.shape[1]
+        if width <= _ROW_AS_LIST_WIDTH:
+            # One assignment of the whole row (strided in the column-major matrix) instead of one
+            # per value; the columns are all known by now.
+            row = [0] * width
+            for col, value in cols:
+                row[col] = value
+            row[PODS_COL] = len(info.pods)
+            self.requested[slot] = row
+        else:
+            req = self.requested[slot]
+            req[:] = 0
+            for col, value in cols:
+                req[col] = value
+            req[PODS_COL] = len(info.pods)
         cpu, memory = min(info.nonzero_cpu, INT64_MAX), min(info.nonzero_memory, INT64_MAX)
         self.nonzero_requested[slot] = (cpu, memory)
         self._raise_ceiling(max(top, abs(cpu), abs(memory)))
