@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import heapq
 import logging
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -30,9 +32,13 @@ DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-st
 
 
 def _timestamp(seconds: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if seconds is None else seconds, tz=UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
+    return _second_stamp(math.floor(time.time() if seconds is None else seconds))
+
+
+@functools.lru_cache(maxsize=64)
+def _second_stamp(second: int) -> str:
+    # A pod's start stamps several fields, and pods start many to a second: format each second once.
+    return datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _seconds(stamp: Any) -> float | None:
