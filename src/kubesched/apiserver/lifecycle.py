@@ -230,13 +230,15 @@ class Lifecycle:
             spec, status = obj.get("spec") or {}, obj.get("status") or {}
             if spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
                 starting[key] = obj
-        for (namespace, name), _ in starting.items():
-            self._start(namespace, name)
-        for (namespace, name), uid in stopping.items():
-            pod = self.store.get("Pod", namespace, name)
-            if pod is not None and pod["metadata"].get("uid") == uid:
-                with contextlib.suppress(NotFound):
-                    self.store.delete("Pod", namespace, name)
+        # The pods that start (or go) in one tick share one commit.
+        with self.store.transaction():
+            for (namespace, name), _ in starting.items():
+                self._start(namespace, name)
+            for (namespace, name), uid in stopping.items():
+                pod = self.store.get("Pod", namespace, name)
+                if pod is not None and pod["metadata"].get("uid") == uid:
+                    with contextlib.suppress(NotFound):
+                        self.store.delete("Pod", namespace, name)
 
     def _start(self, namespace: str, name: str) -> None:
         for _ in range(5):

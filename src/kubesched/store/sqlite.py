@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import contextlib
 import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS objects (
     rv INTEGER NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (kind, namespace, name)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
@@ -87,6 +88,8 @@ class SqliteStore(MemoryStore):
         # Event names carry a sequence number; starting it from the clock keeps the names of this
         # run clear of those an earlier run stored (upstream names events by UnixNano too).
         self._event_seq = itertools.count(time.time_ns())
+        #: Inside :meth:`transaction`: the changes made so far, published at its commit.
+        self._unpublished: builtins.list[WatchEvent] | None = None
 
     # -- persistence -----------------------------------------------------------------------------
     def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
@@ -98,7 +101,37 @@ class SqliteStore(MemoryStore):
         self._last_rv = max(self._last_rv, rv)
         MemoryStore._put(self, key, obj)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes made inside share one commit (a commit costs more than the write it ends).
+
+        The store's lock is held throughout, so no other thread reads what is not committed yet,
+        and the changes reach the history, the watches and the listeners only after the commit.
+        Whoever writes inside must not let what it wrote out (answer a request, say) before the
+        block ends."""
+        with self.lock:
+            if self._unpublished is not None:
+                yield
+                return
+            self._unpublished = []
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                events, self._unpublished = self._unpublished, None
+                # What was written is committed even when the block failed part way: memory
+                # already holds it.
+                self._db.execute("COMMIT")
+                for event in events:
+                    self._publish(event)
+
     def _emit(self, event: WatchEvent) -> None:
+        if self._unpublished is not None:
+            self._unpublished.append(event)
+        else:
+            self._publish(event)
+
+    def _publish(self, event: WatchEvent) -> None:
         rv = int(event.obj["metadata"]["resourceVersion"])
         self._history_rvs.append(rv)
         self._history.append(event)
@@ -131,14 +164,19 @@ class SqliteStore(MemoryStore):
             if old is None:
                 raise NotFound(f"{kind} {name} not found")
             rv = next(self._rv)
-            self._db.execute("BEGIN")
+            # Both statements in one commit (that of the enclosing transaction, if any).
+            own = self._unpublished is None
+            if own:
+                self._db.execute("BEGIN")
             try:
                 self._db.execute("DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key)
                 self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (rv,))
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if own:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            if own:
+                self._db.execute("COMMIT")
             self._last_rv = rv
             del self._objects[key]
             del self._by_kind[kind][key]
