@@ -1,9 +1,10 @@
 """A durable cluster store: the in-memory store's objects and admission, written through to SQLite.
 
 Every object lives in one row (kind, namespace, name → resourceVersion, JSON); the database runs in
-WAL mode and each write is committed before the call returns, so an acknowledged write survives the
-process being killed. ResourceVersions continue after a restart: the last one handed out (also by a
-delete, which leaves no row) is kept in the ``meta`` table.
+WAL mode and each write is committed before the call returns (inside
+:meth:`SqliteStore.transaction`, before its changes are published), so an acknowledged write
+survives the process being killed. ResourceVersions continue after a restart: the last one handed
+out (also by a delete, which leaves no row) is kept in the ``meta`` table.
 
 Reads are served from memory (the rows are loaded once when the store opens). A bounded history of
 recent changes, each stamped with its resourceVersion, lets API watches start from a version;
@@ -62,6 +63,9 @@ class SqliteStore(MemoryStore):
         self._kind_listeners: list[Callable[[str], None]] = []
         self.path = Path(path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        # One process serves a database: holding its lock from the first write to close spares
+        # every commit the file-lock calls that sharing it takes (and keeps a second server off it).
+        self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
         self._db.execute("PRAGMA journal_mode=WAL")
         # A commit reaches the OS before the call returns, which is what surviving a killed process
         # needs; an fsync per write would only add power-loss safety at a large cost.
