@@ -81,6 +81,10 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
+#: Quantities that parsed: requests repeat a few amounts ("100m", "1Gi"), each checked once.
+_VALID_QUANTITIES: set[str] = set()
+_VALID_QUANTITIES_KEPT = 4096
+
 #: Top-level fields each kind has besides apiVersion, kind and metadata (unknown ones are refused
 #: under fieldValidation=Strict and warned about otherwise).
 _TOP_FIELDS: dict[str, frozenset[str]] = {
@@ -189,8 +193,10 @@ class ApiServer:
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY, middlewares=[self._guard])
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        app = web.Application(client_max_size=MAX_BODY)
+        # Every path reaches one handler that guards itself: an aiohttp middleware would wrap each
+        # request in another layer of calls for the same effect.
+        app.router.add_route("*", "/{tail:.*}", self._handle)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
@@ -269,7 +275,9 @@ class ApiServer:
             return ("DELETED", view)
         return None
 
-    @web.middleware
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        return await self._guard(request, self._dispatch)
+
     async def _guard(self, request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
         """Authentication, and errors as Status bodies: a handler bug is a 500 Status, never a
         traceback to the client."""
@@ -635,6 +643,8 @@ class ApiServer:
         quantity that does not parse is a 400, as upstream's decoder refuses it before validation."""
         name = str(body["metadata"].get("name", ""))
         for value in _quantities(body):
+            if type(value) is str and value in _VALID_QUANTITIES:
+                continue
             try:
                 parse_quantity(value)
             except (QuantityError, TypeError, ValueError):
@@ -643,6 +653,10 @@ class ApiServer:
                     "quantities must match the regular expression "
                     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
                 ) from None
+            if type(value) is str:
+                if len(_VALID_QUANTITIES) >= _VALID_QUANTITIES_KEPT:
+                    _VALID_QUANTITIES.clear()
+                _VALID_QUANTITIES.add(value)
         parse = DEFAULT_PARSERS.get(res.kind)
         if res.kind in ("Deployment", "Job"):
             spec = body.get("spec") or {}

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import heapq
 import logging
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -30,9 +32,13 @@ DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-st
 
 
 def _timestamp(seconds: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if seconds is None else seconds, tz=UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
+    return _second_stamp(math.floor(time.time() if seconds is None else seconds))
+
+
+@functools.lru_cache(maxsize=64)
+def _second_stamp(second: int) -> str:
+    # A pod's start stamps several fields, and pods start many to a second: format each second once.
+    return datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -224,13 +230,15 @@ class Lifecycle:
             spec, status = obj.get("spec") or {}, obj.get("status") or {}
             if spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
                 starting[key] = obj
-        for (namespace, name), _ in starting.items():
-            self._start(namespace, name)
-        for (namespace, name), uid in stopping.items():
-            pod = self.store.get("Pod", namespace, name)
-            if pod is not None and pod["metadata"].get("uid") == uid:
-                with contextlib.suppress(NotFound):
-                    self.store.delete("Pod", namespace, name)
+        # The pods that start (or go) in one tick share one commit.
+        with self.store.transaction():
+            for (namespace, name), _ in starting.items():
+                self._start(namespace, name)
+            for (namespace, name), uid in stopping.items():
+                pod = self.store.get("Pod", namespace, name)
+                if pod is not None and pod["metadata"].get("uid") == uid:
+                    with contextlib.suppress(NotFound):
+                        self.store.delete("Pod", namespace, name)
 
     def _start(self, namespace: str, name: str) -> None:
         for _ in range(5):

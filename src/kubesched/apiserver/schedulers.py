@@ -15,6 +15,7 @@ from kubesched.batch.conf import BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.cache.feed import CacheFeed
 from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.registry import Registry
 from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
@@ -30,6 +31,26 @@ log = logging.getLogger(__name__)
 #: Binds in flight at once: a binding extender's round trip does not hold up the next pods.
 BINDING_WORKERS = 16
 
+#: Where the in-tree plugins live: their PreBind and Bind only write to the store.
+_IN_TREE = "kubesched.plugins."
+
+
+def binding_workers(config: SchedulerConfig, registry: Registry) -> int:
+    """The scheduler's binding workers: :data:`BINDING_WORKERS` when a binding cycle may wait on
+    something outside this process (a binding extender, a PreBind or Bind plugin that is not
+    in-tree), else none. An in-tree bind is a store write: run in place on the driver's thread it
+    costs less than the hand-off to a worker and back, and takes no longer."""
+    if any(ext.bind_verb for ext in config.extender_configs):
+        return BINDING_WORKERS
+    for profile in config.profiles:
+        for point in (ExtensionPoint.PRE_BIND, ExtensionPoint.BIND):
+            for ref in profile.plugins.get(point, []):
+                spec = registry.get(ref.name)
+                module = getattr(spec.factory, "__module__", None) if spec is not None else None
+                if not str(module).startswith(_IN_TREE):
+                    return BINDING_WORKERS
+    return 0
+
 
 class ServedSchedulers:
     def __init__(
@@ -42,6 +63,7 @@ class ServedSchedulers:
         max_idle: float = 0.1,
     ) -> None:
         registry = registry or default_registry()
+        config = config or default_config(registry)
         self.informers = informer_factory(store)
         ports = StorePorts(store).ports()
         # One scheduler cache for both schedulers: each sees what the other placed at once.
@@ -49,12 +71,12 @@ class ServedSchedulers:
         self.scheduler = Scheduler(
             self.informers,
             ports,
-            config or default_config(registry),
+            config,
             registry,
             now=time.time,
             seed=None,
             feed=feed,
-            binding_workers=BINDING_WORKERS,
+            binding_workers=binding_workers(config, registry),
         )
         self.batch = BatchScheduler(
             self.informers,

@@ -216,7 +216,10 @@ class RealTimeDriver:
             self._stop.set()
 
     def _notify(self) -> None:
-        self._wake.set()
+        # Called after every write. Setting a set Event still takes its lock and notifies; a flag
+        # seen set is cleared only by the loop, before it looks for work, so the write is seen.
+        if not self._wake.is_set():
+            self._wake.set()
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -52,12 +53,17 @@ def _locked(method: Callable[Concatenate[MemoryStore, P], R]) -> Callable[Concat
 _LAST_TIMESTAMP = 253402300799.0
 
 
-@functools.lru_cache(maxsize=256)
 def _timestamp(seconds: float) -> str:
-    # Every write stamps the time, and many writes share an instant (a virtual clock does not move
-    # within a scheduling step; wall-clock stamps have whole-second resolution): format each once.
+    # Every write stamps the time, and many writes share a second (a virtual clock does not move
+    # within a scheduling step; stamps have whole-second resolution): each second is formatted once.
+    # The cache is keyed on the whole second, as wall-clock readings all differ.
     # Virtual time may run past year 9999 (long durations back to back); the stamp saturates there.
-    return datetime.fromtimestamp(min(seconds, _LAST_TIMESTAMP), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _second_stamp(math.floor(min(seconds, _LAST_TIMESTAMP)))
+
+
+@functools.lru_cache(maxsize=256)
+def _second_stamp(second: int) -> str:
+    return datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class MemoryStore:

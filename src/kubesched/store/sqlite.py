@@ -1,9 +1,10 @@
 """A durable cluster store: the in-memory store's objects and admission, written through to SQLite.
 
 Every object lives in one row (kind, namespace, name → resourceVersion, JSON); the database runs in
-WAL mode and each write is committed before the call returns, so an acknowledged write survives the
-process being killed. ResourceVersions continue after a restart: the last one handed out (also by a
-delete, which leaves no row) is kept in the ``meta`` table.
+WAL mode and each write is committed before the call returns (inside
+:meth:`SqliteStore.transaction`, before its changes are published), so an acknowledged write
+survives the process being killed. ResourceVersions continue after a restart: the last one handed
+out (also by a delete, which leaves no row) is kept in the ``meta`` table.
 
 Reads are served from memory (the rows are loaded once when the store opens). A bounded history of
 recent changes, each stamped with its resourceVersion, lets API watches start from a version;
@@ -14,11 +15,12 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import contextlib
 import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ CREATE TABLE IF NOT EXISTS objects (
     rv INTEGER NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (kind, namespace, name)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
@@ -61,6 +63,9 @@ class SqliteStore(MemoryStore):
         self._kind_listeners: list[Callable[[str], None]] = []
         self.path = Path(path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        # One process serves a database: holding its lock from the first write to close spares
+        # every commit the file-lock calls that sharing it takes (and keeps a second server off it).
+        self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
         self._db.execute("PRAGMA journal_mode=WAL")
         # A commit reaches the OS before the call returns, which is what surviving a killed process
         # needs; an fsync per write would only add power-loss safety at a large cost.
@@ -87,6 +92,8 @@ class SqliteStore(MemoryStore):
         # Event names carry a sequence number; starting it from the clock keeps the names of this
         # run clear of those an earlier run stored (upstream names events by UnixNano too).
         self._event_seq = itertools.count(time.time_ns())
+        #: Inside :meth:`transaction`: the changes made so far, published at its commit.
+        self._unpublished: builtins.list[WatchEvent] | None = None
 
     # -- persistence -----------------------------------------------------------------------------
     def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
@@ -98,7 +105,37 @@ class SqliteStore(MemoryStore):
         self._last_rv = max(self._last_rv, rv)
         MemoryStore._put(self, key, obj)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes made inside share one commit (a commit costs more than the write it ends).
+
+        The store's lock is held throughout, so no other thread reads what is not committed yet,
+        and the changes reach the history, the watches and the listeners only after the commit.
+        Whoever writes inside must not let what it wrote out (answer a request, say) before the
+        block ends."""
+        with self.lock:
+            if self._unpublished is not None:
+                yield
+                return
+            self._unpublished = []
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                events, self._unpublished = self._unpublished, None
+                # What was written is committed even when the block failed part way: memory
+                # already holds it.
+                self._db.execute("COMMIT")
+                for event in events:
+                    self._publish(event)
+
     def _emit(self, event: WatchEvent) -> None:
+        if self._unpublished is not None:
+            self._unpublished.append(event)
+        else:
+            self._publish(event)
+
+    def _publish(self, event: WatchEvent) -> None:
         rv = int(event.obj["metadata"]["resourceVersion"])
         self._history_rvs.append(rv)
         self._history.append(event)
@@ -131,14 +168,19 @@ class SqliteStore(MemoryStore):
             if old is None:
                 raise NotFound(f"{kind} {name} not found")
             rv = next(self._rv)
-            self._db.execute("BEGIN")
+            # Both statements in one commit (that of the enclosing transaction, if any).
+            own = self._unpublished is None
+            if own:
+                self._db.execute("BEGIN")
             try:
                 self._db.execute("DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key)
                 self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (rv,))
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if own:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            if own:
+                self._db.execute("COMMIT")
             self._last_rv = rv
             del self._objects[key]
             del self._by_kind[kind][key]
