@@ -703,6 +703,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from kubesched.apiserver.server import ServeOptions, serve
+    from kubesched.store.sqlite import StoreLocked
 
     if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
         raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
@@ -726,7 +727,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         registry=registry,
         schedulers=not args.no_schedulers,
     )
-    serve(options)
+    try:
+        serve(options)
+    except StoreLocked as exc:
+        print(f"error: --data-dir {args.data_dir}: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
     return EXIT_OK
 
 

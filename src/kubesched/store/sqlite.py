@@ -26,7 +26,16 @@ from typing import Any
 
 import orjson
 
-from kubesched.store.base import AlreadyExists, EventType, NotFound, Obj, Watch, WatchEvent, object_key
+from kubesched.store.base import (
+    AlreadyExists,
+    EventType,
+    NotFound,
+    Obj,
+    StoreError,
+    Watch,
+    WatchEvent,
+    object_key,
+)
 from kubesched.store.memory import MemoryStore
 
 #: Changes kept for watches that start from a resourceVersion.
@@ -43,6 +52,10 @@ CREATE TABLE IF NOT EXISTS objects (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+
+
+class StoreLocked(StoreError):
+    """The database is held by another process: one server per data directory."""
 
 
 class TooOld(Exception):
@@ -66,7 +79,15 @@ class SqliteStore(MemoryStore):
         # One process serves a database: holding its lock from the first write to close spares
         # every commit the file-lock calls that sharing it takes (and keeps a second server off it).
         self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            self._db.close()
+            if "locked" not in str(exc):
+                raise
+            raise StoreLocked(
+                f"{self.path} is in use by another process (a kubesched serve already runs on it)"
+            ) from None
         # A commit reaches the OS before the call returns, which is what surviving a killed process
         # needs; an fsync per write would only add power-loss safety at a large cost.
         self._db.execute("PRAGMA synchronous=NORMAL")
