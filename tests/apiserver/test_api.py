@@ -145,6 +145,20 @@ def test_optimistic_concurrency(cluster):
     assert cluster.request("PUT", "/api/v1/namespaces/team/configmaps/cfg", wrong_name)[0] == 400
 
 
+def test_pods_differing_from_an_accepted_one_only_by_name_are_accepted_others_still_checked(cluster):
+    first = pod("same-shape-1")
+    assert cluster.request("POST", PODS, first)[0] == 201
+    assert cluster.request("POST", PODS, pod("same-shape-2"))[0] == 201
+    changed = pod("same-shape-3")
+    changed["spec"]["tolerations"] = [{"key": "a", "operator": "Sideways"}]
+    code, status, _ = cluster.request("POST", PODS, changed)
+    assert code == 422 and status["details"]["causes"][0]["field"] == "spec.tolerations[0].operator"
+    nameless = pod("same-shape-4")
+    nameless["metadata"]["name"] = ""
+    code, status, _ = cluster.request("POST", PODS, nameless)
+    assert code == 422 and status["details"]["causes"][0]["field"] == "metadata.name"
+
+
 def test_invalid_requests_get_status_with_causes(cluster):
     nameless = pod("x")
     del nameless["metadata"]["name"]
