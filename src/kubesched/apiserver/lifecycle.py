@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import hashlib
 import heapq
 import logging
-import math
 import random
 import time
 from collections.abc import Mapping
@@ -21,6 +19,7 @@ import orjson
 
 from kubesched.sim.workload import ANNOTATION_DURATION, parse_duration
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj
+from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -32,13 +31,7 @@ DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-st
 
 
 def _timestamp(seconds: float | None = None) -> str:
-    return _second_stamp(math.floor(time.time() if seconds is None else seconds))
-
-
-@functools.lru_cache(maxsize=64)
-def _second_stamp(second: int) -> str:
-    # A pod's start stamps several fields, and pods start many to a second: format each second once.
-    return datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_timestamp(time.time() if seconds is None else seconds)
 
 
 def _seconds(stamp: Any) -> float | None:

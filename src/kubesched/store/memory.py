@@ -53,7 +53,8 @@ def _locked(method: Callable[Concatenate[MemoryStore, P], R]) -> Callable[Concat
 _LAST_TIMESTAMP = 253402300799.0
 
 
-def _timestamp(seconds: float) -> str:
+def format_timestamp(seconds: float) -> str:
+    """``seconds`` since the epoch as an RFC 3339 stamp of whole seconds, as objects carry them."""
     # Every write stamps the time, and many writes share a second (a virtual clock does not move
     # within a scheduling step; stamps have whole-second resolution): each second is formatted once.
     # The cache is keyed on the whole second, as wall-clock readings all differ.
@@ -165,7 +166,7 @@ class MemoryStore:
             # The API server owns uid and creationTimestamp: it sets them on every create, whatever
             # the client sent (two copies of one ``kubectl get -o yaml`` output are two objects).
             meta["uid"] = self._new_uid()
-            meta["creationTimestamp"] = _timestamp(self._now())
+            meta["creationTimestamp"] = format_timestamp(self._now())
             meta["resourceVersion"] = str(next(self._rv))
             new["metadata"] = meta
             if new.get("kind") == "Pod":
@@ -280,7 +281,7 @@ class MemoryStore:
             key = ("Event", namespace, name)
             if key in self._objects:
                 raise AlreadyExists(f"Event {namespace}/{name} already exists")
-            event_time = _timestamp(self._now())
+            event_time = format_timestamp(self._now())
             uid = self._new_uid()
             event = {
                 "apiVersion": "events.k8s.io/v1",
@@ -289,7 +290,7 @@ class MemoryStore:
                     "name": name,
                     "namespace": namespace,
                     "uid": uid,
-                    "creationTimestamp": _timestamp(self._now()),
+                    "creationTimestamp": format_timestamp(self._now()),
                     "resourceVersion": str(next(self._rv)),
                 },
                 "eventTime": event_time,
@@ -322,11 +323,11 @@ def _set_condition(conditions: Any, condition: Mapping[str, Any], now: float) ->
         if cond.get("type") == condition.get("type"):
             new = {**cond, **condition}
             if cond.get("status") != condition.get("status"):
-                new["lastTransitionTime"] = _timestamp(now)
+                new["lastTransitionTime"] = format_timestamp(now)
             out.append(new)
             replaced = True
         else:
             out.append(cond)
     if not replaced:
-        out.append({**condition, "lastTransitionTime": _timestamp(now)})
+        out.append({**condition, "lastTransitionTime": format_timestamp(now)})
     return out
