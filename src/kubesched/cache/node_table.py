@@ -342,11 +342,11 @@ class NodeTable:
                     for slot in np.atleast_1d(slots).tolist():
                         if not valid[slot]:
                             continue
+                        # Only fixed columns are kept, and every table has those.
                         for c, lowest in list(floors.items()):
-                            if c < alloc.shape[1]:
-                                room = int(alloc[slot, c]) - int(req[slot, c])
-                                if room < lowest:
-                                    floors[c] = room
+                            room = int(alloc[slot, c]) - int(req[slot, c])
+                            if room < lowest:
+                                floors[c] = room
             log.clear()
         known = floors.get(col)
         if known is not None:

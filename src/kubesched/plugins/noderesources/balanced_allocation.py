@@ -26,7 +26,7 @@ from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.plugin_args import NodeResourcesBalancedAllocationArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, IntArray
-from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add
+from kubesched.plugins.helper.int64 import saturating_add
 from kubesched.plugins.helper.sign import frozen
 
 PRE_SCORE_KEY: Final = "PreScoreNodeResourcesBalancedAllocation"
@@ -150,12 +150,7 @@ class NodeResourcesBalancedAllocation:
                 if col is None:
                     continue  # allocatable 0 on every node: not scored
             allocatable.append(table.allocatable[:, col].take(slots))
-            used = table.requested[:, col].take(slots)
-            if 0 <= want <= INT64_MAX - ceiling:
-                used += want  # within int64 (see saturating_add)
-                requested.append(used)
-            else:
-                requested.append(saturating_add(used, want, ceiling))
+            requested.append(saturating_add(table.requested[:, col].take(slots), want, ceiling))
         if not allocatable:
             return np.full(len(slots), MAX_NODE_SCORE, dtype=np.int64)
         return balanced_score(requested, allocatable)
