@@ -16,7 +16,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import yaml
@@ -80,6 +80,8 @@ _POD_UPDATE_FORBIDDEN = (
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+T = TypeVar("T")
 
 #: Quantities that parsed: requests repeat a few amounts ("100m", "1Gi"), each checked once.
 _VALID_QUANTITIES: set[str] = set()
@@ -657,9 +659,7 @@ class ApiServer:
                     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
                 ) from None
             if type(value) is str:
-                if len(_VALID_QUANTITIES) >= _VALID_QUANTITIES_KEPT:
-                    _VALID_QUANTITIES.clear()
-                _VALID_QUANTITIES.add(value)
+                _remember(_VALID_QUANTITIES, value, _VALID_QUANTITIES_KEPT)
         parse = DEFAULT_PARSERS.get(res.kind)
         if res.kind in ("Deployment", "Job"):
             spec = body.get("spec") or {}
@@ -708,9 +708,7 @@ class ApiServer:
                 res.kind, res.group, name, [("FieldValueInvalid", "", f"Invalid value: {exc}")]
             ) from None
         if shape is not None:
-            if len(_ACCEPTED_SHAPES) >= _ACCEPTED_SHAPES_KEPT:
-                _ACCEPTED_SHAPES.clear()
-            _ACCEPTED_SHAPES.add(shape)
+            _remember(_ACCEPTED_SHAPES, shape, _ACCEPTED_SHAPES_KEPT)
 
     # -- verbs -----------------------------------------------------------------------------------
     def _create(
@@ -1201,6 +1199,13 @@ class ApiServer:
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp
+
+
+def _remember(seen: set[T], value: T, kept: int) -> None:
+    """Add ``value`` to a set of values known good, emptied when it holds ``kept`` of them."""
+    if len(seen) >= kept:
+        seen.clear()
+    seen.add(value)
 
 
 def _shape_key(body: Mapping[str, Any]) -> bytes | None:

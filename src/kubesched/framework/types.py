@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
@@ -18,29 +19,25 @@ IntArray = NDArray[np.int64]
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
-_ALL_TRUE: dict[int, BoolArray] = {}
-_NONE_FAILED: dict[int, NDArray[np.int16]] = {}
+
+@functools.cache
+def _read_only_full(capacity: int, value: bool | int, dtype: type[np.generic]) -> NDArray[Any]:
+    arr = np.full(capacity, value, dtype=dtype)
+    arr.flags.writeable = False
+    return arr
 
 
 def all_true(capacity: int) -> BoolArray:
     """A shared, read-only mask of ``capacity`` True entries: the verdict of a Filter that rejects
     no node, recognised by identity so the framework skips combining it."""
-    mask = _ALL_TRUE.get(capacity)
-    if mask is None:
-        mask = np.ones(capacity, dtype=np.bool_)
-        mask.flags.writeable = False
-        _ALL_TRUE[capacity] = mask
+    mask: BoolArray = _read_only_full(capacity, True, np.bool_)
     return mask
 
 
 def none_failed(capacity: int) -> NDArray[np.int16]:
     """A shared, read-only ``failed_by`` array of ``capacity`` entries where no plugin rejected
     any node (-1 everywhere)."""
-    arr = _NONE_FAILED.get(capacity)
-    if arr is None:
-        arr = np.full(capacity, -1, dtype=np.int16)
-        arr.flags.writeable = False
-        _NONE_FAILED[capacity] = arr
+    arr: NDArray[np.int16] = _read_only_full(capacity, -1, np.int16)
     return arr
 
 
