@@ -160,20 +160,25 @@ class MemoryStore:
             if key in self._objects:
                 raise AlreadyExists(f"{object_ref(obj)} already exists")
             new: dict[str, Any] = dict(obj)
-            meta = dict(new.get("metadata") or {})
-            if key[1]:
-                meta["namespace"] = key[1]
-            # The API server owns uid and creationTimestamp: it sets them on every create, whatever
-            # the client sent (two copies of one ``kubectl get -o yaml`` output are two objects).
-            meta["uid"] = self._new_uid()
-            meta["creationTimestamp"] = format_timestamp(self._now())
-            meta["resourceVersion"] = str(next(self._rv))
-            new["metadata"] = meta
-            if new.get("kind") == "Pod":
-                self._admit_pod(new)
-            self._put(key, new)
-            self._emit(WatchEvent(EventType.ADDED, key[0], new))
-            return new
+            new["metadata"] = dict(new.get("metadata") or {})
+            return self._add(key, new)
+
+    def _add(self, key: tuple[str, str, str], new: dict[str, Any]) -> Obj:
+        """Store ``new`` as a created object, under the lock; ``new`` and its metadata are the
+        caller's own, filled in here."""
+        meta = new["metadata"]
+        if key[1]:
+            meta["namespace"] = key[1]
+        # The API server owns uid and creationTimestamp: it sets them on every create, whatever the
+        # client sent (two copies of one ``kubectl get -o yaml`` output are two objects).
+        meta["uid"] = self._new_uid()
+        meta["creationTimestamp"] = format_timestamp(self._now())
+        meta["resourceVersion"] = str(next(self._rv))
+        if new.get("kind") == "Pod":
+            self._admit_pod(new)
+        self._put(key, new)
+        self._emit(WatchEvent(EventType.ADDED, key[0], new))
+        return new
 
     @_locked
     def update(self, obj: Obj) -> Obj:
@@ -271,29 +276,18 @@ class MemoryStore:
     ) -> None:
         """Write an ``events.k8s.io/v1`` Event, as the scheduler's event recorder does.
 
-        One per scheduled pod: the Event is built as :meth:`create` would store it (the same fields,
-        in the same order) rather than built and then copied there."""
+        One per scheduled pod: the Event is built as a dict of its own and stored as it is, not
+        copied by :meth:`create`."""
         meta = regarding.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         with self.lock:
             seq = next(self._event_seq)
             name = f"{meta.get('name')}.{seq:016x}"
-            key = ("Event", namespace, name)
-            if key in self._objects:
-                raise AlreadyExists(f"Event {namespace}/{name} already exists")
-            event_time = format_timestamp(self._now())
-            uid = self._new_uid()
-            event = {
+            event: dict[str, Any] = {
                 "apiVersion": "events.k8s.io/v1",
                 "kind": "Event",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "uid": uid,
-                    "creationTimestamp": format_timestamp(self._now()),
-                    "resourceVersion": str(next(self._rv)),
-                },
-                "eventTime": event_time,
+                "metadata": {"name": name, "namespace": namespace},
+                "eventTime": format_timestamp(self._now()),
                 "reportingController": reporter,
                 "reportingInstance": f"{reporter}-kubesched",
                 "action": action,
@@ -307,8 +301,10 @@ class MemoryStore:
                 "note": note,
                 "type": event_type,
             }
-            self._put(key, event)
-            self._emit(WatchEvent(EventType.ADDED, "Event", event))
+            key = ("Event", namespace, name)
+            if key in self._objects:
+                raise AlreadyExists(f"{object_ref(event)} already exists")
+            self._add(key, event)
 
 
 #: The condition a bind sets (read only: ``_set_condition`` copies what it keeps).
