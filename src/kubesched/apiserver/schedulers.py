@@ -16,7 +16,7 @@ from kubesched.batch.scheduler import BatchScheduler
 from kubesched.cache.feed import CacheFeed
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.extension_points import ExtensionPoint
-from kubesched.framework.registry import Registry
+from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
@@ -31,9 +31,6 @@ log = logging.getLogger(__name__)
 #: Binds in flight at once: a binding extender's round trip does not hold up the next pods.
 BINDING_WORKERS = 16
 
-#: Where the in-tree plugins live: their PreBind and Bind only write to the store.
-_IN_TREE = "kubesched.plugins."
-
 
 def binding_workers(config: SchedulerConfig, registry: Registry) -> int:
     """The scheduler's binding workers: :data:`BINDING_WORKERS` when a binding cycle may wait on
@@ -46,8 +43,7 @@ def binding_workers(config: SchedulerConfig, registry: Registry) -> int:
         for point in (ExtensionPoint.PRE_BIND, ExtensionPoint.BIND):
             for ref in profile.plugins.get(point, []):
                 spec = registry.get(ref.name)
-                module = getattr(spec.factory, "__module__", None) if spec is not None else None
-                if not str(module).startswith(_IN_TREE):
+                if spec is None or not is_in_tree(spec.factory):
                     return BINDING_WORKERS
     return 0
 

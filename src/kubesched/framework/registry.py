@@ -17,6 +17,16 @@ from kubesched.framework.extension_points import ExtensionPoint
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
 
+#: Where the in-tree plugins live.
+IN_TREE_PACKAGE = "kubesched.plugins."
+
+
+def is_in_tree(obj: object) -> bool:
+    """Whether a plugin, its class or its factory comes from kubesched's own plugins (their answers
+    are tested by their tables, and their side effects are store writes through the ports)."""
+    return str(getattr(obj, "__module__", "")).startswith(IN_TREE_PACKAGE)
+
+
 #: Builds a plugin from its args (a validated args model, or None) and the handle. The framework
 #: checks what it returns against the protocol of every extension point it is configured at.
 PluginFactory = Callable[[Any, "Handle"], object]

@@ -42,7 +42,7 @@ from kubesched.framework.interfaces import (
     ScoreNormalizer,
     ScorePlugin,
 )
-from kubesched.framework.registry import Registry
+from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,
@@ -175,9 +175,7 @@ class Framework:
         # but the in-tree ones, whose tables test exactly that; the checks cost a few array
         # reductions per plugin per cycle, a measurable share of a cycle.
         self._checked = frozenset(
-            pl.name
-            for pl in [*self.filter, *(p for p, _ in self.score)]
-            if not type(pl).__module__.startswith(_IN_TREE_PREFIX)
+            pl.name for pl in [*self.filter, *(p for p, _ in self.score)] if not is_in_tree(type(pl))
         )
         # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
         self._normalizers = {
@@ -745,9 +743,6 @@ class Framework:
                 pl.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind plugin %s failed on pod %s", pl.name, pod.key)
-
-
-_IN_TREE_PREFIX = "kubesched.plugins."
 
 
 def _check_filter_result(res: object, capacity: int) -> None:
