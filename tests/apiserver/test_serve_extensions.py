@@ -21,11 +21,18 @@ import pytest
 import yaml
 from tests.apiserver.conftest import Cluster
 from tests.extenders.plugin_flag_files import write_plugin_flag_files
+from tests.extenders.serve_run_verbs import (
+    AvoidSlow,
+    binding_of,
+    failing_filter,
+    node_names,
+    outside_zones_filter,
+    prefer_n2,
+)
 from tests.extenders.test_http_extenders import ExtenderServer
 
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.plugin_loading import plugin_registry, register
-from kubesched.plugins import api
 from kubesched.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,18 +120,6 @@ def client_of(cluster: Cluster) -> Client:
 
 # --------------------------------------------------------------------------------------------------
 # Out-of-tree plugins
-
-
-class AvoidSlow:
-    """A per-node filter registered in-process, handed to serve through ServeOptions.registry."""
-
-    name = "AvoidSlow"
-
-    def filter(self, state: api.CycleState, pod: api.Pod, info: api.NodeInfo) -> api.Status | None:
-        assert info.node is not None
-        if info.node.labels.get("tier") == "slow":
-            return api.Status.unschedulable("node(s) are slow")
-        return None
 
 
 def test_registry_plugin_decides_placement_in_serve(make_cluster: Any) -> None:
@@ -279,26 +274,11 @@ def extender_cluster(make_cluster: Any, extenders: list[dict[str, Any]], nodes: 
     return client_of(make_cluster(objects=objects, config=config, registry=registry))
 
 
-def node_names(args: dict[str, Any]) -> list[str]:
-    if args.get("NodeNames") is not None:
-        return list(args["NodeNames"])
-    return [n["metadata"]["name"] for n in args["Nodes"]["items"]]
-
-
 def test_extender_filter_and_prioritize_decide_placement_in_serve(
     make_cluster: Any, extender: ExtenderServer
 ) -> None:
-    def filter_(args: dict[str, Any]) -> dict[str, Any]:
-        names = node_names(args)
-        blocked = args["Pod"]["metadata"]["name"].startswith("blocked")
-        kept = [] if blocked else [n for n in names if n != "n0"]
-        failed = {n: "node(s) are outside the allowed zones" for n in names if n not in kept}
-        return {"NodeNames": kept, "FailedNodes": failed, "Error": ""}
-
-    extender.verbs["filter"] = filter_
-    extender.verbs["prioritize"] = lambda args: [
-        {"Host": n, "Score": 10 if n == "n2" else 0} for n in node_names(args)
-    ]
+    extender.verbs["filter"] = outside_zones_filter
+    extender.verbs["prioritize"] = prefer_n2
     client = extender_cluster(
         make_cluster,
         [
@@ -325,13 +305,7 @@ def test_binding_extender_binds_through_the_served_api(make_cluster: Any, extend
     answers: list[int] = []
 
     def bind(args: dict[str, Any]) -> dict[str, Any]:
-        # What a real binding extender does: post the Binding to the API server it knows.
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": args["PodName"], "namespace": args["PodNamespace"], "uid": args["PodUID"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": args["Node"]},
-        }
+        binding = binding_of(args)
         code, body = clients[0].request("POST", f"{PODS}/{args['PodName']}/binding", binding)
         answers.append(code)
         return {"Error": "" if code == 201 else f"binding failed: {body}"}
@@ -368,13 +342,7 @@ def test_failing_extender_leaves_the_pod_pending_and_the_scheduler_going(
     make_cluster: Any, extender: ExtenderServer
 ) -> None:
     broken = {"on": True}
-
-    def filter_(args: dict[str, Any]) -> Any:
-        if broken["on"] and args["Pod"]["metadata"]["name"].startswith("bad"):
-            return 500, b"internal error"
-        return {"NodeNames": node_names(args), "FailedNodes": {}, "Error": ""}
-
-    extender.verbs["filter"] = filter_
+    extender.verbs["filter"] = failing_filter(broken)
     client = extender_cluster(
         make_cluster,
         [

@@ -15,13 +15,20 @@ from typing import Any
 
 import pytest
 from tests.extenders.plugin_flag_files import write_plugin_flag_files
+from tests.extenders.serve_run_verbs import (
+    AvoidSlow,
+    binding_of,
+    failing_filter,
+    node_names,
+    outside_zones_filter,
+    prefer_n2,
+)
 from tests.extenders.test_http_extenders import ExtenderServer
 from tests.remote.conftest import Cluster
 
 from kubesched.cli import EXIT_OK
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.plugin_loading import plugin_registry, register
-from kubesched.plugins import api
 from kubesched.remote.run import Runner, RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,24 +162,8 @@ def run_with_extenders(
     return cluster
 
 
-def node_names(args: dict[str, Any]) -> list[str]:
-    if args.get("NodeNames") is not None:
-        return list(args["NodeNames"])
-    return [n["metadata"]["name"] for n in args["Nodes"]["items"]]
-
-
 # --------------------------------------------------------------------------------------------------
 # An out-of-tree framework plugin, registered in-process
-
-
-class AvoidSlow:
-    name = "AvoidSlow"
-
-    def filter(self, state: api.CycleState, pod: api.Pod, info: api.NodeInfo) -> api.Status | None:
-        assert info.node is not None
-        if info.node.labels.get("tier") == "slow":
-            return api.Status.unschedulable("node(s) are slow")
-        return None
 
 
 def test_registry_plugin_decides_placement_in_run(
@@ -204,17 +195,8 @@ def test_registry_plugin_decides_placement_in_run(
 def test_extender_filter_and_prioritize_decide_placement_in_run(
     make_cluster: Any, start_runner: Callable[..., Runner], extender: ExtenderServer
 ) -> None:
-    def filter_(args: dict[str, Any]) -> dict[str, Any]:
-        names = node_names(args)
-        blocked = args["Pod"]["metadata"]["name"].startswith("blocked")
-        kept = [] if blocked else [n for n in names if n != "n0"]
-        failed = {n: "node(s) are outside the allowed zones" for n in names if n not in kept}
-        return {"NodeNames": kept, "FailedNodes": failed, "Error": ""}
-
-    extender.verbs["filter"] = filter_
-    extender.verbs["prioritize"] = lambda args: [
-        {"Host": n, "Score": 10 if n == "n2" else 0} for n in node_names(args)
-    ]
+    extender.verbs["filter"] = outside_zones_filter
+    extender.verbs["prioritize"] = prefer_n2
     cluster = run_with_extenders(
         make_cluster,
         start_runner,
@@ -247,13 +229,7 @@ def test_binding_extender_binds_through_the_api_once(
     answers: list[int] = []
 
     def bind(args: dict[str, Any]) -> dict[str, Any]:
-        # What a real binding extender does: post the Binding to the API server it knows.
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": args["PodName"], "namespace": args["PodNamespace"], "uid": args["PodUID"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": args["Node"]},
-        }
+        binding = binding_of(args)
         code, body, _ = clusters[0].request("POST", f"{PODS}/{args['PodName']}/binding", binding)
         answers.append(code)
         return {"Error": "" if code == 201 else f"binding failed: {body}"}
@@ -289,13 +265,7 @@ def test_failing_extender_leaves_the_pod_pending_and_run_going(
     make_cluster: Any, start_runner: Callable[..., Runner], extender: ExtenderServer
 ) -> None:
     broken = {"on": True}
-
-    def filter_(args: dict[str, Any]) -> Any:
-        if broken["on"] and args["Pod"]["metadata"]["name"].startswith("bad"):
-            return 500, b"internal error"
-        return {"NodeNames": node_names(args), "FailedNodes": {}, "Error": ""}
-
-    extender.verbs["filter"] = filter_
+    extender.verbs["filter"] = failing_filter(broken)
     cluster = run_with_extenders(
         make_cluster,
         start_runner,
