@@ -108,13 +108,14 @@ class Cluster:
         return conn.getresponse()
 
 
-@pytest.fixture
-def make_cluster(tmp_path: Path) -> Iterator[Any]:
+def started_clusters(tmp_path: Path, **defaults: Any) -> Iterator[Any]:
+    """Yields ``make(**serve_options)``, which starts a served cluster (a data dir under
+    ``tmp_path``, a free port, then ``defaults``, unless given); stops them all afterwards."""
     started: list[Cluster] = []
 
     def make(**kwargs: Any) -> Cluster:
-        kwargs.setdefault("data_dir", tmp_path / "data")
-        kwargs.setdefault("port", 0)
+        for key, value in {"data_dir": tmp_path / "data", "port": 0, **defaults}.items():
+            kwargs.setdefault(key, value)
         cluster = Cluster(ServeOptions(**kwargs)).start()
         started.append(cluster)
         return cluster
@@ -122,6 +123,11 @@ def make_cluster(tmp_path: Path) -> Iterator[Any]:
     yield make
     for cluster in started:
         cluster.stop()
+
+
+@pytest.fixture
+def make_cluster(tmp_path: Path) -> Iterator[Any]:
+    yield from started_clusters(tmp_path)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.apiserver.conftest import Cluster, pod
+from tests.apiserver.conftest import Cluster, pod, started_clusters
 
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import ClientConfig, load_client_config
@@ -18,21 +18,7 @@ __all__ = ["Cluster", "pod"]
 
 @pytest.fixture
 def make_cluster(tmp_path: Path) -> Iterator[Any]:
-    started: list[Cluster] = []
-
-    def make(**kwargs: Any) -> Cluster:
-        from kubesched.apiserver.server import ServeOptions
-
-        kwargs.setdefault("data_dir", tmp_path / "data")
-        kwargs.setdefault("port", 0)
-        kwargs.setdefault("schedulers", False)
-        cluster = Cluster(ServeOptions(**kwargs)).start()
-        started.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in started:
-        cluster.stop()
+    yield from started_clusters(tmp_path, schedulers=False)
 
 
 @pytest.fixture
