@@ -225,24 +225,14 @@ def test_unreachable_server_is_a_connection_error(loop_thread, connect):
         loop_thread.run(client.get("/api"))
 
 
-class _Throttling:
-    """A tiny server answering 429 (Retry-After: 0) a given number of times before 200."""
+class _FakeServer:
+    """A tiny HTTP server on a free port answering every GET with ``handle``."""
 
-    def __init__(self, refusals: int) -> None:
-        self.refusals = refusals
-        self.seen = 0
-        self.runner: web.AppRunner | None = None
-        self.port = 0
+    runner: web.AppRunner | None = None
+    port = 0
 
-    async def handle(self, _request: web.Request) -> web.Response:
-        self.seen += 1
-        if self.seen <= self.refusals:
-            return web.json_response(
-                {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "slow down"},
-                status=429,
-                headers={"Retry-After": "0"},
-            )
-        return web.json_response({"kind": "NodeList", "items": []})
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        raise NotImplementedError
 
     async def start(self) -> None:
         app = web.Application()
@@ -256,6 +246,24 @@ class _Throttling:
     async def stop(self) -> None:
         assert self.runner is not None
         await self.runner.cleanup()
+
+
+class _Throttling(_FakeServer):
+    """A tiny server answering 429 (Retry-After: 0) a given number of times before 200."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.seen = 0
+
+    async def handle(self, _request: web.Request) -> web.Response:
+        self.seen += 1
+        if self.seen <= self.refusals:
+            return web.json_response(
+                {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "slow down"},
+                status=429,
+                headers={"Retry-After": "0"},
+            )
+        return web.json_response({"kind": "NodeList", "items": []})
 
 
 def test_429_with_retry_after_is_retried_a_bounded_number_of_times(loop_thread, connect):
@@ -371,14 +379,12 @@ def test_older_versions_are_presented_as_the_preferred_one():
     assert discovery.convert("Event", {"metadata": {}})["apiVersion"] == "v1"
 
 
-class _Streaming:
+class _Streaming(_FakeServer):
     """A watch endpoint sending its events in awkward pieces: lines split across writes."""
 
     def __init__(self, payload: bytes, piece: int) -> None:
         self.payload = payload
         self.piece = piece
-        self.runner: web.AppRunner | None = None
-        self.port = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse()
@@ -388,15 +394,6 @@ class _Streaming:
             await asyncio.sleep(0)
         await resp.write_eof()
         return resp
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_get("/{tail:.*}", self.handle)
-        self.runner = web.AppRunner(app)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("piece", [1, 7, 4096])
@@ -419,8 +416,7 @@ def test_watch_lines_split_across_reads(loop_thread, connect, piece):
 
         assert loop_thread.run(collect()) == events
     finally:
-        assert server.runner is not None
-        loop_thread.run(server.runner.cleanup())
+        loop_thread.run(server.stop())
 
 
 def test_backoff_grows_with_jitter_caps_and_resets():
