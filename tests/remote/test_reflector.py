@@ -552,6 +552,19 @@ def _obj(name: str, rv: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv, "uid": name}}
 
 
+def _run_until_scripted_out(reflector: Reflector, client: Any) -> None:
+    """Run the reflector until the scripted client has given every answer it had, then stop it."""
+
+    async def scenario() -> None:
+        task = asyncio.create_task(reflector.run())
+        await asyncio.wait_for(client.done.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+
+
 def _page(items: list[dict[str, Any]], rv: str, token: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"resourceVersion": rv}
     if token:
@@ -600,14 +613,7 @@ def test_reflector_protocol_step_by_step():
         sleep=sleep,
     )
 
-    async def scenario() -> None:
-        task = asyncio.create_task(reflector.run())
-        await asyncio.wait_for(client.done.wait(), 10)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    asyncio.run(scenario())
+    _run_until_scripted_out(reflector, client)
     asked = [(what, {k: v for k, v in p.items() if k != "timeoutSeconds"}) for what, p in client.asked]
     watch_params = {"allowWatchBookmarks": "true"}
     assert asked == [
@@ -659,13 +665,6 @@ def test_a_410_right_after_a_list_backs_off_instead_of_spinning():
     kinds = {"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")}
     reflector = Reflector(client, Discovery(kinds), "Pod", MirrorStore(), sleep=sleep)  # type: ignore[arg-type]
 
-    async def scenario() -> None:
-        task = asyncio.create_task(reflector.run())
-        await asyncio.wait_for(client.done.wait(), 10)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    asyncio.run(scenario())
+    _run_until_scripted_out(reflector, client)
     assert [what for what, _ in client.asked] == ["list", "watch", "list", "watch", "list", "watch"]
     assert len(slept) == 2 and slept[1] >= 1.6
