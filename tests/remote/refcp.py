@@ -8,6 +8,7 @@ import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,31 @@ needs_refcp = pytest.mark.skipif(
     not (BUILT / "bin" / "kube-apiserver").exists() or not (REFCP / "start.sh").exists(),
     reason="refcp (a real kube-apiserver) is not built here",
 )
+
+
+def volcano_crd(plural: str, kind: str, scope: str) -> dict[str, Any]:
+    """A Volcano CRD without a schema (what kubesched needs of it: the kind, served, with status)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.scheduling.volcano.sh"},
+        "spec": {
+            "group": "scheduling.volcano.sh",
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
 
 
 class RefCluster:

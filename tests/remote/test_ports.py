@@ -18,7 +18,7 @@ from kubesched.remote.ports import ApiFeatures, RemotePorts
 from kubesched.remote.run import features
 from kubesched.store.base import AlreadyExists, Conflict, NotFound, StoreError
 
-from .refcp import RefCluster, needs_refcp, refcp
+from .refcp import RefCluster, needs_refcp, refcp, volcano_crd
 
 __all__ = ["refcp"]
 
@@ -440,27 +440,7 @@ def test_kube_apiserver_without_volcano_crds_says_so(ref_ports: Any) -> None:
 @needs_refcp
 def test_kube_apiserver_pod_groups(ref_ports: Any) -> None:
     ports, call = ref_ports
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "podgroups.scheduling.volcano.sh"},
-        "spec": {
-            "group": "scheduling.volcano.sh",
-            "scope": "Namespaced",
-            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup"},
-            "versions": [
-                {
-                    "name": "v1beta1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+    crd = volcano_crd("podgroups", "PodGroup", "Namespaced")
     with contextlib.suppress(AlreadyExists):
         call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
 

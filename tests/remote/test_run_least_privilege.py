@@ -23,7 +23,7 @@ from kubesched.remote.config import load_client_config
 from kubesched.remote.loop import LoopThread
 from kubesched.store.base import AlreadyExists, NotFound
 
-from .refcp import RefCluster, needs_refcp, refcp
+from .refcp import RefCluster, needs_refcp, refcp, volcano_crd
 
 __all__ = ["refcp"]
 
@@ -53,31 +53,6 @@ def _until(check: Callable[[], Any], timeout: float = WAIT) -> Any:
         time.sleep(0.2)
 
 
-def _crd(plural: str, kind: str, scope: str) -> dict[str, Any]:
-    """A Volcano CRD without a schema (what kubesched needs of it: the kind, served, with status)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.scheduling.volcano.sh"},
-        "spec": {
-            "group": "scheduling.volcano.sh",
-            "scope": scope,
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": "v1beta1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
-
-
 @needs_refcp
 def test_run_with_the_deployed_service_account(
     refcp: RefCluster, connect: Any, loop_thread: LoopThread, tmp_path: Path
@@ -91,7 +66,10 @@ def test_run_with_the_deployed_service_account(
         ns = doc["metadata"].get("namespace", "")
         with contextlib.suppress(AlreadyExists):
             call("POST", PATHS[doc["kind"]].format(ns=ns), body=doc)
-    for crd in (_crd("podgroups", "PodGroup", "Namespaced"), _crd("queues", "Queue", "Cluster")):
+    for crd in (
+        volcano_crd("podgroups", "PodGroup", "Namespaced"),
+        volcano_crd("queues", "Queue", "Cluster"),
+    ):
         with contextlib.suppress(AlreadyExists):
             call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
 
