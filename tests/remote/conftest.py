@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from tests.apiserver.conftest import Cluster, pod, started_clusters
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import ClientConfig, load_client_config
 from kubesched.remote.loop import LoopThread
+from kubesched.remote.run import Runner, RunOptions
 
 __all__ = ["Cluster", "pod"]
 
@@ -19,6 +20,28 @@ __all__ = ["Cluster", "pod"]
 @pytest.fixture
 def make_cluster(tmp_path: Path) -> Iterator[Any]:
     yield from started_clusters(tmp_path, schedulers=False)
+
+
+def started_runners(**defaults: Any) -> Iterator[Callable[..., Runner]]:
+    """Yields ``start(target, **RunOptions)``: a started Runner for ``target`` (a kubeconfig path,
+    or anything with a ``kubeconfig``), without leader election unless asked, seed 0, then
+    ``defaults``; leading at once when it does not elect. Stops them all afterwards."""
+    runners: list[Runner] = []
+
+    def start(target: Any, **options: Any) -> Runner:
+        kubeconfig = target if isinstance(target, (str, Path)) else target.kubeconfig
+        for key, value in {"leader_elect": False, "seed": 0, "sync_timeout": 30.0, **defaults}.items():
+            options.setdefault(key, value)
+        runner = Runner(RunOptions(kubeconfig=str(kubeconfig), **options))
+        runner.start()
+        runners.append(runner)
+        if not runner.options.leader_elect:
+            runner.on_started_leading()
+        return runner
+
+    yield start
+    for runner in runners:
+        runner.stop()
 
 
 @pytest.fixture

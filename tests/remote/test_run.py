@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tests.remote.conftest import Cluster, pod
+from tests.remote.conftest import Cluster, pod, started_runners
 
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.framework.config import config_from_dict
@@ -39,22 +39,7 @@ def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
 @pytest.fixture
 def start_runner() -> Iterator[Callable[..., Runner]]:
     """``start_runner(cluster, **RunOptions)``: a started Runner (no leader election, seed 0)."""
-    runners: list[Runner] = []
-
-    def start(target: Cluster | RefCluster, **options: Any) -> Runner:
-        options.setdefault("leader_elect", False)
-        options.setdefault("seed", 0)
-        options.setdefault("sync_timeout", 30.0)
-        runner = Runner(RunOptions(kubeconfig=str(target.kubeconfig), **options))
-        runner.start()
-        runners.append(runner)
-        if not runner.options.leader_elect:
-            runner.on_started_leading()
-        return runner
-
-    yield start
-    for runner in runners:
-        runner.stop()
+    yield from started_runners()
 
 
 def _create(cluster: Cluster, obj: dict[str, Any], path: str = PODS) -> dict[str, Any]:

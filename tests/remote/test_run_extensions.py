@@ -24,12 +24,12 @@ from tests.extenders.serve_run_verbs import (
     prefer_n2,
 )
 from tests.extenders.test_http_extenders import ExtenderServer
-from tests.remote.conftest import Cluster
+from tests.remote.conftest import Cluster, started_runners
 
 from kubesched.cli import EXIT_OK
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.plugin_loading import plugin_registry, register
-from kubesched.remote.run import Runner, RunOptions
+from kubesched.remote.run import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
 KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -122,27 +122,7 @@ def eventually(check: Callable[[], bool]) -> bool:
 @pytest.fixture
 def start_runner() -> Iterator[Callable[..., Runner]]:
     """``start_runner(cluster, **RunOptions)``: a started, leading Runner (no leader election)."""
-    runners: list[Runner] = []
-
-    def start(cluster: Cluster, **options: Any) -> Runner:
-        runner = Runner(
-            RunOptions(
-                kubeconfig=str(cluster.kubeconfig),
-                leader_elect=False,
-                port=0,
-                seed=0,
-                sync_timeout=30.0,
-                **options,
-            )
-        )
-        runner.start()
-        runners.append(runner)
-        runner.on_started_leading()
-        return runner
-
-    yield start
-    for runner in runners:
-        runner.stop()
+    yield from started_runners(port=0)
 
 
 @pytest.fixture

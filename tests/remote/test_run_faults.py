@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.remote.conftest import Cluster, Proxy, pod
+from tests.remote.conftest import Cluster, Proxy, pod, started_runners
 
 from kubesched.api.quantity import resource_amount
-from kubesched.remote.run import Runner, RunOptions
+from kubesched.remote.run import Runner
 from kubesched.store.base import EventType, Watch
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"
@@ -303,25 +303,7 @@ def _still_schedules(cluster: Cluster, name: str = "afterwards", cpu: str = "100
 # -- the runner -------------------------------------------------------------------------------------
 @pytest.fixture
 def start_runner() -> Iterator[Callable[..., Runner]]:
-    runners: list[Runner] = []
-
-    def start(kubeconfig: Path, **options: Any) -> Runner:
-        options.setdefault("leader_elect", False)
-        options.setdefault("port", 0)
-        options.setdefault("seed", 0)
-        options.setdefault("sync_timeout", 30.0)
-        options.setdefault("schedule_period", 0.2)
-        options.setdefault("qps", 1000.0)
-        options.setdefault("burst", 1000)
-        runner = Runner(RunOptions(kubeconfig=str(kubeconfig), **options))
-        runner.start()
-        runners.append(runner)
-        runner.on_started_leading()
-        return runner
-
-    yield start
-    for runner in runners:
-        runner.stop()
+    yield from started_runners(port=0, schedule_period=0.2, qps=1000.0, burst=1000)
 
 
 def _via(proxy: Proxy, cluster: Cluster, tmp_path: Path) -> Path:
