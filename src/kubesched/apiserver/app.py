@@ -216,6 +216,10 @@ class ApiServer:
     def _on_write(self, kind: str) -> None:
         """Any thread, after any write, holding the store's lock: wake the watches of ``kind``
         (once per loop turn)."""
+        if kind not in self._changed:
+            # No watch waits on this kind: a watch registers its wake-up before it reads the
+            # changes, under the store's lock that this write holds, so it cannot miss this one.
+            return
         self._changed_kinds.add(kind)
         if self._wake_pending or self._loop is None:
             return

@@ -8,6 +8,7 @@ takes a write (from the API's thread, or the simulated kubelets').
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -21,6 +22,7 @@ from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.event_buffer import BufferedEventRecorder
 from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.parsers import informer_factory
@@ -61,7 +63,11 @@ class ServedSchedulers:
         registry = registry or default_registry()
         config = config or default_config(registry)
         self.informers = informer_factory(store)
-        ports = StorePorts(store).ports()
+        store_ports = StorePorts(store)
+        # Events are handed over and written in batches, as upstream's broadcaster writes them
+        # off the scheduling path: a commit per event cost more than the event.
+        self.events = BufferedEventRecorder(store_ports, transaction=store.transaction)
+        ports = dataclasses.replace(store_ports.ports(), events=self.events)
         # One scheduler cache for both schedulers: each sees what the other placed at once.
         feed = CacheFeed(self.informers)
         self.scheduler = Scheduler(
@@ -88,7 +94,12 @@ class ServedSchedulers:
         self.metrics.attach(self.scheduler)
         self.metrics.attach_batch(self.batch)
         self.driver = RealTimeDriver(
-            self.informers, self.scheduler, store, batch=LoggedBatchSessions(self.batch), max_idle=max_idle
+            self.informers,
+            self.scheduler,
+            store,
+            batch=LoggedBatchSessions(self.batch),
+            max_idle=max_idle,
+            on_idle=self.events.flush,
         )
 
     def start(self) -> None:
@@ -102,6 +113,7 @@ class ServedSchedulers:
         try:
             self.driver.stop(timeout=10.0)
         finally:
+            self.events.flush()
             self.scheduler.close()
             self.batch.close()
             for extender in self.scheduler.extenders:

@@ -12,7 +12,8 @@ that may go, and run a batch session when one is due.
   (``wait.Until`` with period 0), and otherwise an idle wait that grows from a millisecond up to a
   cap (``wait.BackoffUntil``) and ends early when the store takes a write, from any thread, or a
   binding worker finishes a bind. It runs until :meth:`RealTimeDriver.stop`, then lets the binds in
-  flight complete.
+  flight complete. Its ``on_idle`` hook runs whenever it runs out of work and once more at the end
+  (the served schedulers write their kept events then).
 
 Only the driver's thread pumps the informers, so a cycle reads listers that do not move under it.
 """
@@ -164,6 +165,7 @@ class RealTimeDriver:
         now: Callable[[], float] = time.time,
         max_idle: float = 0.1,
         bind_drain_timeout: float = 30.0,
+        on_idle: Callable[[], object] | None = None,
     ) -> None:
         self.informers = informers
         self.scheduler = scheduler
@@ -174,6 +176,9 @@ class RealTimeDriver:
         self.max_idle = max_idle
         #: How long a stop waits for the binds in flight.
         self.bind_drain_timeout = bind_drain_timeout
+        #: Called when the loop runs out of work, before it waits, and once more when it stops
+        #: (writes that were put off until then, such as kept events).
+        self.on_idle = on_idle
         self.cycles = 0
         self.sessions = 0
         self._wake = threading.Event()
@@ -230,6 +235,8 @@ class RealTimeDriver:
             self._loop()
             # Stopped: no pod is popped any more; the binds in flight complete and are recorded.
             self.scheduler.wait_for_bindings(self.bind_drain_timeout)
+            if self.on_idle is not None:
+                self.on_idle()
         finally:
             self.scheduler.on_binding_done = None
             self.store.remove_write_listener(self._notify)
@@ -259,6 +266,8 @@ class RealTimeDriver:
                 continue
             if self.informers.pending():
                 continue
+            if self.on_idle is not None:
+                self.on_idle()
             timers = [t for t in (queue.next_backoff_expiry(), sched.next_permit_deadline()) if t is not None]
             if self.batch is not None and self.batch.wants_session:
                 timers.append(self._next_session)
