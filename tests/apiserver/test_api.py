@@ -4,6 +4,7 @@ subresources, patches, watches and Status errors."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 
 from tests.apiserver.conftest import pod
@@ -445,3 +446,20 @@ def test_graceful_pod_deletion(cluster):
     assert code == 200 and "deletionTimestamp" not in gone["metadata"]
     assert cluster.request("GET", f"{PODS}/huge")[0] == 404
     assert cluster.request("DELETE", f"{PODS}/x?gracePeriodSeconds=soon")[0] in (400, 404)
+
+
+def test_a_write_the_database_cannot_commit_is_a_500_naming_it_and_reads_go_on(make_cluster):
+    cluster = make_cluster(nodes=1, schedulers=False)
+    code, _, _ = cluster.request("POST", "/api/v1/namespaces/default/pods", pod("kept"))
+    assert code == 201
+
+    def full(rows):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    cluster.store._write_rows = full
+    code, body, _ = cluster.request("POST", "/api/v1/namespaces/default/pods", pod("lost"))
+    assert code == 500 and body["kind"] == "Status" and body["reason"] == "InternalError"
+    assert "could not be committed (database or disk is full)" in body["message"]
+    assert "restart" in body["message"]
+    code, body, _ = cluster.request("GET", "/api/v1/namespaces/default/pods/kept")
+    assert code == 200 and body["metadata"]["name"] == "kept"

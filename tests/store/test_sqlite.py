@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from kubesched.store.base import Conflict, EventType, NotFound
-from kubesched.store.sqlite import SqliteStore, TooOld
+from kubesched.store.sqlite import CommitFailed, SqliteStore, TooOld
 
 
 def _node(name: str) -> dict:
@@ -79,3 +84,129 @@ def test_changes_since_and_too_old(tmp_path):
     with pytest.raises(TooOld):
         again.changes_since(start)
     assert again.changes_since(again.resource_version) == []
+
+
+# -- group commit ------------------------------------------------------------------------------
+
+
+def _names(events: list) -> list[str]:
+    return [e.obj["metadata"]["name"] for e in events]
+
+
+def _held_commit(store: SqliteStore, write) -> threading.Thread:
+    """Run ``write`` on a thread while the test holds the database's lock: the write is made in
+    memory and waits for its commit."""
+    thread = threading.Thread(target=write)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not store._rows and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert store._rows, "the write did not reach memory"
+    return thread
+
+
+def test_a_change_is_published_only_once_committed(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    watch = store.watch(frozenset({"Node"}))
+    start = store.resource_version
+    store._db_lock.acquire()
+    writer = _held_commit(store, lambda: store.create(_node("n1")))
+    # In memory (a read may see it) but neither in the history nor on a watch: not committed.
+    assert store.get("Node", None, "n1") is not None
+    assert store.changes_since(start) == [] and len(watch) == 0
+    assert writer.is_alive()
+    store._db_lock.release()
+    writer.join(5)
+    assert _names(store.changes_since(start)) == ["n1"] and _names(list(watch.drain())) == ["n1"]
+    store.close()
+    assert SqliteStore(tmp_path / "s.db").get("Node", None, "n1") is not None
+
+
+def test_writes_that_wait_together_share_one_commit(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    commits: list[int] = []
+    write_rows = store._write_rows
+
+    def counting(rows):
+        commits.append(len(rows))
+        write_rows(rows)
+
+    store._write_rows = counting
+    store._db_lock.acquire()
+    writers = [threading.Thread(target=store.create, args=(_node(f"n{i}"),)) for i in range(5)]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 5
+    while len(store._rows) < 5 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    store._db_lock.release()
+    for w in writers:
+        w.join(5)
+    # The first writer to get the database's lock commits all five.
+    assert commits == [5]
+    assert sorted(_names(store.changes_since(0))) == [f"n{i}" for i in range(5)]
+    store.close()
+
+
+def test_a_watch_started_while_a_commit_is_under_way_sees_each_change_once(tmp_path):
+    """A listing shows a write still being committed: the watch started with it skips that write's
+    change when it is published, and gets every later one."""
+    store = SqliteStore(tmp_path / "s.db")
+    store._db_lock.acquire()
+    writer = _held_commit(store, lambda: store.create(_node("n1")))
+    with store.lock:
+        watch = store.watch(frozenset({"Node"}))
+        listed = [o["metadata"]["name"] for o in store.list("Node")]
+    pods = store.watch(frozenset({"Pod"}))
+    with store.lock:
+        pods.add_kinds(frozenset({"Node"}))
+    store._db_lock.release()
+    writer.join(5)
+    store.create(_node("n2"))
+    assert listed == ["n1"]
+    assert _names(list(watch.drain())) == ["n2"]
+    assert _names(list(pods.drain())) == ["n2"]
+    store.close()
+
+
+def test_changes_from_many_threads_are_committed_and_published_in_version_order(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    watch = store.watch()
+
+    def writer(t: int) -> None:
+        for i in range(40):
+            store.create(_node(f"t{t}-{i}"))
+            if i % 3 == 0:
+                store.delete("Node", None, f"t{t}-{i}")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(writer, range(4)))
+    events = list(watch.drain())
+    versions = [int(e.obj["metadata"]["resourceVersion"]) for e in events]
+    assert versions == sorted(versions) and len(set(versions)) == len(versions)
+    assert len(events) == 4 * (40 + 14)
+    last = store.resource_version
+    kept = sorted(o["metadata"]["name"] for o in store.list("Node"))
+    store.close()
+    again = SqliteStore(tmp_path / "s.db")
+    assert sorted(o["metadata"]["name"] for o in again.list("Node")) == kept
+    assert again.resource_version == last
+    again.close()
+
+
+def test_a_failed_commit_fails_the_write_and_every_later_one(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    store.create(_node("n0"))
+    watch = store.watch()
+
+    def broken(rows):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    store._write_rows = broken
+    with pytest.raises(CommitFailed, match=r"could not be committed.*disk is full.*restart"):
+        store.create(_node("n1"))
+    with pytest.raises(CommitFailed, match="restart"):
+        store.create(_node("n2"))
+    assert len(watch) == 0
+    store.close()
+    assert [o["metadata"]["name"] for o in SqliteStore(tmp_path / "s.db").list("Node")] == ["n0"]

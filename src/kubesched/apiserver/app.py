@@ -58,7 +58,7 @@ from kubesched.metrics.health import Check, health_response, with_ping
 from kubesched.metrics.registry import CONTENT_TYPE, SchedulerMetrics
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj, WatchEvent
 from kubesched.store.parsers import DEFAULT_PARSERS
-from kubesched.store.sqlite import SqliteStore, TooOld
+from kubesched.store.sqlite import CommitFailed, SqliteStore, TooOld
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +307,9 @@ class ApiServer:
             return _error_response(too_large())
         except (ConnectionResetError, asyncio.CancelledError):
             raise
+        except CommitFailed as exc:
+            log.error("%s", exc)
+            return _error_response(ApiError(500, "InternalError", str(exc)))
         except Exception:
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             return _error_response(ApiError(500, "InternalError", "an internal error occurred"))

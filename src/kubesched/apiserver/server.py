@@ -22,7 +22,7 @@ from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.sim.simulation import LOAD_ORDER
 from kubesched.store.base import AlreadyExists
-from kubesched.store.sqlite import DEFAULT_HISTORY, SqliteStore
+from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +156,15 @@ class Served:
 
     async def _tick(self) -> None:
         reported = False
+        commit_failed = False
         while True:
             try:
                 self.lifecycle.tick()
+            except CommitFailed as exc:
+                # Every tick would fail the same way until a restart: said once, without a traceback.
+                if not commit_failed:
+                    commit_failed = True
+                    log.error("simulated kubelets and controllers: %s", exc)
             except Exception:
                 log.exception("simulated kubelets and controllers")
             if self.schedulers is not None and not self.schedulers.running and not reported:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -54,19 +54,43 @@ class Watch:
     The store pushes from whichever thread writes while one consumer drains: a deque's append and
     popleft are atomic, so neither side needs a lock."""
 
-    def __init__(self, kinds: frozenset[str] | None) -> None:
+    def __init__(self, kinds: frozenset[str] | None, listed_through: Callable[[], int] | None = None) -> None:
         self.kinds = kinds
         self._events: deque[WatchEvent] = deque()
         self.closed = False
+        #: For a store that publishes a change after it is committed, and lists what it holds in
+        #: memory: the resourceVersion a listing made now already shows (0: none ahead of the
+        #: published changes). The changes up to it that are still to come are skipped, per kind.
+        self._listed_through = listed_through
+        self._skip: dict[str, int] = {}
+        if listed_through is not None:
+            self._skip_through(kinds)
+
+    def _skip_through(self, kinds: frozenset[str] | None) -> None:
+        rv = self._listed_through() if self._listed_through is not None else 0
+        if rv and kinds is not None:
+            for kind in kinds:
+                self._skip[kind] = rv
+        elif rv:
+            self._skip[""] = rv
 
     def push(self, event: WatchEvent) -> None:
-        if not self.closed and (self.kinds is None or event.kind in self.kinds):
-            self._events.append(event)
+        if self.closed or (self.kinds is not None and event.kind not in self.kinds):
+            return
+        if self._skip:
+            kind = event.kind if event.kind in self._skip else ""
+            through = self._skip.get(kind)
+            if through is not None:
+                if int(event.obj["metadata"]["resourceVersion"]) <= through:
+                    return
+                del self._skip[kind]
+        self._events.append(event)
 
     def add_kinds(self, kinds: frozenset[str]) -> None:
         """Follow more kinds from now on (the store's lock must be held so that no event of these
         kinds is missed or seen twice by a listing made under the same lock)."""
         if self.kinds is not None:
+            self._skip_through(kinds - self.kinds)
             self.kinds = self.kinds | kinds
 
     def __len__(self) -> int:

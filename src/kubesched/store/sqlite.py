@@ -1,10 +1,18 @@
 """A durable cluster store: the in-memory store's objects and admission, written through to SQLite.
 
 Every object lives in one row (kind, namespace, name → resourceVersion, JSON); the database runs in
-WAL mode and each write is committed before the call returns (inside
-:meth:`SqliteStore.transaction`, before its changes are published), so an acknowledged write
-survives the process being killed. ResourceVersions continue after a restart: the last one handed
-out (also by a delete, which leaves no row) is kept in the ``meta`` table.
+WAL mode and each write is committed before the call returns (a write inside
+:meth:`SqliteStore.transaction`, before the block ends), so an acknowledged write survives the process
+being killed. ResourceVersions continue after a restart: the last one handed out (also by a delete,
+which leaves no row) is kept in the ``meta`` table.
+
+A write changes memory under the store's lock and leaves its row to be committed; the commit runs
+outside that lock, under the database's own, and takes every row left so far, whoever's (a group
+commit, as databases write their logs). So a thread waiting for the disk holds up no other thread's
+reads or writes in memory, and writes that arrive together share one commit. Changes reach the
+history, the watches and the listeners only once committed, in resourceVersion order. A read may
+see a write whose commit is still under way (that write is not acknowledged yet); a watch never
+does.
 
 Reads are served from memory (the rows are loaded once when the store opens). A bounded history of
 recent changes, each stamped with its resourceVersion, lets API watches start from a version;
@@ -54,8 +62,16 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
 
+_UPSERT = "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, data) VALUES (?, ?, ?, ?, ?)"
+_DELETE = "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?"
+
+
 class StoreLocked(StoreError):
     """The database is held by another process: one server per data directory."""
+
+
+class CommitFailed(StoreError):
+    """A write could not be committed: memory is ahead of the database until the server restarts."""
 
 
 class TooOld(Exception):
@@ -113,48 +129,83 @@ class SqliteStore(MemoryStore):
         # Event names carry a sequence number; starting it from the clock keeps the names of this
         # run clear of those an earlier run stored (upstream names events by UnixNano too).
         self._event_seq = itertools.count(time.time_ns())
-        #: Inside :meth:`transaction`: the changes made so far, published at its commit.
-        self._unpublished: builtins.list[WatchEvent] | None = None
+        #: Held while rows are written and committed and their changes published (never while
+        #: waiting for the store's lock would deadlock: the store's lock is taken inside it).
+        self._db_lock = threading.Lock()
+        #: Rows written in memory and not committed yet, in resourceVersion order: the key, the
+        #: resourceVersion and the object (None: a delete).
+        self._rows: builtins.list[tuple[tuple[str, str, str], int, Obj | None]] = []
+        #: Their changes, published once committed.
+        self._unpublished: builtins.list[WatchEvent] = []
+        #: How many of those rows and changes belong to finished writes (a transaction's join
+        #: when it ends), and the generation of the last finished write.
+        self._sealed_rows = 0
+        self._sealed_changes = 0
+        self._sealed = 0
+        #: The generation committed so far.
+        self._committed = 0
+        self._transaction_depth = 0
+        #: Changes taken from ``_unpublished`` by a commit under way, not published yet.
+        self._in_flight = False
+        #: Set when a commit failed: memory is ahead of the database from then on.
+        self._failure: str | None = None
 
     # -- persistence -----------------------------------------------------------------------------
     def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
-        self._db.execute(
-            "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, data) VALUES (?, ?, ?, ?, ?)",
-            (key[0], key[1], key[2], rv, orjson.dumps(obj)),
-        )
+        self._rows.append((key, rv, obj))
         self._last_rv = max(self._last_rv, rv)
         MemoryStore._put(self, key, obj)
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Writes made inside share one commit (a commit costs more than the write it ends).
-
-        The store's lock is held throughout, so no other thread reads what is not committed yet,
-        and the changes reach the history, the watches and the listeners only after the commit.
-        Whoever writes inside must not let what it wrote out (answer a request, say) before the
-        block ends."""
-        with self.lock:
-            if self._unpublished is not None:
-                yield
-                return
-            self._unpublished = []
-            self._db.execute("BEGIN")
-            try:
-                yield
-            finally:
-                events, self._unpublished = self._unpublished, None
-                # What was written is committed even when the block failed part way: memory
-                # already holds it.
-                self._db.execute("COMMIT")
-                for event in events:
-                    self._publish(event)
-
     def _emit(self, event: WatchEvent) -> None:
-        if self._unpublished is not None:
-            self._unpublished.append(event)
-        else:
-            self._publish(event)
+        self._unpublished.append(event)
+
+    def _seal(self) -> int:
+        """Under the lock, at the end of a write: its rows and changes may be committed now (not
+        inside a transaction, whose rows wait for its end). Returns the generation to wait for."""
+        if self._transaction_depth:
+            return 0
+        if len(self._rows) != self._sealed_rows or len(self._unpublished) != self._sealed_changes:
+            self._sealed_rows = len(self._rows)
+            self._sealed_changes = len(self._unpublished)
+            self._sealed += 1
+        return self._sealed
+
+    def _sync(self, generation: int) -> None:
+        """Return once the writes up to ``generation`` are committed and published: commit them
+        (and every other finished write waiting) unless another thread's commit already has."""
+        if not generation or self._committed >= generation:
+            return
+        with self._db_lock:
+            if self._committed >= generation:
+                return
+            with self.lock:
+                if self._failure is not None:
+                    raise CommitFailed(self._failure)
+                rows, changes, upto = (
+                    self._rows[: self._sealed_rows],
+                    self._unpublished[: self._sealed_changes],
+                    self._sealed,
+                )
+                del self._rows[: self._sealed_rows]
+                del self._unpublished[: self._sealed_changes]
+                self._sealed_rows = self._sealed_changes = 0
+                self._in_flight = bool(changes)
+            try:
+                self._write_rows(rows)
+            except BaseException as exc:
+                with self.lock:
+                    self._in_flight = False
+                    self._failure = (
+                        f"{self.path}: a write could not be committed ({exc}); the served state is "
+                        "ahead of the database, restart to continue from what was committed"
+                    )
+                raise CommitFailed(self._failure) from exc
+            self._committed = upto
+            with self.lock:
+                for event in changes:
+                    self._publish(event)
+                self._in_flight = False
 
     def _publish(self, event: WatchEvent) -> None:
         rv = int(event.obj["metadata"]["resourceVersion"])
@@ -172,14 +223,63 @@ class SqliteStore(MemoryStore):
         for kind_listener in self._kind_listeners:
             kind_listener(event.kind)
 
+    def _write_rows(self, rows: builtins.list[tuple[tuple[str, str, str], int, Obj | None]]) -> None:
+        db = self._db
+        if len(rows) == 1 and rows[0][2] is not None:
+            # One row commits by itself: no BEGIN and COMMIT round trips.
+            key, rv, obj = rows[0]
+            db.execute(_UPSERT, (key[0], key[1], key[2], rv, orjson.dumps(obj)))
+            return
+        db.execute("BEGIN")
+        try:
+            deleted = 0
+            for key, rv, obj in rows:
+                if obj is None:
+                    db.execute(_DELETE, key)
+                    deleted = rv
+                else:
+                    db.execute(_UPSERT, (key[0], key[1], key[2], rv, orjson.dumps(obj)))
+            if deleted:
+                # A delete leaves no row: the meta table keeps the versions handed out going up.
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (rows[-1][1],))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes made inside share one commit (a commit costs more than the write it ends).
+
+        The store's lock is held throughout, so no other thread writes in between, and the changes
+        reach the history, the watches and the listeners only after the commit, which is done when
+        the block ends. Whoever writes inside must not let what it wrote out (answer a request,
+        say) before the block ends."""
+        with self.lock:
+            self._transaction_depth += 1
+            try:
+                yield
+            finally:
+                # What was written is committed even when the block failed part way: memory
+                # already holds it.
+                self._transaction_depth -= 1
+                generation = self._seal()
+        self._sync(generation)
+
     # -- ClusterStore (locked) -------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
         with self.lock:
-            return super().create(obj)
+            out = super().create(obj)
+            generation = self._seal()
+        self._sync(generation)
+        return out
 
     def update(self, obj: Obj) -> Obj:
         with self.lock:
-            return super().update(obj)
+            out = super().update(obj)
+            generation = self._seal()
+        self._sync(generation)
+        return out
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Obj:
         """Remove the object; the DELETED event carries it with a new resourceVersion, as upstream."""
@@ -189,25 +289,15 @@ class SqliteStore(MemoryStore):
             if old is None:
                 raise NotFound(f"{kind} {name} not found")
             rv = next(self._rv)
-            # Both statements in one commit (that of the enclosing transaction, if any).
-            own = self._unpublished is None
-            if own:
-                self._db.execute("BEGIN")
-            try:
-                self._db.execute("DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key)
-                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (rv,))
-            except BaseException:
-                if own:
-                    self._db.execute("ROLLBACK")
-                raise
-            if own:
-                self._db.execute("COMMIT")
+            self._rows.append((key, rv, None))
             self._last_rv = rv
             del self._objects[key]
             del self._by_kind[kind][key]
             gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
             self._emit(WatchEvent(EventType.DELETED, kind, gone))
-            return gone
+            generation = self._seal()
+        self._sync(generation)
+        return gone
 
     def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
         with self.lock:
@@ -219,17 +309,30 @@ class SqliteStore(MemoryStore):
 
     def watch(self, kinds: frozenset[str] | None = None) -> Watch:
         with self.lock:
-            return super().watch(kinds)
+            w = Watch(kinds, self._listed_ahead)
+            self._watches.append(w)
+            return w
+
+    def _listed_ahead(self) -> int:
+        """Under the lock: the resourceVersion memory shows while changes up to it are still to be
+        published (0 when none is)."""
+        return self._last_rv if self._unpublished or self._in_flight else 0
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> Obj:
         with self.lock:
-            return super().bind(namespace, name, uid, node_name)
+            out = super().bind(namespace, name, uid, node_name)
+            generation = self._seal()
+        self._sync(generation)
+        return out
 
     def update_pod_condition(
         self, namespace: str, name: str, condition: Mapping[str, Any], nominated_node: str | None = None
     ) -> Obj | None:
         with self.lock:
-            return super().update_pod_condition(namespace, name, condition, nominated_node)
+            out = super().update_pod_condition(namespace, name, condition, nominated_node)
+            generation = self._seal()
+        self._sync(generation)
+        return out
 
     def record_event(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
@@ -238,10 +341,12 @@ class SqliteStore(MemoryStore):
             for _ in range(3):
                 try:
                     super().record_event(regarding, event_type, reason, action, note, reporter)
-                    return
+                    break
                 except AlreadyExists:
                     # Named after an event of an earlier run: skip past it.
                     self._event_seq = itertools.count(time.time_ns())
+            generation = self._seal()
+        self._sync(generation)
 
     # -- API server support ----------------------------------------------------------------------
     def add_write_listener(self, listener: Callable[[], None]) -> None:
@@ -284,4 +389,8 @@ class SqliteStore(MemoryStore):
 
     def close(self) -> None:
         with self.lock:
+            generation = self._seal()
+        with contextlib.suppress(CommitFailed):
+            self._sync(generation)
+        with self._db_lock, self.lock:
             self._db.close()
