@@ -8,6 +8,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubesched.store.base import Conflict, EventType, NotFound
 from kubesched.store.sqlite import CommitFailed, SqliteStore, TooOld
@@ -210,3 +212,31 @@ def test_a_failed_commit_fails_the_write_and_every_later_one(tmp_path):
     assert len(watch) == 0
     store.close()
     assert [o["metadata"]["name"] for o in SqliteStore(tmp_path / "s.db").list("Node")] == ["n0"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["put", "delete"]), st.integers(0, 3)), min_size=1, max_size=25))
+def test_a_group_of_writes_to_the_same_objects_commits_what_memory_holds(tmp_path_factory, ops):
+    """Writes made before one commit, several to the same object (created, changed, deleted, made
+    again): the database holds what memory holds, and versions go on after a reopen."""
+    path = tmp_path_factory.mktemp("group") / "s.db"
+    store = SqliteStore(path)
+    with store.deferring() as pending:
+        for op, i in ops:
+            name = f"n{i}"
+            current = store.get("Node", None, name)
+            if op == "delete":
+                if current is not None:
+                    store.delete("Node", None, name)
+            elif current is None:
+                store.create(_node(name))
+            else:
+                store.update({**current, "metadata": {**current["metadata"], "labels": {"v": str(len(ops))}}})
+    store.sync(pending.generation)
+    held = {o["metadata"]["name"]: o for o in store.list("Node")}
+    last = store.resource_version
+    store.close()
+    again = SqliteStore(path)
+    assert {o["metadata"]["name"]: o for o in again.list("Node")} == held
+    assert again.resource_version == last
+    again.close()

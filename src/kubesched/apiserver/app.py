@@ -185,6 +185,9 @@ class ApiServer:
         self._changed_kinds: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_pending = False
+        #: Requests whose writes wait for the commit made at the end of this turn of the loop.
+        self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._commit_scheduled = False
         #: Encoded watch lines and served views of recent changes, shared by the watches that send
         #: the same change in the same form: each is built once, not once per watch.
         self._lines: dict[tuple[int, str, str, str], bytes] = {}
@@ -424,21 +427,24 @@ class ApiServer:
                 return self._list(request, res, namespace)
             if method == "POST":
                 if not res.namespaced or namespace is not None:
-                    return self._create(res, namespace, await self._body(request), query)
+                    body = await self._body(request)
+                    return await self._write(lambda: self._create(res, namespace, body, query))
                 raise method_not_allowed()
             if method == "DELETE":
-                return self._delete_collection(request, res, namespace)
+                return await self._write(lambda: self._delete_collection(request, res, namespace))
             raise method_not_allowed()
         if res.namespaced and namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if sub == "binding":
             if method != "POST":
                 raise method_not_allowed()
-            return self._bind(namespace or "default", name, await self._body(request))
+            body = await self._body(request)
+            return await self._write(lambda: self._bind(namespace or "default", name, body))
         if sub == "eviction":
             if method != "POST":
                 raise method_not_allowed()
-            return self._evict(namespace or "default", name, await self._body(request))
+            body = await self._body(request)
+            return await self._write(lambda: self._evict(namespace or "default", name, body))
         if sub == "scale":
             return await self._scale(request, res, namespace, name)
         if method == "GET":
@@ -449,11 +455,12 @@ class ApiServer:
                 )
             return _json(view)
         if method == "PUT":
-            return self._update(res, namespace, name, sub, await self._body(request), query)
+            body = await self._body(request)
+            return await self._write(lambda: self._update(res, namespace, name, sub, body, query))
         if method == "PATCH":
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
             raw = await self._raw_body(request)
-            return self._patch(res, namespace, name, sub, ctype, raw, query)
+            return await self._write(lambda: self._patch(res, namespace, name, sub, ctype, raw, query))
         if method == "DELETE":
             if sub is not None:
                 raise method_not_allowed()
@@ -471,8 +478,44 @@ class ApiServer:
                             raise bad_request(f"gracePeriodSeconds: Invalid value: {value!r}") from None
                     else:
                         options[key] = value
-            return self._delete(res, namespace, name, options)
+            return await self._write(lambda: self._delete(res, namespace, name, options))
         raise method_not_allowed()
+
+    # -- commits ---------------------------------------------------------------------------------
+    async def _write(self, handle: Callable[[], web.Response]) -> web.Response:
+        """Run a handler that writes; answer once its writes are committed. The handlers that write
+        in one turn of the loop share one commit, made after them in the same turn (the store
+        commits every write waiting, whoever's)."""
+        try:
+            with self.store.deferring() as pending:
+                return handle()
+        finally:
+            await self._committed(pending.generation)
+
+    async def _committed(self, generation: int) -> None:
+        if not generation or self.store.committed(generation):
+            return
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._commit_waiters.append((generation, waiter))
+        if not self._commit_scheduled:
+            self._commit_scheduled = True
+            loop.call_soon(self._commit_waiting)
+        await waiter
+
+    def _commit_waiting(self) -> None:
+        self._commit_scheduled = False
+        waiters, self._commit_waiters = self._commit_waiters, []
+        try:
+            self.store.sync(max(generation for generation, _ in waiters))
+        except Exception as exc:
+            for _, waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        for _, waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _served(self, res: Resource, obj: Obj) -> dict[str, Any]:
         return served(dict(obj), res.group, res.version)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 
 from kubesched.batch.conf import BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
@@ -23,7 +24,7 @@ from kubesched.plugins import default_registry
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
-from kubesched.runtime.ports import StorePorts
+from kubesched.runtime.ports import Binder, StorePorts
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.parsers import informer_factory
 from kubesched.store.sqlite import SqliteStore
@@ -50,6 +51,50 @@ def binding_workers(config: SchedulerConfig, registry: Registry) -> int:
     return 0
 
 
+class GroupedBinds:
+    """The binder of binds made in place on the driver's thread: a bind is made in the store's
+    memory at once (a conflict is answered there) and committed together with the binds that follow
+    it, when ``max_pending`` wait, when the oldest has waited ``max_delay`` seconds, or when the
+    driver runs out of work (:meth:`flush`). Watches and informers see a bind once it is committed;
+    until then the scheduler's cache holds the pod as assumed, as while upstream's bind call is on
+    its way. A bind lost with the process was seen by no client: the pod is scheduled again."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        binder: Binder,
+        *,
+        max_pending: int = 32,
+        max_delay: float = 0.005,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.binder = binder
+        self.max_pending = max_pending
+        self.max_delay = max_delay
+        self._now = now
+        self._generation = 0
+        self._pending = 0
+        self._first = 0.0
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        with self.store.deferring() as pending:
+            self.binder.bind(namespace, name, uid, node_name)
+        if not pending.generation:
+            return
+        if not self._pending:
+            self._first = self._now()
+        self._generation = max(self._generation, pending.generation)
+        self._pending += 1
+        if self._pending >= self.max_pending or self._now() - self._first >= self.max_delay:
+            self.flush()
+
+    def flush(self) -> None:
+        generation, self._generation, self._pending = self._generation, 0, 0
+        if generation:
+            self.store.sync(generation)
+
+
 class ServedSchedulers:
     def __init__(
         self,
@@ -68,6 +113,11 @@ class ServedSchedulers:
         # off the scheduling path: a commit per event cost more than the event.
         self.events = BufferedEventRecorder(store_ports, transaction=store.transaction)
         ports = dataclasses.replace(store_ports.ports(), events=self.events)
+        workers = binding_workers(config, registry)
+        self.binds: GroupedBinds | None = None
+        if not workers:
+            self.binds = GroupedBinds(store, store_ports)
+            ports = dataclasses.replace(ports, binder=self.binds)
         # One scheduler cache for both schedulers: each sees what the other placed at once.
         feed = CacheFeed(self.informers)
         self.scheduler = Scheduler(
@@ -78,7 +128,7 @@ class ServedSchedulers:
             now=time.time,
             seed=None,
             feed=feed,
-            binding_workers=binding_workers(config, registry),
+            binding_workers=workers,
         )
         self.batch = BatchScheduler(
             self.informers,
@@ -99,8 +149,15 @@ class ServedSchedulers:
             store,
             batch=LoggedBatchSessions(self.batch),
             max_idle=max_idle,
-            on_idle=self.events.flush,
+            on_idle=self.flush,
         )
+
+    def flush(self) -> None:
+        """Commit the binds made so far and write the events kept (the driver calls this when it
+        runs out of work)."""
+        if self.binds is not None:
+            self.binds.flush()
+        self.events.flush()
 
     def start(self) -> None:
         self.driver.start()
@@ -113,7 +170,7 @@ class ServedSchedulers:
         try:
             self.driver.stop(timeout=10.0)
         finally:
-            self.events.flush()
+            self.flush()
             self.scheduler.close()
             self.batch.close()
             for extender in self.scheduler.extenders:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import builtins
 import contextlib
+import functools
 import itertools
 import sqlite3
 import threading
@@ -62,12 +63,34 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
 
-_UPSERT = "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, data) VALUES (?, ?, ?, ?, ?)"
-_DELETE = "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?"
+#: Rows one statement writes at most (SQLite takes up to 32766 parameters, five a row).
+_ROWS_PER_STATEMENT = 500
+
+
+@functools.lru_cache(maxsize=64)
+def _upsert(rows: int) -> str:
+    values = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT OR REPLACE INTO objects (kind, namespace, name, rv, data) VALUES {values}"
+
+
+@functools.lru_cache(maxsize=64)
+def _delete(rows: int) -> str:
+    keys = ", ".join(["(?, ?, ?)"] * rows)
+    return f"DELETE FROM objects WHERE (kind, namespace, name) IN (VALUES {keys})"
 
 
 class StoreLocked(StoreError):
     """The database is held by another process: one server per data directory."""
+
+
+class PendingCommit:
+    """The writes a thread made inside :meth:`SqliteStore.deferring`: committed once
+    ``SqliteStore.sync(generation)`` returns (0: there were none)."""
+
+    __slots__ = ("generation",)
+
+    def __init__(self) -> None:
+        self.generation = 0
 
 
 class CommitFailed(StoreError):
@@ -149,6 +172,8 @@ class SqliteStore(MemoryStore):
         self._in_flight = False
         #: Set when a commit failed: memory is ahead of the database from then on.
         self._failure: str | None = None
+        #: Per thread, the writes made inside :meth:`deferring`.
+        self._deferral = threading.local()
 
     # -- persistence -----------------------------------------------------------------------------
     def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
@@ -170,6 +195,40 @@ class SqliteStore(MemoryStore):
             self._sealed_changes = len(self._unpublished)
             self._sealed += 1
         return self._sealed
+
+    def _finish(self, generation: int) -> None:
+        """The end of a write: commit it, unless the thread defers its commits."""
+        deferred = getattr(self._deferral, "pending", None)
+        if deferred is not None:
+            deferred.generation = max(deferred.generation, generation)
+        else:
+            self._sync(generation)
+
+    @contextlib.contextmanager
+    def deferring(self) -> Iterator[PendingCommit]:
+        """Writes this thread makes inside return before they are committed; the caller commits
+        them with :meth:`sync` (``sync(pending.generation)``) before it lets them out (answers a
+        request, say). A write left uncommitted is committed by the next commit of any thread."""
+        previous = getattr(self._deferral, "pending", None)
+        pending = PendingCommit()
+        self._deferral.pending = pending
+        try:
+            yield pending
+        finally:
+            self._deferral.pending = previous
+            if previous is not None:
+                previous.generation = max(previous.generation, pending.generation)
+
+    def sync(self, generation: int | None = None) -> None:
+        """Return once the writes up to ``generation`` (every finished write when None) are
+        committed and published."""
+        if generation is None:
+            with self.lock:
+                generation = self._seal()
+        self._sync(generation)
+
+    def committed(self, generation: int) -> bool:
+        return self._committed >= generation
 
     def _sync(self, generation: int) -> None:
         """Return once the writes up to ``generation`` are committed and published: commit them
@@ -224,24 +283,34 @@ class SqliteStore(MemoryStore):
             kind_listener(event.kind)
 
     def _write_rows(self, rows: builtins.list[tuple[tuple[str, str, str], int, Obj | None]]) -> None:
+        # The last write of each key is what the database must hold: one statement writes them
+        # all (a statement per row would cost several times as much, each releasing the GIL).
+        last: dict[tuple[str, str, str], tuple[int, Obj | None]] = {}
+        for key, rv, obj in rows:
+            last[key] = (rv, obj)
+        puts = [(key, rv, obj) for key, (rv, obj) in last.items() if obj is not None]
+        gone = [key for key, (_, obj) in last.items() if obj is None]
+        statements: builtins.list[tuple[str, builtins.list[Any]]] = []
+        for i in range(0, len(puts), _ROWS_PER_STATEMENT):
+            chunk = puts[i : i + _ROWS_PER_STATEMENT]
+            values: builtins.list[Any] = []
+            for key, rv, obj in chunk:
+                values += (key[0], key[1], key[2], rv, orjson.dumps(obj))
+            statements.append((_upsert(len(chunk)), values))
+        for i in range(0, len(gone), _ROWS_PER_STATEMENT):
+            chunk_keys = gone[i : i + _ROWS_PER_STATEMENT]
+            statements.append((_delete(len(chunk_keys)), [part for key in chunk_keys for part in key]))
+        if gone:
+            # A delete leaves no row: the meta table keeps the versions handed out going up.
+            statements.append(("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", [rows[-1][1]]))
         db = self._db
-        if len(rows) == 1 and rows[0][2] is not None:
-            # One row commits by itself: no BEGIN and COMMIT round trips.
-            key, rv, obj = rows[0]
-            db.execute(_UPSERT, (key[0], key[1], key[2], rv, orjson.dumps(obj)))
+        if len(statements) == 1:
+            db.execute(*statements[0])
             return
         db.execute("BEGIN")
         try:
-            deleted = 0
-            for key, rv, obj in rows:
-                if obj is None:
-                    db.execute(_DELETE, key)
-                    deleted = rv
-                else:
-                    db.execute(_UPSERT, (key[0], key[1], key[2], rv, orjson.dumps(obj)))
-            if deleted:
-                # A delete leaves no row: the meta table keeps the versions handed out going up.
-                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (rows[-1][1],))
+            for sql, params in statements:
+                db.execute(sql, params)
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -264,21 +333,21 @@ class SqliteStore(MemoryStore):
                 # already holds it.
                 self._transaction_depth -= 1
                 generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
 
     # -- ClusterStore (locked) -------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
         with self.lock:
             out = super().create(obj)
             generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
         return out
 
     def update(self, obj: Obj) -> Obj:
         with self.lock:
             out = super().update(obj)
             generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
         return out
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Obj:
@@ -296,7 +365,7 @@ class SqliteStore(MemoryStore):
             gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
             self._emit(WatchEvent(EventType.DELETED, kind, gone))
             generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
         return gone
 
     def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
@@ -322,7 +391,7 @@ class SqliteStore(MemoryStore):
         with self.lock:
             out = super().bind(namespace, name, uid, node_name)
             generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
         return out
 
     def update_pod_condition(
@@ -331,7 +400,7 @@ class SqliteStore(MemoryStore):
         with self.lock:
             out = super().update_pod_condition(namespace, name, condition, nominated_node)
             generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
         return out
 
     def record_event(
@@ -346,7 +415,7 @@ class SqliteStore(MemoryStore):
                     # Named after an event of an earlier run: skip past it.
                     self._event_seq = itertools.count(time.time_ns())
             generation = self._seal()
-        self._sync(generation)
+        self._finish(generation)
 
     # -- API server support ----------------------------------------------------------------------
     def add_write_listener(self, listener: Callable[[], None]) -> None:
