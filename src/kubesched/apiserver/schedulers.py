@@ -115,14 +115,17 @@ class ServedSchedulers:
         ports = dataclasses.replace(store_ports.ports(), events=self.events)
         workers = binding_workers(config, registry)
         self.binds: GroupedBinds | None = None
+        scheduler_ports = ports
         if not workers:
+            # Only the kube-scheduler's binds run on the driver's thread; the batch scheduler's
+            # go through its bind workers, each committed as it is made.
             self.binds = GroupedBinds(store, store_ports)
-            ports = dataclasses.replace(ports, binder=self.binds)
+            scheduler_ports = dataclasses.replace(ports, binder=self.binds)
         # One scheduler cache for both schedulers: each sees what the other placed at once.
         feed = CacheFeed(self.informers)
         self.scheduler = Scheduler(
             self.informers,
-            ports,
+            scheduler_ports,
             config,
             registry,
             now=time.time,
