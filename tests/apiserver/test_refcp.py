@@ -167,3 +167,47 @@ def test_same_answers_as_kube_apiserver(reference, make_cluster):
     mine = _scenario(ours)
     for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
         assert a == b, f"request {i}: kubesched {a} != kube-apiserver {b}"
+
+
+def _apply_scenario(server) -> list[tuple[int, str | None, str | None, list[dict] | None, dict | None]]:
+    """Server-side apply on a ConfigMap by two managers: what each request answered (code, reason,
+    message, causes, and the data an answer that is not a Status holds)."""
+    out = []
+
+    def apply(body, query: str):
+        code, answer, _ = server.request(
+            "PATCH", f"{CM}/owned?{query}", json.dumps(body), content_type="application/apply-patch+yaml"
+        )
+        status = isinstance(answer, dict) and answer.get("kind") == "Status"
+        causes = (answer.get("details") or {}).get("causes") if status else None
+        out.append(
+            (
+                code,
+                answer.get("reason") if status else None,
+                answer.get("message") if status else None,
+                sorted(causes, key=lambda c: c.get("field", "")) if causes else None,
+                None if status else answer.get("data"),
+            )
+        )
+
+    def cm(data: dict) -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": data}
+
+    apply(cm({"a": "1"}), "")
+    apply(cm({"a": "1", "b": "1"}), "fieldManager=alice")
+    apply(cm({"a": "2", "c": "2"}), "fieldManager=bob")
+    apply(cm({"a": "1", "c": "2"}), "fieldManager=bob")
+    apply(cm({"a": "3", "b": "3"}), "fieldManager=bob&force=true")
+    apply(cm({"a": "1"}), "fieldManager=alice")
+    apply(cm({"c": "2"}), "fieldManager=bob")
+    code, answer, _ = server.request(
+        "PATCH", f"{CM}/owned?force=true", {"data": {"d": "4"}}, content_type="application/merge-patch+json"
+    )
+    out.append((code, answer.get("reason"), answer.get("message"), None, None))
+    return out
+
+
+def test_server_side_apply_answers_as_kube_apiserver(reference, make_cluster):
+    """Conflicts, shared ownership, force, and fields an applier stops applying, side by side."""
+    ours = make_cluster(nodes=0, schedulers=False)
+    assert _apply_scenario(ours) == _apply_scenario(reference)

@@ -25,7 +25,7 @@ from aiohttp import web
 from kubesched import __version__
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.selectors import label_value_error, qualified_name_error
-from kubesched.apiserver import openapi, protobuf
+from kubesched.apiserver import managed_fields, openapi, protobuf
 from kubesched.apiserver.convert import served
 from kubesched.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubesched.apiserver.query import Match, parse_field_selector, parse_label_selector
@@ -57,6 +57,7 @@ from kubesched.errors import InputError
 from kubesched.metrics.health import Check, health_response, with_ping
 from kubesched.metrics.registry import CONTENT_TYPE, SchedulerMetrics
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj, WatchEvent
+from kubesched.store.memory import format_timestamp
 from kubesched.store.parsers import DEFAULT_PARSERS
 from kubesched.store.sqlite import CommitFailed, SqliteStore, TooOld
 
@@ -456,11 +457,15 @@ class ApiServer:
             return _json(view)
         if method == "PUT":
             body = await self._body(request)
-            return await self._write(lambda: self._update(res, namespace, name, sub, body, query))
+            manager = _field_manager(request)
+            return await self._write(lambda: self._update(res, namespace, name, sub, body, query, manager))
         if method == "PATCH":
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
             raw = await self._raw_body(request)
-            return await self._write(lambda: self._patch(res, namespace, name, sub, ctype, raw, query))
+            manager = _field_manager(request)
+            return await self._write(
+                lambda: self._patch(res, namespace, name, sub, ctype, raw, query, manager)
+            )
         if method == "DELETE":
             if sub is not None:
                 raise method_not_allowed()
@@ -791,6 +796,7 @@ class ApiServer:
         sub: str | None,
         body: Any,
         query: Mapping[str, str],
+        manager: str,
     ) -> web.Response:
         obj, warnings = self._prepare(res, namespace, body, query, creating=False)
         if obj["metadata"]["name"] != name:
@@ -799,12 +805,20 @@ class ApiServer:
                 f"({name})"
             )
         old = self._get(res, namespace, name)
-        updated = self._store_update(res, old, obj, sub, query)
+        updated = self._store_update(res, old, obj, sub, query, manager)
         return _json(self._served(res, updated), 200, _warning_headers(warnings))
 
     def _store_update(
-        self, res: Resource, old: Obj, obj: dict[str, Any], sub: str | None, query: Mapping[str, str]
+        self,
+        res: Resource,
+        old: Obj,
+        obj: dict[str, Any],
+        sub: str | None,
+        query: Mapping[str, str],
+        manager: str | None,
     ) -> Obj:
+        """Write ``obj`` over ``old``; ``manager`` (None for an apply, which kept the managed fields
+        itself) becomes the owner of the fields the write changed."""
         name = old["metadata"]["name"]
         given = obj["metadata"].get("resourceVersion")
         if given and given != old["metadata"]["resourceVersion"]:
@@ -845,6 +859,15 @@ class ApiServer:
                 generation = int(old["metadata"].get("generation") or 1)
                 meta["generation"] = generation + 1 if new.get("spec") != old.get("spec") else generation
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if manager is not None:
+            managed_fields.track_update(
+                old,
+                new,
+                manager=manager,
+                api_version=res.group_version,
+                now=format_timestamp(time.time()),
+                subresource=sub or "",
+            )
         if query.get("dryRun") == "All":
             return new
         if new == old:
@@ -865,7 +888,24 @@ class ApiServer:
         ctype: str,
         raw: bytes,
         query: Mapping[str, str],
+        manager: str,
     ) -> web.Response:
+        applying = ctype == "application/apply-patch+yaml"
+        if applying and not query.get("fieldManager"):
+            raise invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                [("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")],
+            )
+        if not applying and "force" in query:
+            raise invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                [("FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch")],
+            )
+        force = query.get("force") in ("true", "1", "True")
         if ctype not in (
             "application/merge-patch+json",
             "application/json-patch+json",
@@ -881,12 +921,29 @@ class ApiServer:
         for _ in range(10):
             old = self.store.get(res.kind, namespace, name)
             if old is None:
-                if ctype == "application/apply-patch+yaml":
-                    return self._create(res, namespace, copy.deepcopy(patch), query)
+                if applying:
+                    created = managed_fields.apply(
+                        None,
+                        patch,
+                        manager=manager,
+                        force=force,
+                        api_version=res.group_version,
+                        now=format_timestamp(time.time()),
+                    )
+                    return self._create(res, namespace, created, query)
                 raise not_found(res.plural, res.group, name)
             current = copy.deepcopy(dict(old))
             current = served(current, res.group, res.version)
-            if ctype == "application/json-patch+json":
+            if applying:
+                patched = managed_fields.apply(
+                    current,
+                    patch,
+                    manager=manager,
+                    force=force,
+                    api_version=res.group_version,
+                    now=format_timestamp(time.time()),
+                )
+            elif ctype == "application/json-patch+json":
                 patched = json_patch(current, patch)
             elif ctype == "application/strategic-merge-patch+json":
                 patched = strategic_merge_patch(current, patch)
@@ -901,7 +958,7 @@ class ApiServer:
             if rv and rv != old["metadata"]["resourceVersion"]:
                 raise conflict(res.plural, res.group, name, STALE)
             try:
-                updated = self._store_update(res, old, obj, sub, query)
+                updated = self._store_update(res, old, obj, sub, query, None if applying else manager)
             except ApiError as err:
                 if err.reason == "Conflict" and not (
                     isinstance(patch, dict) and (patch.get("metadata") or {}).get("resourceVersion")
@@ -1026,6 +1083,14 @@ class ApiServer:
             spec["replicas"] = replicas
             generation = int(obj["metadata"].get("generation") or 1)
             new = {**obj, "spec": spec, "metadata": {**obj["metadata"], "generation": generation + 1}}
+            managed_fields.track_update(
+                obj,
+                new,
+                manager=_field_manager(request),
+                api_version=res.group_version,
+                now=format_timestamp(time.time()),
+                subresource="scale",
+            )
             try:
                 updated = self.store.update(new)
             except Conflict:
@@ -1249,6 +1314,14 @@ class ApiServer:
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp
+
+
+def _field_manager(request: web.Request) -> str:
+    """The manager a write is recorded for: ``fieldManager``, else upstream's default from the
+    User-Agent."""
+    return request.query.get("fieldManager") or managed_fields.manager_from_user_agent(
+        request.headers.get("User-Agent", "")
+    )
 
 
 def _remember(seen: set[T], value: T, kept: int) -> None:
