@@ -463,3 +463,23 @@ def test_a_write_the_database_cannot_commit_is_a_500_naming_it_and_reads_go_on(m
     assert "restart" in body["message"]
     code, body, _ = cluster.request("GET", "/api/v1/namespaces/default/pods/kept")
     assert code == 200 and body["metadata"]["name"] == "kept"
+
+
+def test_a_yaml_body_json_cannot_carry_is_a_400_and_harms_nothing(make_cluster):
+    cluster = make_cluster(nodes=0, schedulers=False)
+    surrogate = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndata: {a: "\\udb18"}\n'
+    for method, path, ctype in (
+        ("POST", "/api/v1/namespaces/default/configmaps", "application/yaml"),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/bad?fieldManager=me",
+            "application/apply-patch+yaml",
+        ),
+    ):
+        code, body, _ = cluster.request(method, path, surrogate, content_type=ctype)
+        assert code == 400 and body["reason"] == "BadRequest"
+        assert body["message"].startswith("the body of the request could not be decoded")
+    code, _, _ = cluster.request(
+        "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "good"}, "data": {"a": "1"}}
+    )
+    assert code == 201

@@ -100,6 +100,14 @@ def test_pod_with_one_bad_part(fuzz_cluster, where, value, name):
         patch = {where[0]: value} if len(where) == 1 else {where[0]: {where[1]: value}}
         code, resp, _ = fuzz_cluster.request("PATCH", f"{PODS}/keeper", json.dumps(patch), content_type=ctype)
         _check(fuzz_cluster, code, resp)
+    # Server-side apply of the whole pod with the bad part, forced over the keeper's other managers.
+    code, resp, _ = fuzz_cluster.request(
+        "PATCH",
+        f"{PODS}/keeper?fieldManager=fuzz&force=true",
+        json.dumps(_replace(pod("keeper"), where, value)),
+        content_type="application/apply-patch+yaml",
+    )
+    _check(fuzz_cluster, code, resp)
     assert fuzz_cluster.request("GET", f"{PODS}/keeper")[0] == 200
 
 
@@ -113,6 +121,7 @@ def test_pod_with_one_bad_part(fuzz_cluster, where, value, name):
             "application/vnd.kubernetes.protobuf",
             "application/json-patch+json",
             "application/merge-patch+json",
+            "application/apply-patch+yaml",
             "text/plain",
         ]
     ),
@@ -121,6 +130,7 @@ def test_any_bytes(fuzz_cluster, raw, ctype):
     for method, path in (
         ("POST", PODS),
         ("PATCH", f"{PODS}/keeper"),
+        ("PATCH", f"{PODS}/keeper?fieldManager=fuzz"),
         ("POST", f"{PODS}/keeper/binding"),
         ("POST", f"{PODS}/nothing/eviction"),
         ("DELETE", f"{PODS}/nothing"),

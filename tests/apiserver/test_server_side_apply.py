@@ -266,3 +266,39 @@ def test_a_forced_apply_leaves_the_object_holding_the_configuration(first, secon
     assert all(after["data"][k] == v for k, v in second.items())
     assert set(after.get("data", {})) <= set(first) | set(second)
     assert mf.apply(after, config, manager="b", force=False, api_version="v1", now="t") == after
+
+
+def test_managed_fields_written_by_someone_else_are_read_as_far_as_they_make_sense(cluster):
+    """Entries as upstream writes them (multi-key items, set values, indices) and entries that are
+    not entries at all: an apply over them answers, it never fails the server."""
+    odd = [
+        {
+            "manager": "up",
+            "operation": "Update",
+            "apiVersion": "apps/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:spec": {
+                    "f:template": {
+                        "f:spec": {
+                            "f:containers": {
+                                'k:{"name":"web"}': {
+                                    ".": {},
+                                    "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {".": {}}},
+                                },
+                            }
+                        }
+                    },
+                    "f:strategy": {"v:x": {}, "i:0": {}},
+                }
+            },
+        },
+        {"manager": "broken", "fieldsV1": {"k:not json": {}, "f:spec": "nope"}},
+        "not an entry",
+    ]
+    body = _deployment()
+    body["metadata"]["managedFields"] = odd
+    code, _, _ = cluster.request("POST", DEPLOYMENTS, body)
+    assert code == 201
+    code, out = _apply(cluster, _deployment(replicas=3), "alice")
+    assert code == 200 and out["spec"]["replicas"] == 3

@@ -240,3 +240,13 @@ def test_a_group_of_writes_to_the_same_objects_commits_what_memory_holds(tmp_pat
     assert {o["metadata"]["name"]: o for o in again.list("Node")} == held
     assert again.resource_version == last
     again.close()
+
+
+def test_an_object_that_cannot_be_stored_fails_its_own_write_only(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    with pytest.raises(TypeError):
+        store.create({**_node("bad"), "spec": {"x": "\udb18"}})
+    assert store.get("Node", None, "bad") is None
+    store.create(_node("good"))
+    store.close()
+    assert [o["metadata"]["name"] for o in SqliteStore(tmp_path / "s.db").list("Node")] == ["good"]

@@ -549,7 +549,11 @@ class ApiServer:
             if "protobuf" in content_type:
                 return protobuf.decode(raw)
             if "yaml" in content_type:
-                return yaml.safe_load(raw.decode("utf-8"))
+                doc = yaml.safe_load(raw.decode("utf-8"))
+                # YAML escapes can make strings JSON cannot carry (a lone surrogate): refused here,
+                # as a JSON body with one is.
+                orjson.dumps(doc)
+                return doc
             return orjson.loads(raw)
         except (
             orjson.JSONDecodeError,
@@ -557,6 +561,7 @@ class ApiServer:
             UnicodeDecodeError,
             RecursionError,
             ValueError,
+            TypeError,
         ) as exc:
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise bad_request(f"the body of the request could not be decoded: {text}") from None

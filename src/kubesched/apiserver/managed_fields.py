@@ -111,14 +111,26 @@ def value_at(obj: Any, path: Path) -> Any:
                 return _MISSING
             current = current[step[2:]]
         else:
-            wanted = orjson.loads(step[2:])
-            ((key, ident),) = wanted.items()
-            if not isinstance(current, list):
+            wanted = _item_key(step)
+            if wanted is None or not isinstance(current, list):
                 return _MISSING
-            current = next((i for i in current if isinstance(i, dict) and i.get(key) == ident), _MISSING)
+            current = next((i for i in current if _matches(i, wanted)), _MISSING)
             if current is _MISSING:
                 return _MISSING
     return current
+
+
+def _item_key(step: str) -> dict[str, Any] | None:
+    """The fields a ``k:`` step names its item by (None: not a valid key)."""
+    try:
+        wanted = orjson.loads(step[2:])
+    except orjson.JSONDecodeError:
+        return None
+    return wanted if isinstance(wanted, dict) and wanted else None
+
+
+def _matches(item: Any, wanted: Mapping[str, Any]) -> bool:
+    return isinstance(item, dict) and all(item.get(k) == v for k, v in wanted.items())
 
 
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
@@ -135,6 +147,9 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     if not isinstance(tree, dict):
         return out
     for step, sub in tree.items():
+        if not (step == "." or step.startswith("f:") or (step.startswith("k:") and _item_key(step))):
+            # Values of set lists (``v:``) and list indices (``i:``) are not tracked here.
+            continue
         path = (*prefix, step)
         if step == "." or not sub:
             out.add(path)
@@ -152,7 +167,7 @@ def path_text(path: Path) -> str:
         if step.startswith("f:"):
             out += "." + step[2:]
         else:
-            wanted = orjson.loads(step[2:])
+            wanted = _item_key(step) or {}
             out += "[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in wanted.items()) + "]"
     return out
 
@@ -230,6 +245,8 @@ def entries_of(obj: Mapping[str, Any] | None) -> list[Entry]:
 def _store(obj: dict[str, Any], entries: list[Entry]) -> None:
     kept = [e.dump() for e in entries if e.paths]
     meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return  # not an object: validation refuses it, naming the field
     if kept:
         meta["managedFields"] = kept
     else:
@@ -323,9 +340,9 @@ def _remove(obj: Any, path: Path) -> None:
     """Remove the field (or keyed item, for a path ending in ``.``) at ``path``, if present."""
     if path and path[-1] == ".":
         parent, step = _container(obj, path[:-2]), path[-2]
-        if isinstance(parent, list):
-            ((key, ident),) = orjson.loads(step[2:]).items()
-            parent[:] = [i for i in parent if not (isinstance(i, dict) and i.get(key) == ident)]
+        wanted = _item_key(step)
+        if isinstance(parent, list) and wanted is not None:
+            parent[:] = [i for i in parent if not _matches(i, wanted)]
         return
     parent = _container(obj, path[:-1])
     if isinstance(parent, dict) and path[-1].startswith("f:"):
@@ -351,7 +368,9 @@ def track_update(
     others. Only objects that have managed fields are tracked."""
     entries = entries_of(old)
     if not entries:
-        new.get("metadata", {}).pop("managedFields", None)
+        meta = new.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
         return
     before, after = field_set(old), field_set(new)
     changed = {p for p in after if value_at(old, p) != value_at(new, p)} | (before - after)

@@ -156,8 +156,8 @@ class SqliteStore(MemoryStore):
         #: waiting for the store's lock would deadlock: the store's lock is taken inside it).
         self._db_lock = threading.Lock()
         #: Rows written in memory and not committed yet, in resourceVersion order: the key, the
-        #: resourceVersion and the object (None: a delete).
-        self._rows: builtins.list[tuple[tuple[str, str, str], int, Obj | None]] = []
+        #: resourceVersion and the object's JSON (None: a delete).
+        self._rows: builtins.list[tuple[tuple[str, str, str], int, bytes | None]] = []
         #: Their changes, published once committed.
         self._unpublished: builtins.list[WatchEvent] = []
         #: How many of those rows and changes belong to finished writes (a transaction's join
@@ -178,7 +178,9 @@ class SqliteStore(MemoryStore):
     # -- persistence -----------------------------------------------------------------------------
     def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
-        self._rows.append((key, rv, obj))
+        # Encoded now, before memory changes: an object that cannot be stored fails its own write,
+        # not the commit it would share with others.
+        self._rows.append((key, rv, orjson.dumps(obj)))
         self._last_rv = max(self._last_rv, rv)
         MemoryStore._put(self, key, obj)
 
@@ -282,20 +284,20 @@ class SqliteStore(MemoryStore):
         for kind_listener in self._kind_listeners:
             kind_listener(event.kind)
 
-    def _write_rows(self, rows: builtins.list[tuple[tuple[str, str, str], int, Obj | None]]) -> None:
+    def _write_rows(self, rows: builtins.list[tuple[tuple[str, str, str], int, bytes | None]]) -> None:
         # The last write of each key is what the database must hold: one statement writes them
         # all (a statement per row would cost several times as much, each releasing the GIL).
-        last: dict[tuple[str, str, str], tuple[int, Obj | None]] = {}
-        for key, rv, obj in rows:
-            last[key] = (rv, obj)
-        puts = [(key, rv, obj) for key, (rv, obj) in last.items() if obj is not None]
-        gone = [key for key, (_, obj) in last.items() if obj is None]
+        last: dict[tuple[str, str, str], tuple[int, bytes | None]] = {}
+        for key, rv, data in rows:
+            last[key] = (rv, data)
+        puts = [(key, rv, data) for key, (rv, data) in last.items() if data is not None]
+        gone = [key for key, (_, data) in last.items() if data is None]
         statements: builtins.list[tuple[str, builtins.list[Any]]] = []
         for i in range(0, len(puts), _ROWS_PER_STATEMENT):
             chunk = puts[i : i + _ROWS_PER_STATEMENT]
             values: builtins.list[Any] = []
-            for key, rv, obj in chunk:
-                values += (key[0], key[1], key[2], rv, orjson.dumps(obj))
+            for key, rv, data in chunk:
+                values += (key[0], key[1], key[2], rv, data)
             statements.append((_upsert(len(chunk)), values))
         for i in range(0, len(gone), _ROWS_PER_STATEMENT):
             chunk_keys = gone[i : i + _ROWS_PER_STATEMENT]
