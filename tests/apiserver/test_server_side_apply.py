@@ -51,6 +51,11 @@ def _apply(cluster, body: dict, manager: str | None, force: bool = False) -> tup
     return code, out
 
 
+def _merge_patch(cluster, path: str, body: dict) -> tuple[int, Any]:
+    code, out, _ = cluster.request("PATCH", path, body, content_type="application/merge-patch+json")
+    return code, out
+
+
 def _owners(obj: dict) -> dict[str, set[str]]:
     return {
         f"{e['manager']}/{e['operation']}": {mf.path_text(p) for p in mf.from_fields_v1(e["fieldsV1"])}
@@ -77,12 +82,7 @@ def test_apply_needs_a_field_manager_and_force_is_for_apply_only(cluster):
         }
     ]
     _apply(cluster, _deployment(), "alice")
-    code, out, _ = cluster.request(
-        "PATCH",
-        f"{DEPLOYMENTS}/web?force=true",
-        {"spec": {"replicas": 3}},
-        content_type="application/merge-patch+json",
-    )
+    code, out = _merge_patch(cluster, f"{DEPLOYMENTS}/web?force=true", {"spec": {"replicas": 3}})
     assert code == 422
     assert out["message"].endswith("force: Forbidden: may not be specified for non-apply patch")
 
@@ -137,11 +137,8 @@ def test_fields_left_out_of_an_apply_go_unless_another_manager_owns_them(cluster
 
 def test_a_write_after_an_apply_takes_the_fields_it_changes(cluster):
     _apply(cluster, _deployment(replicas=2), "alice")
-    code, out, _ = cluster.request(
-        "PATCH",
-        f"{DEPLOYMENTS}/web?fieldManager=kubectl-edit",
-        {"spec": {"replicas": 5}},
-        content_type="application/merge-patch+json",
+    code, out = _merge_patch(
+        cluster, f"{DEPLOYMENTS}/web?fieldManager=kubectl-edit", {"spec": {"replicas": 5}}
     )
     assert code == 200
     entry = next(e for e in out["metadata"]["managedFields"] if e["manager"] == "kubectl-edit")
@@ -152,11 +149,8 @@ def test_a_write_after_an_apply_takes_the_fields_it_changes(cluster):
     edited = f'"kubectl-edit" using apps/v1 at {entry["time"]}'
     assert out["message"] == f"Apply failed with 1 conflict: conflict with {edited}: .spec.replicas"
     # The scale subresource is named as such.
-    code, _, _ = cluster.request(
-        "PATCH",
-        f"{DEPLOYMENTS}/web/scale?fieldManager=autoscaler",
-        {"spec": {"replicas": 4}},
-        content_type="application/merge-patch+json",
+    code, _ = _merge_patch(
+        cluster, f"{DEPLOYMENTS}/web/scale?fieldManager=autoscaler", {"spec": {"replicas": 4}}
     )
     assert code == 200
     code, out = _apply(cluster, _deployment(replicas=2), "alice")
@@ -170,9 +164,7 @@ def test_a_write_after_an_apply_takes_the_fields_it_changes(cluster):
 def test_an_object_never_applied_carries_no_managed_fields(cluster):
     code, created, _ = cluster.request("POST", DEPLOYMENTS, _deployment())
     assert code == 201 and "managedFields" not in created["metadata"]
-    code, out, _ = cluster.request(
-        "PATCH", f"{DEPLOYMENTS}/web", {"spec": {"replicas": 5}}, content_type="application/merge-patch+json"
-    )
+    code, out = _merge_patch(cluster, f"{DEPLOYMENTS}/web", {"spec": {"replicas": 5}})
     assert code == 200 and "managedFields" not in out["metadata"]
 
 

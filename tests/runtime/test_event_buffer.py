@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.runtime.test_realtime_driver import node, pod
 
 from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
@@ -117,25 +118,6 @@ def test_max_batch_must_be_positive() -> None:
         BufferedEventRecorder(StorePorts(MemoryStore()), max_batch=0)
 
 
-def _node(name: str) -> dict[str, Any]:
-    alloc = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"capacity": alloc, "allocatable": alloc},
-    }
-
-
-def _new_pod(name: str, cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]},
-    }
-
-
 def test_the_driver_writes_kept_events_when_it_runs_out_of_work() -> None:
     """A scheduler recording through a buffer that never fills: the Scheduled and FailedScheduling
     events still reach the store, written by the idle driver."""
@@ -147,9 +129,9 @@ def test_the_driver_writes_kept_events_when_it_runs_out_of_work() -> None:
     driver = RealTimeDriver(scheduler.informers, scheduler, store, max_idle=0.05, on_idle=recorder.flush)
     driver.start()
     try:
-        store.create(_node("n0"))
-        store.create(_new_pod("fits", "1"))
-        store.create(_new_pod("too-big", "64"))
+        store.create(node("n0"))
+        store.create(pod("fits", 1000))
+        store.create(pod("too-big", 64000))
         deadline = time.monotonic() + 5.0
         reasons: set[str] = set()
         while time.monotonic() < deadline and reasons != {"Scheduled", "FailedScheduling"}:

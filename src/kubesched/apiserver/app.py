@@ -925,20 +925,9 @@ class ApiServer:
             raise bad_request("the patch must be a JSON object")
         for _ in range(10):
             old = self.store.get(res.kind, namespace, name)
-            if old is None:
-                if applying:
-                    created = managed_fields.apply(
-                        None,
-                        patch,
-                        manager=manager,
-                        force=force,
-                        api_version=res.group_version,
-                        now=format_timestamp(time.time()),
-                    )
-                    return self._create(res, namespace, created, query)
+            if old is None and not applying:
                 raise not_found(res.plural, res.group, name)
-            current = copy.deepcopy(dict(old))
-            current = served(current, res.group, res.version)
+            current = None if old is None else served(copy.deepcopy(dict(old)), res.group, res.version)
             if applying:
                 patched = managed_fields.apply(
                     current,
@@ -954,6 +943,9 @@ class ApiServer:
                 patched = strategic_merge_patch(current, patch)
             else:
                 patched = merge_patch(current, patch)
+            if old is None:
+                # Applying an object that does not exist yet creates it.
+                return self._create(res, namespace, patched, query)
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not an object")
             obj, warnings = self._prepare(res, namespace, patched, query, creating=False)

@@ -152,8 +152,8 @@ class SqliteStore(MemoryStore):
         # Event names carry a sequence number; starting it from the clock keeps the names of this
         # run clear of those an earlier run stored (upstream names events by UnixNano too).
         self._event_seq = itertools.count(time.time_ns())
-        #: Held while rows are written and committed and their changes published (never while
-        #: waiting for the store's lock would deadlock: the store's lock is taken inside it).
+        #: Held while rows are written and committed and their changes published. Taken before
+        #: the store's lock, never while holding it (writes inside a transaction do not commit).
         self._db_lock = threading.Lock()
         #: Rows written in memory and not committed yet, in resourceVersion order: the key, the
         #: resourceVersion and the object's JSON (None: a delete).
