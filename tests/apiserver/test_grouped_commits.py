@@ -141,3 +141,19 @@ def test_a_grouped_bind_waits_no_longer_than_max_delay(store):
     clock.t = 0.01
     binds.bind("default", "p1", uids[1], "n1")
     assert commits == [["p0", "p1"]]
+
+
+def test_the_idle_driver_commits_grouped_binds_once_they_are_due(store):
+    clock = Clock()
+    binds = GroupedBinds(store, StorePorts(store), max_pending=100, max_delay=0.005, now=clock)
+    commits = _counting_commits(store)
+    uid = store.create(pod("p0"))["metadata"]["uid"]
+    commits.clear()
+    assert binds.flush_due() is None
+    binds.bind("default", "p0", uid, "n1")
+    clock.t = 0.002
+    assert binds.flush_due() == pytest.approx(0.003)
+    assert commits == []
+    clock.t = 0.006
+    assert binds.flush_due() is None
+    assert commits == [["p0"]]

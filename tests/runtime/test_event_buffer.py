@@ -118,28 +118,52 @@ def test_max_batch_must_be_positive() -> None:
         BufferedEventRecorder(StorePorts(MemoryStore()), max_batch=0)
 
 
-def test_the_driver_writes_kept_events_when_it_runs_out_of_work() -> None:
-    """A scheduler recording through a buffer that never fills: the Scheduled and FailedScheduling
-    events still reach the store, written by the idle driver."""
+def test_the_idle_driver_writes_kept_events_once_they_are_due() -> None:
+    """A scheduler recording through a buffer that never fills, on a driver whose idle waits may
+    grow to 30 s: the Scheduled and FailedScheduling events still reach the store about
+    ``max_delay`` after they were made, the driver woken for them."""
     store = MemoryStore(now=time.time)
     registry = default_registry()
     scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
-    recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=3600.0)
+    recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=0.2)
     scheduler.ports.events = recorder
-    driver = RealTimeDriver(scheduler.informers, scheduler, store, max_idle=0.05, on_idle=recorder.flush)
+    driver = RealTimeDriver(
+        scheduler.informers,
+        scheduler,
+        store,
+        max_idle=30.0,
+        on_idle=recorder.flush_due,
+        on_stop=recorder.flush,
+    )
     driver.start()
     try:
         store.create(node("n0"))
+        time.sleep(0.5)  # the driver is idle and its waits have grown
         store.create(pod("fits", 1000))
         store.create(pod("too-big", 64000))
-        deadline = time.monotonic() + 5.0
+        start = time.monotonic()
         reasons: set[str] = set()
-        while time.monotonic() < deadline and reasons != {"Scheduled", "FailedScheduling"}:
+        while time.monotonic() < start + 5.0 and reasons != {"Scheduled", "FailedScheduling"}:
             reasons = {str(e.get("reason")) for e in store.list("Event")}
             time.sleep(0.01)
         assert reasons == {"Scheduled", "FailedScheduling"}
+        assert time.monotonic() - start < 2.0
     finally:
         driver.stop(timeout=2.0)
+
+
+def test_kept_events_are_due_max_delay_after_the_oldest() -> None:
+    store = MemoryStore()
+    clock = Clock()
+    recorder = BufferedEventRecorder(StorePorts(store), max_batch=100, max_delay=0.2, now=clock)
+    assert recorder.flush_due() is None
+    _record(recorder, "a")
+    clock.t = 0.05
+    assert recorder.flush_due() == pytest.approx(0.15)
+    assert _events(store) == []
+    clock.t = 0.2
+    assert recorder.flush_due() is None
+    assert _events(store) == ["a"]
 
 
 def test_a_stopping_driver_writes_what_is_still_kept() -> None:
@@ -147,7 +171,14 @@ def test_a_stopping_driver_writes_what_is_still_kept() -> None:
     registry = default_registry()
     scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
     recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=3600.0)
-    driver = RealTimeDriver(scheduler.informers, scheduler, store, max_idle=5.0, on_idle=recorder.flush)
+    driver = RealTimeDriver(
+        scheduler.informers,
+        scheduler,
+        store,
+        max_idle=5.0,
+        on_idle=recorder.flush_due,
+        on_stop=recorder.flush,
+    )
     driver.start()
     time.sleep(0.05)  # the driver is in its idle wait now
     _record(recorder, "late")

@@ -54,10 +54,11 @@ def binding_workers(config: SchedulerConfig, registry: Registry) -> int:
 class GroupedBinds:
     """The binder of binds made in place on the driver's thread: a bind is made in the store's
     memory at once (a conflict is answered there) and committed together with the binds that follow
-    it, when ``max_pending`` wait, when the oldest has waited ``max_delay`` seconds, or when the
-    driver runs out of work (:meth:`flush`). Watches and informers see a bind once it is committed;
-    until then the scheduler's cache holds the pod as assumed, as while upstream's bind call is on
-    its way. A bind lost with the process was seen by no client: the pod is scheduled again."""
+    it, when ``max_pending`` wait or when the oldest has waited ``max_delay`` seconds (checked at
+    each bind and by the idle driver, :meth:`flush_due`). Watches and informers see a bind once it
+    is committed; until then the scheduler's cache holds the pod as assumed, as while upstream's
+    bind call is on its way. A bind lost with the process was seen by no client: the pod is
+    scheduled again."""
 
     def __init__(
         self,
@@ -88,6 +89,17 @@ class GroupedBinds:
         self._pending += 1
         if self._pending >= self.max_pending or self._now() - self._first >= self.max_delay:
             self.flush()
+
+    def flush_due(self) -> float | None:
+        """Commit the binds made if the oldest has waited ``max_delay`` seconds; returns in how
+        many seconds they will be due otherwise (None: none waits)."""
+        if not self._pending:
+            return None
+        left = self.max_delay - (self._now() - self._first)
+        if left > 0:
+            return left
+        self.flush()
+        return None
 
     def flush(self) -> None:
         generation, self._generation, self._pending = self._generation, 0, 0
@@ -152,12 +164,21 @@ class ServedSchedulers:
             store,
             batch=LoggedBatchSessions(self.batch),
             max_idle=max_idle,
-            on_idle=self.flush,
+            on_idle=self.flush_due,
+            on_stop=self.flush,
         )
 
+    def flush_due(self) -> float | None:
+        """What the idle driver calls: commit the grouped binds and write the kept events that are
+        due; returns in how many seconds the others will be."""
+        waits = [self.events.flush_due()]
+        if self.binds is not None:
+            waits.append(self.binds.flush_due())
+        due = [w for w in waits if w is not None]
+        return min(due) if due else None
+
     def flush(self) -> None:
-        """Commit the binds made so far and write the events kept (the driver calls this when it
-        runs out of work)."""
+        """Commit the grouped binds and write the kept events, due or not (when the driver stops)."""
         if self.binds is not None:
             self.binds.flush()
         self.events.flush()

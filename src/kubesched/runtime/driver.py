@@ -12,8 +12,9 @@ that may go, and run a batch session when one is due.
   (``wait.Until`` with period 0), and otherwise an idle wait that grows from a millisecond up to a
   cap (``wait.BackoffUntil``) and ends early when the store takes a write, from any thread, or a
   binding worker finishes a bind. It runs until :meth:`RealTimeDriver.stop`, then lets the binds in
-  flight complete. Its ``on_idle`` hook runs whenever it runs out of work and once more at the end
-  (the served schedulers write their kept events then).
+  flight complete. Its ``on_idle`` hook runs whenever it runs out of work and may ask to run again
+  after a while; ``on_stop`` runs at the end (the served schedulers commit their grouped binds and
+  write their kept events through these).
 
 Only the driver's thread pumps the informers, so a cycle reads listers that do not move under it.
 """
@@ -165,7 +166,8 @@ class RealTimeDriver:
         now: Callable[[], float] = time.time,
         max_idle: float = 0.1,
         bind_drain_timeout: float = 30.0,
-        on_idle: Callable[[], object] | None = None,
+        on_idle: Callable[[], float | None] | None = None,
+        on_stop: Callable[[], object] | None = None,
     ) -> None:
         self.informers = informers
         self.scheduler = scheduler
@@ -176,9 +178,12 @@ class RealTimeDriver:
         self.max_idle = max_idle
         #: How long a stop waits for the binds in flight.
         self.bind_drain_timeout = bind_drain_timeout
-        #: Called when the loop runs out of work, before it waits, and once more when it stops
-        #: (writes that were put off until then, such as kept events).
+        #: Called when the loop runs out of work, before it waits (writes put off until they are
+        #: due, such as kept events); returns in how many seconds it wants to be called again, if
+        #: nothing wakes the loop before (None: no need).
         self.on_idle = on_idle
+        #: Called once the loop has stopped and the binds in flight are done (writes still put off).
+        self.on_stop = on_stop
         self.cycles = 0
         self.sessions = 0
         self._wake = threading.Event()
@@ -235,8 +240,8 @@ class RealTimeDriver:
             self._loop()
             # Stopped: no pod is popped any more; the binds in flight complete and are recorded.
             self.scheduler.wait_for_bindings(self.bind_drain_timeout)
-            if self.on_idle is not None:
-                self.on_idle()
+            if self.on_stop is not None:
+                self.on_stop()
         finally:
             self.scheduler.on_binding_done = None
             self.store.remove_write_listener(self._notify)
@@ -266,9 +271,10 @@ class RealTimeDriver:
                 continue
             if self.informers.pending():
                 continue
-            if self.on_idle is not None:
-                self.on_idle()
+            due = self.on_idle() if self.on_idle is not None else None
             timers = [t for t in (queue.next_backoff_expiry(), sched.next_permit_deadline()) if t is not None]
+            if due is not None:
+                timers.append(self.now() + due)
             if self.batch is not None and self.batch.wants_session:
                 timers.append(self._next_session)
             wait = idle

@@ -4,9 +4,10 @@ Upstream's schedulers do not write an Event on the scheduling path: the event re
 the broadcaster, which writes it to the API server from its own goroutine. A
 :class:`BufferedEventRecorder` does the same for a scheduler that writes to a store in this process:
 ``record`` keeps the event and returns; :meth:`BufferedEventRecorder.flush` writes what was kept,
-in one transaction when the store offers them (one commit instead of one per event). The driver
-flushes when it runs out of work; a full buffer, or one whose oldest event has waited
-``max_delay`` seconds, is flushed by the ``record`` call that finds it so.
+in one transaction when the store offers them (one commit instead of one per event). A full buffer,
+or one whose oldest event has waited ``max_delay`` seconds, is flushed by the ``record`` call that
+finds it so, or by the driver when it runs out of work (:meth:`BufferedEventRecorder.flush_due`);
+whatever is left is flushed when the driver stops.
 
 As upstream's, events are best effort: an event whose write fails is logged and dropped, and the
 events still kept when the process is killed are lost. Nothing else depends on them.
@@ -73,6 +74,18 @@ class BufferedEventRecorder:
             due = len(self._kept) >= self.max_batch or self._now() - self._oldest >= self.max_delay
         if due:
             self.flush()
+
+    def flush_due(self) -> float | None:
+        """Write the kept events if the oldest has waited ``max_delay`` seconds; returns in how
+        many seconds they will be due otherwise (None: none is kept)."""
+        with self._lock:
+            if not self._kept:
+                return None
+            left = self.max_delay - (self._now() - self._oldest)
+        if left > 0:
+            return left
+        self.flush()
+        return None
 
     def flush(self) -> int:
         """Write every kept event; returns how many were written."""
