@@ -330,11 +330,15 @@ def test_binding_extender_binds_through_the_served_api(make_cluster: Any, extend
             "Node": node_name,
         }
         assert scheduled_condition(obj) is None
-        code, events = client.request(
-            "GET", f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D{name}"
-        )
-        assert code == 200
-        reasons = [e["reason"] for e in events["items"]]
+        # The schedulers write their events off the scheduling path, soon after the bind.
+        reasons: list[str] = []
+        while "Scheduled" not in reasons and time.monotonic() < deadline + WAIT:
+            code, events = client.request(
+                "GET", f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D{name}"
+            )
+            assert code == 200
+            reasons = [e["reason"] for e in events["items"]]
+            time.sleep(0.02)
         assert "Scheduled" in reasons and "FailedScheduling" not in reasons
 
 
