@@ -157,3 +157,30 @@ def test_the_idle_driver_commits_grouped_binds_once_they_are_due(store):
     clock.t = 0.006
     assert binds.flush_due() is None
     assert commits == [["p0"]]
+
+
+def test_a_read_that_shows_an_uncommitted_write_answers_after_its_commit(store):
+    """A bind made in memory and not committed yet (grouped): a GET that shows it waits for its
+    commit, so no client sees a write that a crash could still take back."""
+    api = ApiServer(store, "token")
+    binds = GroupedBinds(store, StorePorts(store), max_pending=100, max_delay=60.0)
+    uid = store.create(pod("p0"))["metadata"]["uid"]
+    commits = _counting_commits(store)
+    binds.bind("default", "p0", uid, "n1")
+    assert commits == []
+
+    async def get() -> Any:
+        response = await api._read(lambda: api._get_one(_NO_TABLE, PODS, "default", "p0"))
+        assert commits == [["p0"]]  # committed before the answer went out
+        return response
+
+    response = asyncio.run(get())
+    assert response.status == 200 and b'"nodeName":"n1"' in response.body
+
+
+class _Request:
+    headers: dict[str, str] = {}
+    query: dict[str, str] = {}
+
+
+_NO_TABLE: Any = _Request()

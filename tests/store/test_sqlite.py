@@ -250,3 +250,51 @@ def test_an_object_that_cannot_be_stored_fails_its_own_write_only(tmp_path):
     store.create(_node("good"))
     store.close()
     assert [o["metadata"]["name"] for o in SqliteStore(tmp_path / "s.db").list("Node")] == ["good"]
+
+
+def test_a_transaction_that_fails_part_way_commits_what_it_wrote(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    watch = store.watch(frozenset({"Node"}))
+    with pytest.raises(RuntimeError), store.transaction():
+        store.create(_node("n1"))
+        raise RuntimeError("the block failed after a write")
+    assert _names(list(watch.drain())) == ["n1"]
+    store.close()
+    assert SqliteStore(tmp_path / "s.db").get("Node", None, "n1") is not None
+
+
+def test_a_generation_counts_as_committed_only_once_its_changes_are_published(tmp_path):
+    """Another thread's commit takes this thread's deferred write too; while it waits to publish
+    (someone holds the store's lock), this thread's sync does not return."""
+    store = SqliteStore(tmp_path / "s.db")
+    held, release = threading.Event(), threading.Event()
+    write_rows = store._write_rows
+
+    def write_then_let_the_lock_be_taken(rows):
+        write_rows(rows)
+        if threading.current_thread().name == "committer":
+            threading.Thread(target=hold_lock).start()
+            held.wait(5)
+
+    def hold_lock():
+        with store.lock:
+            held.set()
+            release.wait(5)
+
+    store._write_rows = write_then_let_the_lock_be_taken
+    with store.deferring() as pending:
+        store.create(_node("mine"))
+    committer = threading.Thread(target=store.create, args=(_node("theirs"),), name="committer")
+    committer.start()
+    assert held.wait(5)
+    synced = threading.Event()
+    waiter = threading.Thread(target=lambda: (store.sync(pending.generation), synced.set()))
+    waiter.start()
+    time.sleep(0.1)
+    assert not synced.is_set() and not store.committed(pending.generation)
+    release.set()
+    waiter.join(5)
+    committer.join(5)
+    assert synced.is_set()
+    assert _names(store.changes_since(0)) == ["mine", "theirs"]
+    store.close()

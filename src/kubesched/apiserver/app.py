@@ -425,7 +425,7 @@ class ApiServer:
             if method == "GET":
                 if query.get("watch") in ("1", "true", "True"):
                     return await self._watch(request, res, namespace)
-                return self._list(request, res, namespace)
+                return await self._read(lambda: self._list(request, res, namespace))
             if method == "POST":
                 if not res.namespaced or namespace is not None:
                     body = await self._body(request)
@@ -449,12 +449,7 @@ class ApiServer:
         if sub == "scale":
             return await self._scale(request, res, namespace, name)
         if method == "GET":
-            view = self._served(res, self._get(res, namespace, name))
-            if _wants_table(request):
-                return _json(
-                    table(res.kind, [view], {"resourceVersion": view["metadata"]["resourceVersion"]})
-                )
-            return _json(view)
+            return await self._read(lambda: self._get_one(request, res, namespace, name))
         if method == "PUT":
             body = await self._body(request)
             manager = _field_manager(request)
@@ -486,7 +481,20 @@ class ApiServer:
             return await self._write(lambda: self._delete(res, namespace, name, options))
         raise method_not_allowed()
 
+    def _get_one(self, request: web.Request, res: Resource, namespace: str | None, name: str) -> web.Response:
+        view = self._served(res, self._get(res, namespace, name))
+        if _wants_table(request):
+            return _json(table(res.kind, [view], {"resourceVersion": view["metadata"]["resourceVersion"]}))
+        return _json(view)
+
     # -- commits ---------------------------------------------------------------------------------
+    async def _read(self, handle: Callable[[], web.Response]) -> web.Response:
+        """Run a handler that reads the store; answer once what it read is committed (a write may
+        be in memory before its commit, which a client must never see)."""
+        response = handle()
+        await self._committed(self.store.pending_generation())
+        return response
+
     async def _write(self, handle: Callable[[], web.Response]) -> web.Response:
         """Run a handler that writes; answer once its writes are committed. The handlers that write
         in one turn of the loop share one commit, made after them in the same turn (the store
@@ -1046,6 +1054,7 @@ class ApiServer:
             obj = self._get(res, namespace, name)
             scale = _scale_of(obj)
             if method == "GET":
+                await self._committed(self.store.pending_generation())
                 return _json(scale)
             raw = await self._raw_body(request)
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
@@ -1255,6 +1264,8 @@ class ApiServer:
         try:
             if start_rv is None:
                 items, start_rv = self.store.list_with_version(res.kind)
+                # The listing goes out only once everything it shows is committed.
+                await self._committed(self.store.pending_generation())
                 for obj in sorted(items, key=_sort_key):
                     view = self._served(res, obj)
                     if _matches(view, namespace, labels, fields):

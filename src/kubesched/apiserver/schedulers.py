@@ -56,9 +56,9 @@ class GroupedBinds:
     memory at once (a conflict is answered there) and committed together with the binds that follow
     it, when ``max_pending`` wait or when the oldest has waited ``max_delay`` seconds (checked at
     each bind and by the idle driver, :meth:`flush_due`). Watches and informers see a bind once it
-    is committed; until then the scheduler's cache holds the pod as assumed, as while upstream's
-    bind call is on its way. A bind lost with the process was seen by no client: the pod is
-    scheduled again."""
+    is committed, and the API answers a read that shows it only then; until then the scheduler's
+    cache holds the pod as assumed, as while upstream's bind call is on its way. A bind lost with
+    the process was seen by no client: the pod is scheduled again."""
 
     def __init__(
         self,
@@ -191,13 +191,20 @@ class ServedSchedulers:
         return not self.driver.stopped
 
     def stop(self) -> None:
+        stopped = False
         try:
             self.driver.stop(timeout=10.0)
+            stopped = True
         finally:
-            self.flush()
-            self.scheduler.close()
-            self.batch.close()
-            for extender in self.scheduler.extenders:
-                close = getattr(extender, "close", None)
-                if close is not None:
-                    close()
+            try:
+                if stopped:
+                    # Only once the driver's thread is gone: the grouped binds are that thread's.
+                    # (Otherwise the store's close commits them, and kept events are dropped.)
+                    self.flush()
+            finally:
+                self.scheduler.close()
+                self.batch.close()
+                for extender in self.scheduler.extenders:
+                    close = getattr(extender, "close", None)
+                    if close is not None:
+                        close()

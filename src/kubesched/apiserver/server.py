@@ -115,6 +115,8 @@ class Served:
             if options.schedulers
             else None
         )
+        store = self.store
+        self.api.ready_checks["sqlite"] = lambda: store.healthy
         if self.schedulers is not None:
             schedulers = self.schedulers
             self.api.metrics = schedulers.metrics

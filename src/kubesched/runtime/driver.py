@@ -178,9 +178,9 @@ class RealTimeDriver:
         self.max_idle = max_idle
         #: How long a stop waits for the binds in flight.
         self.bind_drain_timeout = bind_drain_timeout
-        #: Called when the loop runs out of work, before it waits (writes put off until they are
-        #: due, such as kept events); returns in how many seconds it wants to be called again, if
-        #: nothing wakes the loop before (None: no need).
+        #: Called when the loop runs out of work, before it waits, and after each batch session
+        #: (writes put off until they are due, such as kept events); returns in how many seconds it
+        #: wants to be called again, if nothing wakes the loop before (None: no need).
         self.on_idle = on_idle
         #: Called once the loop has stopped and the binds in flight are done (writes still put off).
         self.on_stop = on_stop
@@ -268,6 +268,9 @@ class RealTimeDriver:
                 continue
             if self._batch_step():
                 idle = 0.001
+                if self.on_idle is not None:
+                    # A session may take long: what was put off meanwhile is not held up further.
+                    self.on_idle()
                 continue
             if self.informers.pending():
                 continue

@@ -10,9 +10,9 @@ A write changes memory under the store's lock and leaves its row to be committed
 outside that lock, under the database's own, and takes every row left so far, whoever's (a group
 commit, as databases write their logs). So a thread waiting for the disk holds up no other thread's
 reads or writes in memory, and writes that arrive together share one commit. Changes reach the
-history, the watches and the listeners only once committed, in resourceVersion order. A read may
-see a write whose commit is still under way (that write is not acknowledged yet); a watch never
-does.
+history, the watches and the listeners only once committed, in resourceVersion order. A read of
+memory may see a write whose commit is still under way: whoever lets such a read out (the API
+server) first waits for :meth:`SqliteStore.pending_generation` to be committed.
 
 Reads are served from memory (the rows are loaded once when the store opens). A bounded history of
 recent changes, each stamped with its resourceVersion, lets API watches start from a version;
@@ -232,6 +232,18 @@ class SqliteStore(MemoryStore):
     def committed(self, generation: int) -> bool:
         return self._committed >= generation
 
+    @property
+    def healthy(self) -> bool:
+        """False once a commit failed (until the server restarts)."""
+        return self._failure is None
+
+    def pending_generation(self) -> int:
+        """The generation to wait for before letting out what was just read (0: everything in
+        memory is committed). Whatever a read saw in memory was sealed by then (an open
+        transaction holds the lock readers need), so committing this generation commits it."""
+        sealed = self._sealed
+        return sealed if sealed > self._committed else 0
+
     def _sync(self, generation: int) -> None:
         """Return once the writes up to ``generation`` are committed and published: commit them
         (and every other finished write waiting) unless another thread's commit already has."""
@@ -262,11 +274,12 @@ class SqliteStore(MemoryStore):
                         "ahead of the database, restart to continue from what was committed"
                     )
                 raise CommitFailed(self._failure) from exc
-            self._committed = upto
             with self.lock:
                 for event in changes:
                     self._publish(event)
                 self._in_flight = False
+                # Set once published: whoever sees a generation committed sees its changes too.
+                self._committed = upto
 
     def _publish(self, event: WatchEvent) -> None:
         rv = int(event.obj["metadata"]["resourceVersion"])
@@ -326,16 +339,19 @@ class SqliteStore(MemoryStore):
         reach the history, the watches and the listeners only after the commit, which is done when
         the block ends. Whoever writes inside must not let what it wrote out (answer a request,
         say) before the block ends."""
-        with self.lock:
-            self._transaction_depth += 1
-            try:
-                yield
-            finally:
-                # What was written is committed even when the block failed part way: memory
-                # already holds it.
-                self._transaction_depth -= 1
-                generation = self._seal()
-        self._finish(generation)
+        generation = 0
+        try:
+            with self.lock:
+                self._transaction_depth += 1
+                try:
+                    yield
+                finally:
+                    self._transaction_depth -= 1
+                    generation = self._seal()
+        finally:
+            # What was written is committed even when the block failed part way: memory already
+            # holds it.
+            self._finish(generation)
 
     # -- ClusterStore (locked) -------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
@@ -421,7 +437,8 @@ class SqliteStore(MemoryStore):
 
     # -- API server support ----------------------------------------------------------------------
     def add_write_listener(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` after every write, on the writing thread, holding the store's lock."""
+        """Call ``listener`` after every write is committed, on the committing thread, holding the
+        store's lock; it must be quick and must not write to the store."""
         with self.lock:
             self._write_listeners.append(listener)
 
