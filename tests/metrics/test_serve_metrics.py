@@ -36,11 +36,14 @@ def test_metrics_need_the_token_and_count_the_served_schedulers_attempts(cluster
 def test_readyz_lists_the_schedulers_check(cluster: Any) -> None:
     code, body, _ = cluster.request("GET", "/readyz?verbose", token=None)
     assert code == 200
-    assert body == "[+]ping ok\n[+]kubesched-schedulers ok\nreadyz check passed\n"
+    assert body == "[+]ping ok\n[+]sqlite ok\n[+]kubesched-schedulers ok\nreadyz check passed\n"
     assert cluster.request("GET", "/healthz", token=None)[:2] == (200, "ok")
 
 
 def test_without_schedulers_there_are_no_metrics(make_cluster: Any) -> None:
     cluster = make_cluster(schedulers=False)
     assert cluster.request("GET", "/metrics")[0] == 404
-    assert cluster.request("GET", "/readyz?verbose", token=None)[1] == "[+]ping ok\nreadyz check passed\n"
+    assert (
+        cluster.request("GET", "/readyz?verbose", token=None)[1]
+        == "[+]ping ok\n[+]sqlite ok\nreadyz check passed\n"
+    )
