@@ -118,23 +118,32 @@ def test_max_batch_must_be_positive() -> None:
         BufferedEventRecorder(StorePorts(MemoryStore()), max_batch=0)
 
 
-def test_the_idle_driver_writes_kept_events_once_they_are_due() -> None:
-    """A scheduler recording through a buffer that never fills, on a driver whose idle waits may
-    grow to 30 s: the Scheduled and FailedScheduling events still reach the store about
-    ``max_delay`` after they were made, the driver woken for them."""
+def _buffered_driver(
+    *, max_idle: float, max_delay: float
+) -> tuple[MemoryStore, BufferedEventRecorder, RealTimeDriver]:
+    """A scheduler on the embedded store recording through a buffer that never fills, and a
+    real-time driver that flushes it when due and when it stops."""
     store = MemoryStore(now=time.time)
     registry = default_registry()
     scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
-    recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=0.2)
+    recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=max_delay)
     scheduler.ports.events = recorder
     driver = RealTimeDriver(
         scheduler.informers,
         scheduler,
         store,
-        max_idle=30.0,
+        max_idle=max_idle,
         on_idle=recorder.flush_due,
         on_stop=recorder.flush,
     )
+    return store, recorder, driver
+
+
+def test_the_idle_driver_writes_kept_events_once_they_are_due() -> None:
+    """A scheduler recording through a buffer that never fills, on a driver whose idle waits may
+    grow to 30 s: the Scheduled and FailedScheduling events still reach the store about
+    ``max_delay`` after they were made, the driver woken for them."""
+    store, _, driver = _buffered_driver(max_idle=30.0, max_delay=0.2)
     driver.start()
     try:
         store.create(node("n0"))
@@ -167,18 +176,7 @@ def test_kept_events_are_due_max_delay_after_the_oldest() -> None:
 
 
 def test_a_stopping_driver_writes_what_is_still_kept() -> None:
-    store = MemoryStore(now=time.time)
-    registry = default_registry()
-    scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
-    recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=3600.0)
-    driver = RealTimeDriver(
-        scheduler.informers,
-        scheduler,
-        store,
-        max_idle=5.0,
-        on_idle=recorder.flush_due,
-        on_stop=recorder.flush,
-    )
+    store, recorder, driver = _buffered_driver(max_idle=5.0, max_delay=3600.0)
     driver.start()
     time.sleep(0.05)  # the driver is in its idle wait now
     _record(recorder, "late")
