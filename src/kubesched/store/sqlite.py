@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 
@@ -46,6 +46,9 @@ from kubesched.store.base import (
     object_key,
 )
 from kubesched.store.memory import MemoryStore
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Changes kept for watches that start from a resourceVersion.
 DEFAULT_HISTORY = 100_000
@@ -354,36 +357,36 @@ class SqliteStore(MemoryStore):
             self._finish(generation)
 
     # -- ClusterStore (locked) -------------------------------------------------------------------
-    def create(self, obj: Obj) -> Obj:
+    def _committing(self, write: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Make ``write`` in memory under the lock, then commit it (unless the thread defers)."""
         with self.lock:
-            out = super().create(obj)
+            out = write(*args, **kwargs)
             generation = self._seal()
         self._finish(generation)
         return out
 
+    def create(self, obj: Obj) -> Obj:
+        return self._committing(super().create, obj)
+
     def update(self, obj: Obj) -> Obj:
-        with self.lock:
-            out = super().update(obj)
-            generation = self._seal()
-        self._finish(generation)
-        return out
+        return self._committing(super().update, obj)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Obj:
         """Remove the object; the DELETED event carries it with a new resourceVersion, as upstream."""
-        with self.lock:
-            key = object_key(kind, namespace, name)
-            old = self._objects.get(key)
-            if old is None:
-                raise NotFound(f"{kind} {name} not found")
-            rv = next(self._rv)
-            self._rows.append((key, rv, None))
-            self._last_rv = rv
-            del self._objects[key]
-            del self._by_kind[kind][key]
-            gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
-            self._emit(WatchEvent(EventType.DELETED, kind, gone))
-            generation = self._seal()
-        self._finish(generation)
+        return self._committing(self._delete_in_memory, kind, namespace, name)
+
+    def _delete_in_memory(self, kind: str, namespace: str | None, name: str) -> Obj:
+        key = object_key(kind, namespace, name)
+        old = self._objects.get(key)
+        if old is None:
+            raise NotFound(f"{kind} {name} not found")
+        rv = next(self._rv)
+        self._rows.append((key, rv, None))
+        self._last_rv = rv
+        del self._objects[key]
+        del self._by_kind[kind][key]
+        gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
+        self._emit(WatchEvent(EventType.DELETED, kind, gone))
         return gone
 
     def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
@@ -406,34 +409,28 @@ class SqliteStore(MemoryStore):
         return self._last_rv if self._unpublished or self._in_flight else 0
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> Obj:
-        with self.lock:
-            out = super().bind(namespace, name, uid, node_name)
-            generation = self._seal()
-        self._finish(generation)
-        return out
+        return self._committing(super().bind, namespace, name, uid, node_name)
 
     def update_pod_condition(
         self, namespace: str, name: str, condition: Mapping[str, Any], nominated_node: str | None = None
     ) -> Obj | None:
-        with self.lock:
-            out = super().update_pod_condition(namespace, name, condition, nominated_node)
-            generation = self._seal()
-        self._finish(generation)
-        return out
+        return self._committing(super().update_pod_condition, namespace, name, condition, nominated_node)
 
     def record_event(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
     ) -> None:
-        with self.lock:
-            for _ in range(3):
-                try:
-                    super().record_event(regarding, event_type, reason, action, note, reporter)
-                    break
-                except AlreadyExists:
-                    # Named after an event of an earlier run: skip past it.
-                    self._event_seq = itertools.count(time.time_ns())
-            generation = self._seal()
-        self._finish(generation)
+        self._committing(self._record_event_in_memory, regarding, event_type, reason, action, note, reporter)
+
+    def _record_event_in_memory(
+        self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        for _ in range(3):
+            try:
+                super().record_event(regarding, event_type, reason, action, note, reporter)
+                return
+            except AlreadyExists:
+                # Named after an event of an earlier run: skip past it.
+                self._event_seq = itertools.count(time.time_ns())
 
     # -- API server support ----------------------------------------------------------------------
     def add_write_listener(self, listener: Callable[[], None]) -> None:
