@@ -489,11 +489,15 @@ class ApiServer:
 
     # -- commits ---------------------------------------------------------------------------------
     async def _read(self, handle: Callable[[], web.Response]) -> web.Response:
-        """Run a handler that reads the store; answer once what it read is committed (a write may
-        be in memory before its commit, which a client must never see)."""
+        """Run a handler that reads the store; answer once what it read is committed."""
         response = handle()
-        await self._committed(self.store.pending_generation())
+        await self._read_committed()
         return response
+
+    async def _read_committed(self) -> None:
+        """Return once whatever a read of the store just saw is committed (a write may be in
+        memory before its commit, which a client must never see)."""
+        await self._committed(self.store.pending_generation())
 
     async def _write(self, handle: Callable[[], web.Response]) -> web.Response:
         """Run a handler that writes; answer once its writes are committed. The handlers that write
@@ -1054,7 +1058,7 @@ class ApiServer:
             obj = self._get(res, namespace, name)
             scale = _scale_of(obj)
             if method == "GET":
-                await self._committed(self.store.pending_generation())
+                await self._read_committed()
                 return _json(scale)
             raw = await self._raw_body(request)
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
@@ -1264,8 +1268,7 @@ class ApiServer:
         try:
             if start_rv is None:
                 items, start_rv = self.store.list_with_version(res.kind)
-                # The listing goes out only once everything it shows is committed.
-                await self._committed(self.store.pending_generation())
+                await self._read_committed()
                 for obj in sorted(items, key=_sort_key):
                     view = self._served(res, obj)
                     if _matches(view, namespace, labels, fields):

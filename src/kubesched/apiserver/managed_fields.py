@@ -339,19 +339,14 @@ def _merge(live: Any, config: Any, field: str = "") -> Any:
 def _remove(obj: Any, path: Path) -> None:
     """Remove the field (or keyed item, for a path ending in ``.``) at ``path``, if present."""
     if path and path[-1] == ".":
-        parent, step = _container(obj, path[:-2]), path[-2]
+        parent, step = value_at(obj, path[:-2]), path[-2]
         wanted = _item_key(step)
         if isinstance(parent, list) and wanted is not None:
             parent[:] = [i for i in parent if not _matches(i, wanted)]
         return
-    parent = _container(obj, path[:-1])
+    parent = value_at(obj, path[:-1])
     if isinstance(parent, dict) and path[-1].startswith("f:"):
         parent.pop(path[-1][2:], None)
-
-
-def _container(obj: Any, path: Path) -> Any:
-    """The map or list at ``path`` (whose last step is not an item's ``.``)."""
-    return value_at(obj, path) if path else obj
 
 
 # -- other writes ---------------------------------------------------------------------------------
