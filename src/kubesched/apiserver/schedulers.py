@@ -22,6 +22,7 @@ from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
+from kubesched.runtime.batch_window import BatchWindow
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
 from kubesched.runtime.ports import Binder, StorePorts
@@ -71,38 +72,30 @@ class GroupedBinds:
     ) -> None:
         self.store = store
         self.binder = binder
-        self.max_pending = max_pending
-        self.max_delay = max_delay
-        self._now = now
+        self._window = BatchWindow(max_pending, max_delay, now)
         self._generation = 0
-        self._pending = 0
-        self._first = 0.0
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         with self.store.deferring() as pending:
             self.binder.bind(namespace, name, uid, node_name)
         if not pending.generation:
             return
-        if not self._pending:
-            self._first = self._now()
         self._generation = max(self._generation, pending.generation)
-        self._pending += 1
-        if self._pending >= self.max_pending or self._now() - self._first >= self.max_delay:
+        if self._window.add():
             self.flush()
 
     def flush_due(self) -> float | None:
         """Commit the binds made if the oldest has waited ``max_delay`` seconds; returns in how
         many seconds they will be due otherwise (None: none waits)."""
-        if not self._pending:
-            return None
-        left = self.max_delay - (self._now() - self._first)
-        if left > 0:
+        left = self._window.left()
+        if left is None or left > 0:
             return left
         self.flush()
         return None
 
     def flush(self) -> None:
-        generation, self._generation, self._pending = self._generation, 0, 0
+        generation, self._generation = self._generation, 0
+        self._window.clear()
         if generation:
             self.store.sync(generation)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from kubesched.runtime.batch_window import BatchWindow
 from kubesched.runtime.ports import EventRecorder
 from kubesched.store.base import Obj
 
@@ -52,12 +53,9 @@ class BufferedEventRecorder:
             raise ValueError("max_batch must be at least 1")
         self.sink = sink
         self._transaction = transaction or nullcontext
-        self.max_batch = max_batch
-        self.max_delay = max_delay
-        self._now = now
         self._lock = threading.Lock()
         self._kept: list[_Recorded] = []
-        self._oldest = 0.0
+        self._window = BatchWindow(max_batch, max_delay, now)
         #: Events whose write failed (logged and dropped).
         self.dropped = 0
 
@@ -68,10 +66,8 @@ class BufferedEventRecorder:
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
     ) -> None:
         with self._lock:
-            if not self._kept:
-                self._oldest = self._now()
             self._kept.append((regarding, event_type, reason, action, note, reporter))
-            due = len(self._kept) >= self.max_batch or self._now() - self._oldest >= self.max_delay
+            due = self._window.add()
         if due:
             self.flush()
 
@@ -79,10 +75,8 @@ class BufferedEventRecorder:
         """Write the kept events if the oldest has waited ``max_delay`` seconds; returns in how
         many seconds they will be due otherwise (None: none is kept)."""
         with self._lock:
-            if not self._kept:
-                return None
-            left = self.max_delay - (self._now() - self._oldest)
-        if left > 0:
+            left = self._window.left()
+        if left is None or left > 0:
             return left
         self.flush()
         return None
@@ -93,6 +87,7 @@ class BufferedEventRecorder:
             if not self._kept:
                 return 0
             kept, self._kept = self._kept, []
+            self._window.clear()
         written = 0
         with self._transaction():
             for args in kept:
