@@ -146,13 +146,14 @@ class Binds:
         self.counts: Counter[str] = Counter()
         self.moved: list[str] = []
         self._watch: Watch | None = None
+        self._store: Any = None
         self.follow(cluster)
 
     def follow(self, cluster: Cluster) -> None:
         """Start counting on ``cluster``'s store; a pod bound there already that was not bound in the
         last store followed was bound in between (the server restarted): one bind."""
         known = {uid for uid, n in self.counts.items() if n}
-        store = cluster.store
+        store = self._store = cluster.store
         with store.lock:
             self._watch = store.watch(frozenset({"Pod"}))
             listed = store.list("Pod")
@@ -163,6 +164,9 @@ class Binds:
 
     def drain(self) -> Counter[str]:
         assert self._watch is not None
+        # A read of the store's memory (``_pods``) may show a write whose commit, and so its watch
+        # event, is still under way: counted once that commit is made, as a client would see it.
+        self._store.sync(self._store.pending_generation())
         for event in self._watch.drain():
             if event.type != EventType.MODIFIED or event.old is None:
                 continue
