@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubesched.framework.config import config_from_dict
+from kubesched.framework.node_count import num_feasible_nodes_to_find
 from kubesched.plugins import default_registry
-from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 from kubesched.sim.simulation import Simulation
 
 

@@ -34,11 +34,11 @@ from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.plugins import default_registry, spec_for
 from kubesched.plugins.testing import pod_dict
 from kubesched.runtime.driver import RealTimeDriver
-from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.simulation import Simulation
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import StorePorts
 
 HOLD_LABEL = "example.com/hold"
 

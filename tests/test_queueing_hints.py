@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod
+from kubesched.framework.outcome import PodOutcome
 from kubesched.framework.types import ActionType, ClusterEvent, QueueingHint
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.testing import make_node, node_dict, pod_dict
 from kubesched.queue.scheduling_queue import SchedulingQueue
-from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.simulation import Simulation
 
 

@@ -18,9 +18,9 @@ import numpy as np
 
 from kubesched.cache.node_table import PODS_COL
 from kubesched.framework.config import config_from_dict
-from kubesched.framework.plugin_loading import plugin_registry, register
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
+from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.sim.simulation import Simulation
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

@@ -18,18 +18,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched import __version__
+from kubesched.api.durations import parse_duration
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, load_batch_conf
-from kubesched.batch.report import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.bench import WORKLOADS
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config, load_config, parse_feature_gates
-from kubesched.framework.plugin_loading import plugin_registry
+from kubesched.framework.outcome import PodOutcome
 from kubesched.framework.registry import Registry
 from kubesched.metrics.logs import configure_logging
 from kubesched.runtime.collector import tune_collector
-from kubesched.scheduler.outcome import PodOutcome
+from kubesched.runtime.plugin_loading import plugin_registry
+from kubesched.sim.batch_output import batch_document, explain_batch_pod, print_batch_tables
 from kubesched.sim.compare import RunSpec, plan_runs
 from kubesched.sim.export import export_runs
 from kubesched.sim.metrics import MetricsRecorder
@@ -38,7 +39,7 @@ from kubesched.sim.report import RunReport, summary_table, write_report
 from kubesched.sim.simulation import Simulation, SimulationResult
 from kubesched.sim.traces import FORMATS as TRACE_FORMAT_LOADERS
 from kubesched.sim.traces import load_trace
-from kubesched.sim.workload import Workload, parse_duration, to_manifests
+from kubesched.sim.workload import Workload, to_manifests
 
 EXIT_OK = 0
 EXIT_UNSCHEDULABLE = 1
@@ -461,9 +462,9 @@ def _seeds(text: str) -> list[int]:
 def cmd_experiment_fgd(args: argparse.Namespace) -> int:
     import time
 
-    from kubesched.gpu.experiment import PAPER_UNALLOCATED, run_grid, summary, write_csv
     from kubesched.gpu.policies import POLICIES
-    from kubesched.gpu.report import write_report
+    from kubesched.sim.gpu_experiment import PAPER_UNALLOCATED, run_grid, summary, write_csv
+    from kubesched.sim.gpu_report import write_report
 
     policies = [p.strip() for p in args.policies.split(",")] if args.policies else list(POLICIES)
     for name in policies:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.api.manifests import load_manifests
+from kubesched.api.manifests import LOAD_ORDER, load_manifests
 from kubesched.api.workloads import (
     ReplicaSet,
     ReplicationController,
@@ -19,7 +19,6 @@ from kubesched.api.workloads import (
     owner_references,
 )
 from kubesched.errors import InputError
-from kubesched.sim.simulation import LOAD_ORDER
 
 
 def meta(name: str = "w", namespace: str | None = "shop") -> dict[str, Any]:

@@ -14,8 +14,8 @@ from tests.apiserver.conftest import pod
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.resources import BY_GROUP_VERSION
 from kubesched.apiserver.schedulers import GroupedBinds
-from kubesched.runtime.ports import StorePorts
 from kubesched.store.base import Conflict
+from kubesched.store.ports import StorePorts
 from kubesched.store.sqlite import SqliteStore
 
 PODS = BY_GROUP_VERSION[("", "v1")]["pods"]

@@ -32,7 +32,7 @@ from tests.extenders.serve_run_verbs import (
 from tests.extenders.test_http_extenders import ExtenderServer
 
 from kubesched.framework.config import config_from_dict
-from kubesched.framework.plugin_loading import plugin_registry, register
+from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]

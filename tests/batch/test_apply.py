@@ -15,11 +15,11 @@ from kubesched.batch.plugins.gang import GangPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
 from kubesched.batch.testing import node, one_tier, pod, pod_group, queue, store_of
-from kubesched.runtime.ports import StorePorts
-from kubesched.scheduler.outcome import PENDING, SCHEDULED
+from kubesched.framework.outcome import PENDING, SCHEDULED
 from kubesched.store.base import Conflict
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import StorePorts
 
 TIER = [{"name": "priority"}, {"name": "gang"}, {"name": "predicates"}, {"name": "proportion"}]
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from kubesched.api.manifests import load_manifests
-from kubesched.batch.objects import (
+from kubesched.api.volcano import (
     SCHEDULING_VOLCANO,
     SCHEDULING_X_K8S,
     PodGroup,

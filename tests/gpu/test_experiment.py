@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 
 from kubesched.cli import main
-from kubesched.gpu.experiment import load_cluster, load_pod_list, run_cell, run_grid, tune_order, write_csv
 from kubesched.gpu.policies import POLICIES
+from kubesched.sim.gpu_experiment import (
+    load_cluster,
+    load_pod_list,
+    run_cell,
+    run_grid,
+    tune_order,
+    write_csv,
+)
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 node-0,32000,65536,2,T4

@@ -10,7 +10,7 @@ from tests.metrics.conftest import bucket_bounds, sample
 
 from kubesched.batch.conf import default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
-from kubesched.metrics import SchedulerMetrics
+from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.store.memory import MemoryStore
 
 ORDER = {"Queue": 0, "Node": 1, "PodGroup": 2, "Pod": 3}

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubesched.metrics import SchedulerMetrics
 from kubesched.metrics.health import health_response, with_ping
-from kubesched.metrics.server import HealthServer, start_health_server
+from kubesched.runtime.health_server import HealthServer, start_health_server
+from kubesched.runtime.metrics import SchedulerMetrics
 
 
 def get(server: HealthServer, path: str) -> tuple[int, str, dict[str, str]]:

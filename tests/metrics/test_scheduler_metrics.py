@@ -8,7 +8,7 @@ import pytest
 from tests.metrics.conftest import bucket_bounds, sample, samples
 from tests.test_scheduler import make_node, make_pod
 
-from kubesched.metrics import SchedulerMetrics
+from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.sim.simulation import Simulation
 
 PROFILE = "default-scheduler"

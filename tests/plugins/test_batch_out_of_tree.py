@@ -13,9 +13,9 @@ from kubesched.batch import factory
 from kubesched.batch.conf import batch_conf_from_dict
 from kubesched.batch.testing import node, pod, pod_group, queue
 from kubesched.errors import ConfigError, InputError
-from kubesched.framework.plugin_loading import plugin_registry, register
 from kubesched.framework.types import FilterResult
 from kubesched.plugins import api
+from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.sim.simulation import Simulation
 
 

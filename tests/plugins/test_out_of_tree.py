@@ -18,8 +18,9 @@ from kubesched.cli import main
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.extension_points import ExtensionPoint
-from kubesched.framework.plugin_loading import adapt, plugin_registry, plugin_spec, register
+from kubesched.framework.out_of_tree import adapt, plugin_spec
 from kubesched.plugins import api
+from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.sim.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,10 +25,10 @@ from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery, KindInfo
 from kubesched.remote.mirror import MirrorStore
 from kubesched.remote.reflector import Backoff, Reflector, ReflectorSet
 from kubesched.runtime.driver import RealTimeDriver
-from kubesched.runtime.ports import Ports
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import WatchEvent
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import Ports
 from kubesched.store.sqlite import SqliteStore
 
 from .refcp import RefCluster, needs_refcp

@@ -28,8 +28,8 @@ from tests.remote.conftest import Cluster, started_runners
 
 from kubesched.cli import EXIT_OK
 from kubesched.framework.config import config_from_dict
-from kubesched.framework.plugin_loading import plugin_registry, register
 from kubesched.remote.run import Runner
+from kubesched.runtime.plugin_loading import plugin_registry, register
 
 ROOT = Path(__file__).resolve().parents[2]
 KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from kubesched.framework.config import default_config
+from kubesched.framework.outcome import SCHEDULED
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import RealTimeDriver
-from kubesched.runtime.ports import Ports, StorePorts
-from kubesched.scheduler.outcome import SCHEDULED
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import Conflict, EventType, NotFound, StoreError
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import Ports, StorePorts
 
 from .test_realtime_driver import milli, node, pod
 

@@ -14,9 +14,9 @@ from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
-from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.memory import MemoryStore
+from kubesched.store.ports import StorePorts
 from kubesched.store.sqlite import SqliteStore
 
 

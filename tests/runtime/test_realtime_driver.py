@@ -17,11 +17,11 @@ from typing import Any
 from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import RealTimeDriver
-from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import Conflict, EventType
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import Ports, StorePorts
 
 NODE_CPU_MILLI = 4000
 WRITE_SECONDS = 1.5

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.api.durations import MAX_DURATION, parse_duration
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.errors import InputError
-from kubesched.sim.workload import MAX_DURATION, parse_duration
 
 NODES = """\
 apiVersion: v1

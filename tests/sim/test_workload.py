@@ -6,20 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubesched.api.annotations import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, ANNOTATION_GROUP
+from kubesched.api.durations import format_duration, parse_duration
 from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
-from kubesched.sim.workload import (
-    ANNOTATION_ARRIVAL,
-    ANNOTATION_DURATION,
-    ANNOTATION_GROUP,
-    GroupSpec,
-    Workload,
-    WorkloadNode,
-    WorkloadPod,
-    format_duration,
-    parse_duration,
-    to_manifests,
-)
+from kubesched.sim.workload import GroupSpec, Workload, WorkloadNode, WorkloadPod, to_manifests
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from kubesched_example_plugins import MaxPodsPerNode, PreferNodeLabel
 from kubesched.api.manifests import load_manifests
 from kubesched.errors import ConfigError
 from kubesched.framework.config import load_config
-from kubesched.framework.plugin_loading import plugin_registry, register
+from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.sim.simulation import Simulation
 
 DEMO = Path(__file__).resolve().parent.parent / "demo"

@@ -24,9 +24,9 @@ from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.api.topology_spread import parse_topology_spread_constraints
+from kubesched.api.volcano import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet, owner_references
 from kubesched.api.yaml_input import safe_load_all
-from kubesched.batch.objects import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.errors import InputError, yaml_error_detail
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -34,6 +34,19 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: Creation order: what others refer to first (admission resolves priority classes, pods need nodes).
+LOAD_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "Node",
+    "Service",
+    "ReplicationController",
+    "ReplicaSet",
+    "StatefulSet",
+    "PodDisruptionBudget",
+    "Pod",
+)
+
 #: Upstream ``TotalAnnotationSizeLimitB``: keys and values of one object's annotations together.
 _MAX_ANNOTATION_BYTES = 256 * 1024
 

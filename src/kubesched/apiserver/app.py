@@ -55,7 +55,7 @@ from kubesched.apiserver.status import (
 from kubesched.apiserver.tables import table
 from kubesched.errors import InputError
 from kubesched.metrics.health import Check, health_response, with_ping
-from kubesched.metrics.registry import CONTENT_TYPE, SchedulerMetrics
+from kubesched.runtime.metrics import CONTENT_TYPE, SchedulerMetrics
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj, WatchEvent
 from kubesched.store.memory import format_timestamp
 from kubesched.store.parsers import DEFAULT_PARSERS

@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from kubesched.sim.workload import ANNOTATION_DURATION, parse_duration
+from kubesched.api.annotations import ANNOTATION_DURATION
+from kubesched.api.durations import parse_duration
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj
 from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import SqliteStore

@@ -19,15 +19,15 @@ from kubesched.cache.feed import CacheFeed
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.registry import Registry, is_in_tree
-from kubesched.metrics.registry import SchedulerMetrics
 from kubesched.plugins import default_registry
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.batch_window import BatchWindow
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
-from kubesched.runtime.ports import Binder, StorePorts
+from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import Binder, StorePorts
 from kubesched.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)

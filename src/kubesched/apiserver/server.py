@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubesched.api.manifests import LOAD_ORDER
 from kubesched.apiserver.app import ApiServer, admit
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.lifecycle import Lifecycle, simulated_node
@@ -20,7 +21,6 @@ from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
-from kubesched.sim.simulation import LOAD_ORDER
 from kubesched.store.base import AlreadyExists
 from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore
 

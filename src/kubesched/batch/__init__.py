@@ -1,6 +1,6 @@
 """Volcano-style batch scheduling: PodGroups, Queues, the batch scheduler conf, and the scheduler.
 
-Objects (:mod:`~kubesched.batch.objects`), conf (:mod:`~kubesched.batch.conf`), session machinery
+Objects (:mod:`~kubesched.api.volcano`), conf (:mod:`~kubesched.batch.conf`), session machinery
 (:mod:`~kubesched.batch.job_info`, :mod:`~kubesched.batch.session`, :mod:`~kubesched.batch.statement`,
 :mod:`~kubesched.batch.operations`, :mod:`~kubesched.batch.framework`), actions and plugins
 (subpackages, registered by name in :mod:`~kubesched.batch.factory`), and the
@@ -9,16 +9,7 @@ Objects (:mod:`~kubesched.batch.objects`), conf (:mod:`~kubesched.batch.conf`), 
 :mod:`~kubesched.batch.cycle`, :mod:`~kubesched.batch.apply` and :mod:`~kubesched.batch.report`).
 """
 
-from kubesched.batch.conf import (
-    BATCH_SCHEDULER_NAME,
-    BatchConf,
-    PluginOption,
-    Tier,
-    batch_conf_from_dict,
-    default_batch_conf,
-    load_batch_conf,
-)
-from kubesched.batch.objects import (
+from kubesched.api.volcano import (
     GROUP_NAME_ANNOTATION,
     POD_GROUP_LABEL,
     SCHEDULING_VOLCANO,
@@ -27,6 +18,15 @@ from kubesched.batch.objects import (
     PodGroupCondition,
     Queue,
     group_name_of,
+)
+from kubesched.batch.conf import (
+    BATCH_SCHEDULER_NAME,
+    BatchConf,
+    PluginOption,
+    Tier,
+    batch_conf_from_dict,
+    default_batch_conf,
+    load_batch_conf,
 )
 
 __all__ = [

@@ -21,19 +21,19 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.api.quantity import format_quantity, resource_amount
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kubesched.api.volcano import ROOT_QUEUE, PodGroup, Queue, queue_ancestors
 from kubesched.batch.framework import JobUpdate
 from kubesched.batch.gang_breaks import bound_members, gang_break_notes, with_note
 from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import ROOT_QUEUE, PodGroup, Queue, queue_ancestors
 from kubesched.batch.operations import Evictee
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
 from kubesched.batch.session import Session
 from kubesched.cache.cache import SchedulerCache
-from kubesched.runtime.ports import Ports
-from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
+from kubesched.framework.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
 from kubesched.store.base import NotFound, StoreError
+from kubesched.store.ports import Ports
 
 log = logging.getLogger(__name__)
 

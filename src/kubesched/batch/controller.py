@@ -8,10 +8,10 @@ import logging
 from typing import Any
 
 from kubesched.api.objects import Pod
+from kubesched.api.volcano import DEFAULT_QUEUE, VOLCANO_API_VERSION, PodGroup
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import DEFAULT_QUEUE, VOLCANO_API_VERSION, PodGroup
-from kubesched.runtime.ports import PodGroupStatusWriter
 from kubesched.store.base import StoreError
+from kubesched.store.ports import PodGroupStatusWriter
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kubesched.api.volcano import PodGroup
 from kubesched.batch.apply import SessionApplier
 from kubesched.batch.conf import BatchConf
 from kubesched.batch.factory import BatchAction
@@ -28,17 +29,16 @@ from kubesched.batch.framework import (
 )
 from kubesched.batch.job_info import QueueInfo, ValidateResult
 from kubesched.batch.jobs import JobCache, task_status
-from kubesched.batch.objects import PodGroup
 from kubesched.batch.report import SessionStats
 from kubesched.batch.session import PodGroupConditionUpdate, Session
 from kubesched.batch.shares import ResourceSpace, capability_vector
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.cache.node_table import NodeTable
-from kubesched.runtime.ports import Ports
 from kubesched.store.informers import InformerFactory
+from kubesched.store.ports import Ports
 
 if TYPE_CHECKING:
-    from kubesched.metrics.volcano import VolcanoMetrics
+    from kubesched.batch.metrics import VolcanoMetrics
 
 
 class SessionCycle:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.objects import Pod
+from kubesched.api.volcano import PodGroup, Queue, group_name_of
 from kubesched.batch.controller import PodGroupController
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import PodGroup, Queue, group_name_of
-from kubesched.runtime.ports import DISRUPTION_TARGET
-from kubesched.scheduler.outcome import PodOutcome
+from kubesched.framework.outcome import PodOutcome
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
+from kubesched.store.ports import DISRUPTION_TARGET
 
 #: The kinds the batch scheduler follows, in the order their handlers are subscribed: each handler
 #: first gets what its informer already holds, so queues and priority classes come before the jobs

@@ -33,8 +33,8 @@ from kubesched.batch.shares import ResourceSpace
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import PodIndex
-from kubesched.runtime.ports import Ports
 from kubesched.store.informers import InformerFactory
+from kubesched.store.ports import Ports
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from kubesched.batch.shares import MIN_RESOURCE, Vector
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
-    from kubesched.batch.objects import PodGroup, Queue
+    from kubesched.api.volcano import PodGroup, Queue
 
 #: Pod annotation (or label) naming a task's role inside its job, for ``minTaskMember``.
 TASK_SPEC_KEY = "volcano.sh/task-spec"

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.volcano import DEFAULT_QUEUE, VOLCANO_API_VERSION, PodGroup, Queue
 from kubesched.batch.conf import BatchConf
 from kubesched.batch.job_info import (
     POD_PREEMPTABLE_KEY,
@@ -28,7 +29,6 @@ from kubesched.batch.job_info import (
     TaskStatus,
     fit_threshold_of,
 )
-from kubesched.batch.objects import DEFAULT_QUEUE, VOLCANO_API_VERSION, PodGroup, Queue
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import ParkedJobs, Session
 from kubesched.batch.shares import MIN_RESOURCE, ResourceSpace, Vector

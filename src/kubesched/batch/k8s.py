@@ -24,9 +24,9 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, IntArray
 from kubesched.plugins import default_registry
-from kubesched.runtime.ports import StorePorts
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import StorePorts
 
 
 @functools.cache

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.volcano import SCHEDULING_VOLCANO, PodGroup
 from kubesched.batch.apply import QUEUE_NOT_FOUND_REASON, SessionApplier
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.controller import QUEUE_NAME_ANNOTATION, PodGroupController
@@ -30,16 +31,15 @@ from kubesched.batch.events import ClusterEvents
 from kubesched.batch.factory import get_action
 from kubesched.batch.framework import BatchSnapshot, unavailable
 from kubesched.batch.jobs import JobCache
-from kubesched.batch.objects import SCHEDULING_VOLCANO, PodGroup
 from kubesched.batch.report import BatchReports, JobReport, QueueReport, SessionStats
 from kubesched.batch.session import Session
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
-from kubesched.runtime.ports import Ports, StorePorts
-from kubesched.scheduler.outcome import PodOutcome
+from kubesched.framework.outcome import PodOutcome
 from kubesched.store.base import ClusterStore
 from kubesched.store.informers import InformerFactory
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import Ports, StorePorts
 
 DEFAULT_SCHEDULE_PERIOD = 1.0
 

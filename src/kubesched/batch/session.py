@@ -43,8 +43,8 @@ from kubesched.batch.job_info import (
 from kubesched.batch.operations import Evictee, VictimVerdict
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
+from kubesched.framework.node_count import num_feasible_nodes_to_find
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
-from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
     from kubesched.cache.pod_index import PodIndex
-    from kubesched.runtime.ports import Ports
     from kubesched.store.informers import InformerFactory
+    from kubesched.store.ports import Ports
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]

@@ -80,7 +80,7 @@ class SchedulerCache:
     def _touch(self, name: str, info: NodeInfo) -> None:
         info.generation = next(self._generation)
         self._mark(name)
-        self.gpu_cards.sync(name, info)
+        self.gpu_cards.sync(name, info.node, info.pods)
 
     def _mark(self, name: str) -> None:
         for lag in self._lags.values():

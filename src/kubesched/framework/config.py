@@ -39,6 +39,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from kubesched.api.durations import parse_duration as parse_go_duration
 from kubesched.api.resources import is_extended_resource as is_extended_resource_name
 from kubesched.api.yaml_input import BoundedSafeLoader, yaml_nesting_problem
 from kubesched.errors import ConfigError, InputError
@@ -55,7 +56,6 @@ from kubesched.framework.plugin_args import (
     qualified_name_problem,
 )
 from kubesched.framework.registry import UPSTREAM_PLUGIN_NAMES, Registry
-from kubesched.sim.workload import parse_duration as parse_go_duration
 
 API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
 KIND: Final = "KubeSchedulerConfiguration"

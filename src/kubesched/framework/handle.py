@@ -14,8 +14,8 @@ import numpy as np
 
 from kubesched.cache.cache import Snapshot
 from kubesched.framework.waiting_pods import WaitingPods
-from kubesched.runtime.ports import Ports
 from kubesched.store.informers import InformerFactory
+from kubesched.store.ports import Ports
 
 
 @dataclass(slots=True)

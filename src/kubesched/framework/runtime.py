@@ -42,6 +42,7 @@ from kubesched.framework.interfaces import (
     ScoreNormalizer,
     ScorePlugin,
 )
+from kubesched.framework.nominated_pods import NominatedColumns, PodNominator
 from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -61,7 +62,6 @@ from kubesched.framework.types import (
     none_failed,
 )
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT
-from kubesched.queue.nominator import NominatedColumns, Nominator
 
 __all__ = ["ALL_EVENTS", "Framework", "FrameworkError", "PluginError", "ScoreDetails"]
 
@@ -99,7 +99,9 @@ def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginErro
 
 
 class Framework:
-    def __init__(self, profile: ProfileConfig, registry: Registry, handle: Handle) -> None:
+    def __init__(
+        self, profile: ProfileConfig, registry: Registry, handle: Handle, nominator: PodNominator
+    ) -> None:
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.handle = handle
@@ -204,8 +206,10 @@ class Framework:
         self.pre_filter_extensions: list[PreFilterExtensions] = [
             pl for pl in self.pre_filter if isinstance(pl, PreFilterExtensions)
         ]
-        #: Nominated pods; the scheduler replaces this with its queue's nominator.
-        self.nominator = Nominator()
+        #: Nominated pods: the scheduling queue's, shared by every profile of a scheduler.
+        self._nominator = nominator
+        self.nominated_columns = NominatedColumns()
+        nominator.subscribe(self.nominated_columns)
         #: The scheduler's HTTP extenders (preemption asks them about its candidates).
         self.extenders: Sequence[Extender] = ()
         for pl in instances.values():
@@ -389,14 +393,8 @@ class Framework:
         )
 
     @property
-    def nominator(self) -> Nominator:
+    def nominator(self) -> PodNominator:
         return self._nominator
-
-    @nominator.setter
-    def nominator(self, nominator: Nominator) -> None:
-        self._nominator = nominator
-        self.nominated_columns = NominatedColumns()
-        nominator.subscribe(self.nominated_columns)
 
     @contextmanager
     def node_overlay(self, slots_infos: dict[int, NodeInfo]) -> Iterator[NodeTable]:

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
-
-if TYPE_CHECKING:
-    from kubesched.cache.node_info import NodeInfo
 
 __all__ = [
     "ANNOTATION_GPU_CARDS",
@@ -187,9 +185,8 @@ class GpuCards:
         self._reserved: dict[str, tuple[int, ...]] = {}  # uid -> cards picked before binding
         self._on_node: dict[str, set[str]] = {}  # node -> uids holding cards there
 
-    def sync(self, name: str, info: NodeInfo) -> None:
-        """Bring ``name``'s cards in line with the node and pods the cache holds for it."""
-        node = info.node
+    def sync(self, name: str, node: Node | None, pods: Mapping[str, Pod]) -> None:
+        """Bring ``name``'s cards in line with the node and pods (uid → pod) the cache holds for it."""
         if node is None:
             for uid in list(self._on_node.get(name, ())):
                 self.pod_removed(uid)
@@ -201,9 +198,9 @@ class GpuCards:
             return  # a node without GPUs: nothing to track
         self.node_added(name, node.allocatable, node.labels)
         held = self._on_node.get(name, set())
-        for uid in [u for u in held if u not in info.pods]:
+        for uid in [u for u in held if u not in pods]:
             self.pod_removed(uid)
-        for uid, pod in info.pods.items():
+        for uid, pod in pods.items():
             if uid in held:
                 continue
             try:

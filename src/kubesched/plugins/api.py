@@ -74,7 +74,7 @@ from kubesched.framework.interfaces import (
     ScoreNormalizer,
     ScorePlugin,
 )
-from kubesched.framework.plugin_loading import ENTRY_POINT_GROUP, adapt, plugin_spec
+from kubesched.framework.out_of_tree import ENTRY_POINT_GROUP, adapt, plugin_spec
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,

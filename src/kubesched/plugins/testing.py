@@ -24,10 +24,10 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin, ScoreNormalizer, ScorePlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult
-from kubesched.runtime.ports import StorePorts
 from kubesched.store.base import ClusterStore
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import StorePorts
 
 Quantity = str | int
 ResourceMap = Mapping[str, Quantity]

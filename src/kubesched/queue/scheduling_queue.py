@@ -27,6 +27,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Pod
+from kubesched.framework.nominated_pods import status_nominated_node
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     UNSCHEDULED_POD,
@@ -38,7 +39,7 @@ from kubesched.framework.types import (
     QueueingHint,
 )
 from kubesched.queue.heap import KeyedHeap
-from kubesched.queue.nominator import Nominator, status_nominated_node
+from kubesched.queue.nominator import Nominator
 
 if TYPE_CHECKING:
     from kubesched.metrics.kube import KubeSchedulerMetrics
@@ -106,6 +107,7 @@ class SchedulingQueue:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+        nominator: Nominator | None = None,
     ) -> None:
         self._now = now
         self._pre_enqueue = pre_enqueue
@@ -127,8 +129,9 @@ class SchedulingQueue:
         self._in_flight_events: dict[str, list[InFlightEvent]] = {}
         self._seq = itertools.count()
         self.scheduling_cycle = 0
-        #: Pods nominated to nodes by preemption (upstream keeps the nominator in the queue too).
-        self.nominator = Nominator()
+        #: Pods nominated to nodes by preemption (upstream keeps the nominator in the queue too); the
+        #: scheduler passes the one its frameworks read.
+        self.nominator = nominator if nominator is not None else Nominator()
         #: Where incoming pods and unschedulable plugins are counted (None: not counted).
         self.metrics: KubeSchedulerMetrics | None = None
 

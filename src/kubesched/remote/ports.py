@@ -37,8 +37,8 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 from kubesched.remote.client import RemoteNotFound
-from kubesched.runtime.ports import DISRUPTION_TARGET, Ports
 from kubesched.store.base import AlreadyExists, Conflict, NotFound, Obj, StoreError
+from kubesched.store.ports import DISRUPTION_TARGET, Ports
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def _utcnow() -> datetime.datetime:
 
 
 class RemotePorts:
-    """Every port of :mod:`kubesched.runtime.ports`, written to an API server.
+    """Every port of :mod:`kubesched.store.ports`, written to an API server.
 
     ``current`` looks an object up in the scheduler's own view of the cluster (the mirror store): a
     condition write compares with it, as upstream compares with its informer's copy of the pod.

@@ -47,8 +47,6 @@ from kubesched.cache.feed import CacheFeed
 from kubesched.errors import InputError, KubeschedError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
-from kubesched.metrics.registry import SchedulerMetrics
-from kubesched.metrics.server import HealthServer, start_health_server
 from kubesched.plugins import default_registry
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import load_client_config_async
@@ -60,7 +58,9 @@ from kubesched.remote.ports import ApiFeatures, RemotePorts
 from kubesched.remote.reflector import ReflectorSet
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.health_server import HealthServer, start_health_server
 from kubesched.runtime.leader_election import LeaderCallbacks, LeaderElectionConfig
+from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import StoreError
 from kubesched.store.informers import InformerFactory

@@ -23,8 +23,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from kubesched.runtime.batch_window import BatchWindow
-from kubesched.runtime.ports import EventRecorder
 from kubesched.store.base import Obj
+from kubesched.store.ports import EventRecorder
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ _Recorded = tuple[Obj, str, str, str, str, str]
 
 
 class BufferedEventRecorder:
-    """An :class:`~kubesched.runtime.ports.EventRecorder` that keeps events for ``sink`` and writes
+    """An :class:`~kubesched.store.ports.EventRecorder` that keeps events for ``sink`` and writes
     them in batches; safe to call from several threads."""
 
     def __init__(

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kubesched.framework.outcome import PodOutcome
 from kubesched.scheduler.explain import PASSED
-from kubesched.scheduler.outcome import PodOutcome
 
 
 def filter_summary(explain: dict[str, Any]) -> tuple[int, dict[str, Counter[str]], int]:

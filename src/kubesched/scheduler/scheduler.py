@@ -43,6 +43,8 @@ from kubesched.framework.cycle_state import POST_FILTER_EXPLAIN_KEY, CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.extender import Extender
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_count import num_feasible_nodes_to_find
+from kubesched.framework.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, FrameworkError, PluginError, ScoreDetails
 from kubesched.framework.status import Code, Status
@@ -56,8 +58,8 @@ from kubesched.framework.types import (
     none_failed,
 )
 from kubesched.framework.waiting_pods import WaitingPod
+from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import SchedulingQueue, pod_update_events
-from kubesched.runtime.ports import Ports, StorePorts
 from kubesched.scheduler.batching import OpportunisticBatch, Signature, batchable_plugins
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.extenders import (
@@ -68,11 +70,10 @@ from kubesched.scheduler.extenders import (
     extenders_binding,
     find_nodes_that_pass_extenders,
 )
-from kubesched.scheduler.node_count import num_feasible_nodes_to_find
-from kubesched.scheduler.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
 from kubesched.store.base import ClusterStore, EventType, StoreError
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import Ports, StorePorts
 
 if TYPE_CHECKING:
     from kubesched.metrics.kube import KubeSchedulerMetrics
@@ -133,8 +134,10 @@ class Scheduler:
         self.cache = self.feed.cache
         self.snapshot = Snapshot()
         self.handle = Handle(informers, ports, self.snapshot, now, self.rng, config.parallelism)
+        # Every profile filters with the same nominated pods (upstream: one nominator per scheduler).
+        nominator = Nominator()
         self.profiles: dict[str, Framework] = {
-            p.scheduler_name: Framework(p, registry, self.handle) for p in config.profiles
+            p.scheduler_name: Framework(p, registry, self.handle, nominator) for p in config.profiles
         }
         first = next(iter(self.profiles.values()))
         self.queue = SchedulingQueue(
@@ -145,10 +148,8 @@ class Scheduler:
             profile_events={name: fwk.events_to_register() for name, fwk in self.profiles.items()},
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
+            nominator=nominator,
         )
-        # Every profile filters with the same nominated pods (upstream: one nominator per scheduler).
-        for fwk in self.profiles.values():
-            fwk.nominator = self.queue.nominator
         #: HTTP extenders, shared by every profile (preemption reaches them through its framework).
         self.extenders: list[Extender] = build_extenders(config.extender_configs)
         for fwk in self.profiles.values():

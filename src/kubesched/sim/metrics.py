@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from kubesched.api.annotations import ANNOTATION_DURATION, ANNOTATION_QUEUE
+from kubesched.api.durations import parse_duration
 from kubesched.api.resources import EPHEMERAL_STORAGE, PODS, pod_requests
-from kubesched.batch.objects import DEFAULT_QUEUE, SCHEDULING_VOLCANO, Queue, group_name_of
+from kubesched.api.volcano import DEFAULT_QUEUE, SCHEDULING_VOLCANO, Queue, group_name_of
 from kubesched.batch.shares import (
     QueueDemand,
     ResourceSpace,
@@ -34,7 +36,6 @@ from kubesched.batch.shares import (
     queue_share,
 )
 from kubesched.errors import InputError
-from kubesched.sim.workload import ANNOTATION_DURATION, ANNOTATION_QUEUE, parse_duration
 from kubesched.store.base import EventType, WatchEvent
 from kubesched.store.informers import Change
 

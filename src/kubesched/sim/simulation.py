@@ -18,42 +18,30 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.api.manifests import LoadResult
+from kubesched.api.annotations import ANNOTATION_ARRIVAL, ANNOTATION_DURATION
+from kubesched.api.durations import parse_duration
+from kubesched.api.manifests import LOAD_ORDER, LoadResult
 from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.cache.feed import CacheFeed
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.outcome import PENDING, PodOutcome
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import VirtualClockDriver
-from kubesched.runtime.ports import StorePorts
-from kubesched.scheduler.outcome import PENDING, PodOutcome
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.admission import BOUND, FAILED, admission_check, rejected
 from kubesched.sim.clock import SimulatedClock
 from kubesched.sim.metrics import MetricsRecorder
-from kubesched.sim.workload import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, parse_duration
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import StorePorts
 
 log = logging.getLogger(__name__)
-
-#: Creation order: what others refer to first (admission resolves priority classes, pods need nodes).
-LOAD_ORDER = (
-    "Namespace",
-    "PriorityClass",
-    "Node",
-    "Service",
-    "ReplicationController",
-    "ReplicaSet",
-    "StatefulSet",
-    "PodDisruptionBudget",
-    "Pod",
-)
 
 #: Output status of a pod deleted by an eviction (preemption, reclaim).
 EVICTED = "Evicted"

@@ -7,8 +7,8 @@ from typing import Any
 
 from kubesched.api.objects import Node, Pod, PriorityClass
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.volcano import PodGroup, Queue
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
-from kubesched.batch.objects import PodGroup, Queue
 from kubesched.store.base import ClusterStore, Obj
 from kubesched.store.informers import InformerFactory, Parser
 

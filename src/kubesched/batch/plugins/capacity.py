@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.resources import CPU, MEMORY, PODS
+from kubesched.api.volcano import ROOT_QUEUE
 from kubesched.batch.actions.preempt import victim_order
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import PERMIT, REJECT, JobInfo, QueueInfo, TaskInfo
-from kubesched.batch.objects import ROOT_QUEUE
 from kubesched.batch.plugins.proportion import QUOTA_INSUFFICIENT, _LazyReport, format_resource_names
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import Event, EventHandler, Session

@@ -70,7 +70,7 @@ class GpuSharePlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.cards = GpuCards()
         for name, info in ssn.node_infos.items():
-            self.cards.sync(name, info)
+            self.cards.sync(name, info.node, info.pods)
         self._preferred = {}
         self._models = sorted({self.cards.model(n) for n in ssn.node_infos})
         shapes = [_shape(t, _demand(t)) for job in ssn.jobs.values() for t in job.tasks.values()]

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubesched.api.objects import Pod
-from kubesched.batch.objects import PodGroup, group_name_of
+from kubesched.api.volcano import PodGroup, group_name_of
 from kubesched.cache.node_info import NodeInfo
 
 GangKey = tuple[str, str, str]

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.framework.config import config_from_dict
+from kubesched.framework.outcome import PodOutcome
 from kubesched.framework.plugin_args import DefaultPreemptionArgs
 from kubesched.plugins import default_registry
 from kubesched.plugins.defaultpreemption import DefaultPreemption, num_candidates
-from kubesched.scheduler.outcome import PodOutcome
 from kubesched.sim.simulation import Simulation
 
 START = "2024-01-01T00:00:{:02d}Z"

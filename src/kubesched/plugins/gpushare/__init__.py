@@ -10,7 +10,7 @@ the pod as ``kubesched.io/gpu-cards``.
 Score plugins, one per policy of :mod:`kubesched.gpu.policies`: ``GpuRandom``, ``GpuDotProd``,
 ``GpuClustering``, ``GpuPacking``, ``GpuBestFit`` and ``FGD``. Enable one (with ``GpuShare``) in a
 profile. FGD's typical pod distribution is learned from the pods it scores (each pod counted once);
-the experiment (:mod:`kubesched.gpu.experiment`) gives it the workload's distribution up front.
+the experiment (:mod:`kubesched.sim.gpu_experiment`) gives it the workload's distribution up front.
 
 Limitation: the cards are read from the cache's state; what-if evaluations (preemption dry runs,
 nominated pods) see the node's aggregate ``kubesched.io/gpu-milli`` through NodeResourcesFit but not

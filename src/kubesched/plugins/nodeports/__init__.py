@@ -19,6 +19,7 @@ from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import BoolArray, NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.nominated_pods import status_nominated_node
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     ActionType,
@@ -29,7 +30,6 @@ from kubesched.framework.types import (
     QueueingHint,
 )
 from kubesched.plugins.helper.sign import frozen
-from kubesched.queue.nominator import status_nominated_node
 
 PRE_FILTER_KEY = "PreFilterNodePorts"
 

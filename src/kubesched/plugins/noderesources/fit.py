@@ -23,6 +23,7 @@ from kubesched.cache.node_table import CPU_COL, MEMORY_COL, PODS_COL, NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.nominated_pods import status_nominated_node
 from kubesched.framework.plugin_args import NodeResourcesFitArgs
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
@@ -40,7 +41,6 @@ from kubesched.framework.types import (
 from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
 from kubesched.plugins.helper.sign import frozen
 from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
-from kubesched.queue.nominator import status_nominated_node
 
 PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
 PRE_SCORE_KEY = "PreScoreNodeResourcesFit"

@@ -14,11 +14,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
+from kubesched.api.durations import parse_duration
 from kubesched.api.manifests import dns_name_error, validate_labels
 from kubesched.api.quantity import QuantityError, resource_amount
 from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import InputError
-from kubesched.sim.workload import BadRow, GroupSpec, Workload, WorkloadPod, parse_duration
+from kubesched.sim.workload import BadRow, GroupSpec, Workload, WorkloadPod
 
 OnBadRow = Literal["skip", "fail"]
 

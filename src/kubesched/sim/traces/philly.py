@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
+from kubesched.api.durations import MAX_DURATION
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME
 from kubesched.errors import InputError
 from kubesched.sim.traces.generic import (
@@ -26,7 +27,7 @@ from kubesched.sim.traces.generic import (
     to_int,
     to_seconds,
 )
-from kubesched.sim.workload import MAX_DURATION, GroupSpec, Workload, WorkloadPod
+from kubesched.sim.workload import GroupSpec, Workload, WorkloadPod
 
 COLUMNS: Final = frozenset({"timestamp", "duration", "num_gpus", "cluster"})
 GPUS_PER_WORKER: Final = 8

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kubesched.gpu.experiment import ARRIVED_POINTS, PAPER_UNALLOCATED, CellResult, summary
 from kubesched.gpu.policies import POLICIES
+from kubesched.sim.gpu_experiment import ARRIVED_POINTS, PAPER_UNALLOCATED, CellResult, summary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from aiohttp import web
 
 from kubesched.metrics.health import ENDPOINTS, Check, health_response, with_ping
-from kubesched.metrics.registry import CONTENT_TYPE, SchedulerMetrics
+from kubesched.runtime.metrics import CONTENT_TYPE, SchedulerMetrics
 
 
 def metrics_response(metrics: SchedulerMetrics) -> web.Response:

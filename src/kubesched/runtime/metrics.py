@@ -19,10 +19,10 @@ from prometheus_client import (
     generate_latest,
 )
 
-from kubesched.metrics.collectors import PendingPodsCollector
+from kubesched.batch.metrics import VolcanoMetrics
 from kubesched.metrics.instrument import instrument_framework
 from kubesched.metrics.kube import PLUGIN_METRICS_SAMPLE_PERCENT, KubeSchedulerMetrics
-from kubesched.metrics.volcano import VolcanoMetrics
+from kubesched.runtime.metrics_collectors import PendingPodsCollector
 
 if TYPE_CHECKING:
     from kubesched.batch.scheduler import BatchScheduler
