@@ -17,6 +17,7 @@ demo: $(BIN)/kubesched
 lint: $(BIN)/kubesched
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
+	$(BIN)/lint-imports
 
 typecheck: $(BIN)/kubesched
 	$(BIN)/mypy src
