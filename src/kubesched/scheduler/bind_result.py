@@ -107,7 +107,9 @@ class BindWorkers(Generic[T, R]):
     takes it (:meth:`take`) and settles it."""
 
     def __init__(self, workers: int, thread_name_prefix: str) -> None:
-        self.pool = ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix) if workers else None
+        self.executor = (
+            ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix) if workers else None
+        )
         #: Binds handed to the workers by :meth:`start` and not yet taken back.
         self.in_flight = 0
         #: Results of started binds, (item, result), in the order the workers finished them.
@@ -119,15 +121,15 @@ class BindWorkers(Generic[T, R]):
     def map(self, send: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """Send every item's bind on the workers side by side (in place without workers); the
         results in the order of ``items``."""
-        if self.pool is None:
+        if self.executor is None:
             return [send(item) for item in items]
-        return list(self.pool.map(send, items))
+        return list(self.executor.map(send, items))
 
     def start(self, send: Callable[[T], R], item: T) -> None:
         """Hand one bind to a worker (there must be workers)."""
-        assert self.pool is not None
+        assert self.executor is not None
         self.in_flight += 1
-        self.pool.submit(self._run, send, item)
+        self.executor.submit(self._run, send, item)
 
     def _run(self, send: Callable[[T], R], item: T) -> None:
         self.done.append((item, send(item)))
@@ -144,12 +146,12 @@ class BindWorkers(Generic[T, R]):
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait until every started bind has finished, or ``timeout`` passed."""
-        if self.pool is not None:
+        if self.executor is not None:
             with self._idle:
                 self._idle.wait_for(lambda: len(self.done) >= self.in_flight, timeout)
 
     def shutdown(self) -> None:
         """Stop the workers once the binds they were given are sent; later binds go in place."""
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-            self.pool = None
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+            self.executor = None

@@ -76,7 +76,7 @@ def run_binding_cycles(sched: Scheduler) -> int:
             # Upstream WaitOnPermit failure: undo the reservation; the pod waits for an event.
             sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, task.assumed, None)
             sched._undo_assume(task, wp.rejection)
-        elif sched._binds.pool is not None:
+        elif sched._binds.executor is not None:
             sched._binds.start(sched._bind_in_worker, task)
             continue
         else:
