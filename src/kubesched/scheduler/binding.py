@@ -26,7 +26,7 @@ from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, QueuedPodInfo
+from kubesched.framework.types import QueuedPodInfo
 from kubesched.scheduler.bind_result import (
     already_assigned,
     binding_landed,
@@ -35,6 +35,7 @@ from kubesched.scheduler.bind_result import (
     rejection_message,
     send_binding,
 )
+from kubesched.scheduler.eventhandlers import ASSIGNED_POD_DELETE
 from kubesched.scheduler.extenders import extenders_binding
 from kubesched.scheduler.outcome import PodOutcome
 
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
     from kubesched.scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
-
-ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
 
 
 @dataclass(slots=True)
