@@ -1,10 +1,12 @@
 """Carrying out what a batch session decided, through the side-effect ports.
 
 Committed evictions go to the evictor and binds to the binder (the scheduler cache assumes each
-pod first and forgets it when the bind is refused); then the PodGroup phases and conditions, the
-pods' ``PodScheduled`` conditions and the events the session produced are written back. A refused
-bind (a ``StoreError``: the pod changed or is gone) leaves the pod pending for a later session; an
-eviction of a pod already gone is skipped; any other failure is a bug and propagates.
+pod first and forgets it when the bind is refused; sending a bind and settling its result are
+shared with the kube-scheduler pipeline, :mod:`~kubesched.framework.bind_result`); then the
+PodGroup phases and conditions, the pods' ``PodScheduled`` conditions and the events the session
+produced are written back. A refused bind (a ``StoreError``: the pod changed or is gone) leaves the
+pod pending for a later session; an eviction of a pod already gone is skipped; any other failure is
+a bug and propagates.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,14 @@ from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
 from kubesched.batch.session import Session
 from kubesched.cache.cache import SchedulerCache
-from kubesched.framework.outcome import PENDING, SCHEDULED, UNSCHEDULABLE, PodOutcome
+from kubesched.framework.bind_result import (
+    BindWorkers,
+    forget_assumed,
+    record_bound,
+    rejection_message,
+    send_binding,
+)
+from kubesched.framework.outcome import PENDING, UNSCHEDULABLE, PodOutcome
 from kubesched.store.base import NotFound, StoreError
 from kubesched.store.ports import Ports
 
@@ -51,12 +59,14 @@ class SessionApplier:
         outcomes: dict[str, PodOutcome],
         *,
         now: Callable[[], float],
-        bind_pool: Executor | None = None,
+        bind_pool: BindWorkers[Pod, StoreError | None] | None = None,
     ) -> None:
         """``bind_pool``: workers that send a session's binds side by side (Volcano binds in
-        goroutines); without it each bind is sent and settled before the next."""
+        goroutines); without workers each bind is sent and settled before the next."""
         self.ports = ports
-        self.bind_pool = bind_pool
+        self.bind_pool: BindWorkers[Pod, StoreError | None] = (
+            bind_pool if bind_pool is not None else BindWorkers(0, "volcano-bind")
+        )
         self.cache = cache
         self.jobs = jobs
         self.reports = reports
@@ -91,14 +101,14 @@ class SessionApplier:
             )
         bound = 0
         pool = self.bind_pool
-        if pool is None or len(ssn.to_bind) < 2:
+        if pool.executor is None or len(ssn.to_bind) < 2:
             for t in ssn.to_bind:
                 assumed = self._assume(t)
                 bound += self._settle(ssn, t, assumed, self._bind(assumed))
         else:
             # Side by side: every pod is assumed first, so no bind waits for another's reply.
             assumed_pods = [self._assume(t) for t in ssn.to_bind]
-            results = list(pool.map(self._bind, assumed_pods))
+            results = pool.map(self._bind, assumed_pods)
             for t, assumed, exc in zip(ssn.to_bind, assumed_pods, results, strict=True):
                 bound += self._settle(ssn, t, assumed, exc)
         if done:
@@ -113,11 +123,7 @@ class SessionApplier:
 
     def _bind(self, assumed: Pod) -> StoreError | None:
         """Send one bind (from a bind worker, or the session's thread); the refusal, if any."""
-        try:
-            self.ports.binder.bind(assumed.namespace, assumed.name, assumed.uid, assumed.node_name)
-        except StoreError as exc:
-            return exc
-        return None
+        return send_binding(self.ports.binder, assumed, assumed.node_name)
 
     def _settle(self, ssn: Session, t: TaskInfo, assumed: Pod, exc: StoreError | None) -> bool:
         """Record a bind's result; True when the pod was bound."""
@@ -125,13 +131,12 @@ class SessionApplier:
         if exc is not None:
             # Refused (the pod changed or is gone): the session's settle puts the task back to
             # pending, and the change that refused it makes the next session try again.
-            self.cache.forget_pod(assumed)
+            forget_assumed(self.cache, assumed)
             outcome = self.outcomes.get(t.uid)
             if outcome is not None:
                 outcome.status = PENDING
-                outcome.message = f"binding rejected: {exc}"
+                outcome.message = rejection_message(exc)
             return False
-        self.cache.finish_binding(assumed)
         self.jobs.drop_pending(t.uid)
         t.pod = assumed
         job = ssn.jobs.get(t.job)
@@ -140,17 +145,7 @@ class SessionApplier:
         outcome = self.outcomes.setdefault(
             t.uid, PodOutcome(t.namespace, t.name, t.uid, scheduler_name=t.pod.scheduler_name)
         )
-        outcome.node = node
-        outcome.status = SCHEDULED
-        outcome.message = ""
-        self.ports.events.record(
-            t.pod.raw,
-            "Normal",
-            "Scheduled",
-            "Binding",
-            f"Successfully assigned {t.key} to {node}",
-            "volcano",
-        )
+        record_bound(self.cache, self.ports.events, outcome, assumed, node, "volcano")
         return True
 
     def write(

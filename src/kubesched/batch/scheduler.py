@@ -17,7 +17,6 @@ through its ports, so the same object runs on the embedded store, an API server 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -35,8 +34,9 @@ from kubesched.batch.report import BatchReports, JobReport, QueueReport, Session
 from kubesched.batch.session import Session
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
+from kubesched.framework.bind_result import BindWorkers
 from kubesched.framework.outcome import PodOutcome
-from kubesched.store.base import ClusterStore
+from kubesched.store.base import ClusterStore, StoreError
 from kubesched.store.informers import InformerFactory
 from kubesched.store.parsers import informer_factory
 from kubesched.store.ports import Ports, StorePorts
@@ -81,9 +81,7 @@ class BatchScheduler:
         self.controller = PodGroupController(ports.pod_group_status, self.jobs)
         if bind_workers < 0:
             raise ValueError("bind_workers must be >= 0")
-        self._bind_pool = (
-            ThreadPoolExecutor(bind_workers, thread_name_prefix="volcano-bind") if bind_workers else None
-        )
+        self._bind_pool: BindWorkers[Pod, StoreError | None] = BindWorkers(bind_workers, "volcano-bind")
         self.applier = SessionApplier(
             ports, self.cache, self.jobs, self.reports, self.outcomes, now=now, bind_pool=self._bind_pool
         )
@@ -177,9 +175,7 @@ class BatchScheduler:
     # -- reports ---------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop the bind workers (a session in progress has already waited for its binds)."""
-        if self._bind_pool is not None:
-            self._bind_pool.shutdown(wait=True)
-            self._bind_pool = None
+        self._bind_pool.shutdown()
 
     def job_reports(self) -> list[JobReport]:
         return self.reports.job_reports()
