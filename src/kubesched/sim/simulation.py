@@ -23,6 +23,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.cache.feed import CacheFeed
+from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
@@ -31,7 +32,6 @@ from kubesched.runtime.driver import VirtualClockDriver
 from kubesched.runtime.ports import StorePorts
 from kubesched.scheduler.outcome import PENDING, PodOutcome
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.sim.admission import BOUND, FAILED, admission_check, rejected
 from kubesched.sim.clock import SimulatedClock
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.workload import ANNOTATION_ARRIVAL, ANNOTATION_DURATION, parse_duration
