@@ -166,14 +166,20 @@ class OwnerController:
 
     def _on_dependent(self, change: Change[Any]) -> None:
         obj = change.obj
+        owned = bool((obj.get("metadata") or {}).get("ownerReferences"))
+        if not owned:
+            # Most pods have no owner: unless one just lost its owners, nothing is filed for it.
+            was = change.old
+            if change.type != EventType.MODIFIED or (
+                was is not None and not (was.get("metadata") or {}).get("ownerReferences")
+            ):
+                return
         key = object_key(obj)
         old = self._owners.get(key, ())
-        if change.type == EventType.DELETED:
+        if change.type == EventType.DELETED or not owned:
             new: tuple[str, ...] = ()
-        elif (obj.get("metadata") or {}).get("ownerReferences"):
-            new = tuple(u for u in self.owners_of(obj) if u in self._keys)
         else:
-            new = ()
+            new = tuple(u for u in self.owners_of(obj) if u in self._keys)
         if not old and not new:
             return
         if old != new:
