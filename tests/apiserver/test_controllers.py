@@ -1,5 +1,5 @@
-"""Simulated kubelets and workload controllers: pods start, finish after their duration; Jobs
-complete; StatefulSets replace their pods; owners take their pods with them."""
+"""The simulated kubelet and controllers of a served cluster: pods start, finish after their
+duration; Jobs complete; StatefulSets replace their pods; owners take their pods with them."""
 
 from __future__ import annotations
 
