@@ -51,7 +51,7 @@ def generate_name(base: str) -> str:
     return f"{base}-{''.join(random.choices(_ALPHABET, k=5))}"
 
 
-def object_key(obj: Obj) -> Key:
+def namespaced_key(obj: Obj) -> Key:
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace")), str(meta.get("name")))
 
@@ -160,7 +160,7 @@ class OwnerController:
                 if rest:
                     self._owners[dependent] = rest
             return
-        key = object_key(change.obj)
+        key = namespaced_key(change.obj)
         self._keys[uid] = key
         self._due[key] = None
 
@@ -174,7 +174,7 @@ class OwnerController:
                 was is not None and not (was.get("metadata") or {}).get("ownerReferences")
             ):
                 return
-        key = object_key(obj)
+        key = namespaced_key(obj)
         old = self._owners.get(key, ())
         if change.type == EventType.DELETED or not owned:
             new: tuple[str, ...] = ()

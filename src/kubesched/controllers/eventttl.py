@@ -18,6 +18,9 @@ SWEEP_INTERVAL = 60.0
 
 
 class EventTTLController:
+    """Deletes the Events older than ``ttl`` seconds, once every :data:`SWEEP_INTERVAL`: the
+    Events it saw made wait in order of age, so a sweep reads only those due."""
+
     def __init__(self, store: SqliteStore, informers: InformerFactory, ttl: float = 3600.0) -> None:
         self.store = store
         self.ttl = ttl
