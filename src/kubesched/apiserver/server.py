@@ -16,9 +16,10 @@ from aiohttp import web
 from kubesched.api.manifests import LOAD_ORDER
 from kubesched.apiserver.app import ApiServer, admit
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
-from kubesched.apiserver.lifecycle import Lifecycle, simulated_node
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
+from kubesched.controllers.kubelet import simulated_node
+from kubesched.controllers.manager import ControllerManager
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.store.base import AlreadyExists
@@ -109,7 +110,7 @@ class Served:
             bookmark_interval=options.bookmark_interval,
             auto_create_namespaces=options.auto_create_namespaces,
         )
-        self.lifecycle = Lifecycle(self.store)
+        self.controllers = ControllerManager(self.store)
         self.schedulers = (
             ServedSchedulers(self.store, options.config, options.batch_conf, registry=options.registry)
             if options.schedulers
@@ -161,7 +162,7 @@ class Served:
         commit_failed = False
         while True:
             try:
-                self.lifecycle.tick()
+                self.controllers.tick()
             except CommitFailed as exc:
                 # Every tick would fail the same way until a restart: said once, without a traceback.
                 if not commit_failed:

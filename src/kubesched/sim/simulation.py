@@ -25,6 +25,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.cache.feed import CacheFeed
+from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.outcome import PENDING, PodOutcome
@@ -32,7 +33,6 @@ from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.runtime.driver import VirtualClockDriver
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.sim.admission import BOUND, FAILED, admission_check, rejected
 from kubesched.sim.clock import SimulatedClock
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.store.base import EventType

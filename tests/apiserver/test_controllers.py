@@ -1,5 +1,5 @@
-"""Simulated kubelets and workload controllers: pods start, finish after their duration; Jobs
-complete; StatefulSets replace their pods; owners take their pods with them."""
+"""The simulated kubelet and controllers of a served cluster: pods start, finish after their
+duration; Jobs complete; StatefulSets replace their pods; owners take their pods with them."""
 
 from __future__ import annotations
 
@@ -128,8 +128,8 @@ def test_events_expire_after_their_ttl(make_cluster):
         "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
     }
     assert cluster.request("POST", base, event)[0] == 201
-    lifecycle = cluster.served.lifecycle
-    lifecycle.event_ttl = 0.2
+    expiry = cluster.served.controllers.event_ttl
+    expiry.ttl = 0.2
     time.sleep(0.3)
-    lifecycle._next_event_sweep = 0.0
+    expiry._next_sweep = 0.0
     _wait(lambda: cluster.request("GET", f"{base}/old")[0] == 404)

@@ -1,0 +1,54 @@
+"""Event expiry, as kube-apiserver's ``--event-ttl`` (1h): an Event goes that long after it was
+made; a pod that stays unschedulable would otherwise add events without end."""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import time
+from typing import Any
+
+from kubesched.controllers.controller_utils import seconds
+from kubesched.store.base import EventType, NotFound
+from kubesched.store.informers import Change, InformerFactory
+from kubesched.store.sqlite import SqliteStore
+
+#: Seconds between sweeps.
+SWEEP_INTERVAL = 60.0
+
+
+class EventTTLController:
+    """Deletes the Events older than ``ttl`` seconds, once every :data:`SWEEP_INTERVAL`: the
+    Events it saw made wait in order of age, so a sweep reads only those due."""
+
+    def __init__(self, store: SqliteStore, informers: InformerFactory, ttl: float = 3600.0) -> None:
+        self.store = store
+        self.ttl = ttl
+        self._next_sweep = 0.0
+        #: Every Event seen made, oldest first: creation time, namespace, name.
+        self._made: list[tuple[float, str, str]] = []
+        informers.informer("Event").add_handler(self._on_event)
+
+    def _on_event(self, change: Change[Any]) -> None:
+        if change.type != EventType.ADDED:
+            return
+        meta = change.obj.get("metadata") or {}
+        created = seconds(meta.get("creationTimestamp"))
+        if created is not None:
+            heapq.heappush(self._made, (created, str(meta.get("namespace")), str(meta.get("name"))))
+
+    def sync(self) -> None:
+        now = time.time()
+        if now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_INTERVAL
+            self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        while self._made and now - self._made[0][0] > self.ttl:
+            _, namespace, name = heapq.heappop(self._made)
+            event = self.store.get("Event", namespace, name)
+            # The name may have been made again since: the Event there now has an entry of its own.
+            created = seconds((event.get("metadata") or {}).get("creationTimestamp")) if event else None
+            if created is not None and now - created > self.ttl:
+                with contextlib.suppress(NotFound):
+                    self.store.delete("Event", namespace, name)

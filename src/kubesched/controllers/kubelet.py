@@ -1,0 +1,201 @@
+"""The simulated kubelet of every node, as KWOK plays it: a bound pod starts Running at once and,
+with ``kubesched.io/duration``, Succeeds that long after; a terminating pod goes at the next tick.
+Also the Node a simulated kubelet registers."""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import time
+from typing import Any
+
+from kubesched.api.annotations import ANNOTATION_DURATION
+from kubesched.api.durations import parse_duration
+from kubesched.controllers.controller_utils import Key, is_terminal, seconds, timestamp
+from kubesched.store.base import Conflict, EventType, NotFound, Obj
+from kubesched.store.informers import Change, InformerFactory
+from kubesched.store.sqlite import SqliteStore
+
+
+def simulated_node(index: int, *, cpu: str, memory: str, pods: str, zones: int) -> dict[str, Any]:
+    """The Node the kubelet of ``node-<index>`` registers (upstream ``initialNode``): its capacity,
+    zone and addresses; the API server's admission fills in the rest."""
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "1Ti"}
+    name = f"node-{index}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"topology.kubernetes.io/zone": f"zone-{index % max(1, zones)}"},
+        },
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "addresses": [
+                {
+                    "type": "InternalIP",
+                    "address": f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}",
+                },
+                {"type": "Hostname", "address": name},
+            ],
+        },
+    }
+
+
+class Kubelet:
+    """Starts the pods bound to a node, finishes them after their duration, removes terminating
+    ones, and picks up what an earlier run of the server left half done."""
+
+    def __init__(self, store: SqliteStore, informers: InformerFactory) -> None:
+        self.store = store
+        pods = informers.informer("Pod")
+        # What an earlier run left half done: bound pods not started, terminating pods not removed.
+        self._leftover = [
+            (str(p["metadata"].get("namespace")), str(p["metadata"]["name"])) for p in pods.list_raw()
+        ]
+        self._changes: list[Change[Any]] = []
+        pods.add_handler(self._changes.append, replay=False)
+        #: Pods with a duration: when they finish, by namespace, name and uid.
+        self._finishing: list[tuple[float, str, str, str]] = []
+        self._ip = 0
+
+    @property
+    def next_due(self) -> float | None:
+        """When the next pod finishes."""
+        return self._finishing[0][0] if self._finishing else None
+
+    def sync(self) -> None:
+        self._start_and_stop()
+        self._finish_due()
+
+    def _start_and_stop(self) -> None:
+        starting: dict[Key, Obj] = {}
+        stopping: dict[Key, str] = {}
+        for key in self._leftover:
+            pod = self.store.get("Pod", key[0], key[1])
+            if pod is not None and pod["metadata"].get("deletionTimestamp"):
+                stopping[key] = str(pod["metadata"].get("uid"))
+            elif pod is not None and (pod.get("status") or {}).get("phase") == "Running":
+                self._finish_later(pod, seconds((pod.get("status") or {}).get("startTime")))
+            elif pod is not None:
+                starting[key] = pod
+        self._leftover = []
+        changes = self._changes.copy()
+        self._changes.clear()
+        for change in changes:
+            obj = change.obj
+            meta = obj.get("metadata") or {}
+            key = (str(meta.get("namespace")), str(meta.get("name")))
+            if change.type == EventType.DELETED:
+                starting.pop(key, None)
+                stopping.pop(key, None)
+                continue
+            if meta.get("deletionTimestamp"):
+                # KWOK's kubelet stops containers at once: the pod goes at the next tick.
+                stopping[key] = str(meta.get("uid"))
+                starting.pop(key, None)
+                continue
+            spec, status = obj.get("spec") or {}, obj.get("status") or {}
+            if spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
+                starting[key] = obj
+        # The pods that start (or go) in one tick share one commit.
+        with self.store.transaction():
+            for namespace, name in starting:
+                self._start(namespace, name)
+            for (namespace, name), uid in stopping.items():
+                pod = self.store.get("Pod", namespace, name)
+                if pod is not None and pod["metadata"].get("uid") == uid:
+                    with contextlib.suppress(NotFound):
+                        self.store.delete("Pod", namespace, name)
+
+    def _start(self, namespace: str, name: str) -> None:
+        for _ in range(5):
+            pod = self.store.get("Pod", namespace, name)
+            if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+                return
+            if not (pod.get("spec") or {}).get("nodeName"):
+                return
+            now = timestamp()
+            self._ip += 1
+            status = dict(pod.get("status") or {})
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+            conditions += [
+                {"type": t, "status": "True", "lastTransitionTime": now}
+                for t in ("Initialized", "Ready", "ContainersReady")
+            ]
+            status.update(
+                {
+                    "phase": "Running",
+                    "conditions": conditions,
+                    "startTime": now,
+                    "podIP": f"10.244.{self._ip // 256 % 256}.{self._ip % 256}",
+                    "hostIP": "10.0.0.1",
+                    "containerStatuses": [
+                        {
+                            "name": c.get("name"),
+                            "image": c.get("image"),
+                            "imageID": "",
+                            "ready": True,
+                            "started": True,
+                            "restartCount": 0,
+                            "state": {"running": {"startedAt": now}},
+                        }
+                        for c in (pod.get("spec") or {}).get("containers") or []
+                        if isinstance(c, dict)
+                    ],
+                }
+            )
+            try:
+                self.store.update({**pod, "status": status})
+            except Conflict:
+                continue
+            except NotFound:
+                return
+            self._finish_later(pod, time.time())
+            return
+
+    def _finish_later(self, pod: Obj, started: float | None) -> None:
+        """A pod with a duration finishes that long after it started."""
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_DURATION not in annotations or started is None:
+            return
+        try:
+            duration = parse_duration(annotations[ANNOTATION_DURATION])
+        except Exception:
+            return
+        meta = pod["metadata"]
+        entry = (started + duration, str(meta.get("namespace")), str(meta["name"]), str(meta.get("uid")))
+        heapq.heappush(self._finishing, entry)
+
+    def _finish_due(self) -> None:
+        now = time.time()
+        while self._finishing and self._finishing[0][0] <= now:
+            _, namespace, name, uid = heapq.heappop(self._finishing)
+            for _ in range(5):
+                pod = self.store.get("Pod", namespace, name)
+                if pod is None or pod["metadata"].get("uid") != uid or is_terminal(pod):
+                    break
+                stamp = timestamp(now)
+                status = dict(pod.get("status") or {})
+                status["phase"] = "Succeeded"
+                status["conditions"] = [
+                    {**c, "status": "False", "reason": "PodCompleted", "lastTransitionTime": stamp}
+                    if c.get("type") in ("Ready", "ContainersReady")
+                    else c
+                    for c in status.get("conditions") or []
+                ]
+                status["containerStatuses"] = [
+                    {
+                        **c,
+                        "ready": False,
+                        "started": False,
+                        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": stamp}},
+                    }
+                    for c in status.get("containerStatuses") or []
+                ]
+                try:
+                    self.store.update({**pod, "status": status})
+                    break
+                except Conflict:
+                    continue

@@ -1,0 +1,57 @@
+"""The controller manager (upstream ``kube-controller-manager``): builds the simulated kubelet and
+the controllers over one store and runs each one's due work on the server's event loop.
+
+The controllers follow the store through one :class:`InformerFactory`, as every other client of
+the store does. Before each controller runs it is handed the changes made so far, so that what one
+writes reaches the next in the same tick (a Deployment's new ReplicaSet gets its pods at once);
+what reaches an earlier one is its work at the next tick."""
+
+from __future__ import annotations
+
+from kubesched.controllers.controller_utils import OwnerController
+from kubesched.controllers.deployment import DeploymentController
+from kubesched.controllers.eventttl import EventTTLController
+from kubesched.controllers.job import JobController
+from kubesched.controllers.kubelet import Kubelet
+from kubesched.controllers.replicaset import ReplicaSetController
+from kubesched.controllers.statefulset import StatefulSetController
+from kubesched.store.informers import InformerFactory
+from kubesched.store.sqlite import SqliteStore
+
+
+class ControllerManager:
+    """``tick`` does whatever became due since the last one."""
+
+    def __init__(self, store: SqliteStore, event_ttl: float = 3600.0) -> None:
+        self.store = store
+        self.informers = InformerFactory(store)
+        self.kubelet = Kubelet(store, self.informers)
+        #: In the order they run: each one's writes reach the next in the same tick.
+        self.workloads: list[OwnerController] = [
+            DeploymentController(store, self.informers),
+            ReplicaSetController(store, self.informers),
+            StatefulSetController(store, self.informers),
+            JobController(store, self.informers),
+        ]
+        self.event_ttl = EventTTLController(store, self.informers, event_ttl)
+        self._seen_rv = -1
+
+    def tick(self) -> None:
+        self.informers.pump()
+        self.kubelet.sync()
+        rv = self.store.resource_version
+        if rv != self._seen_rv:
+            # What failed part way is tried again once something changed.
+            self._seen_rv = rv
+            for controller in self.workloads:
+                controller.requeue_failed()
+        for controller in self.workloads:
+            self.informers.pump()
+            controller.sync()
+        self.informers.pump()
+        self.event_ttl.sync()
+
+    @property
+    def next_due(self) -> float | None:
+        """When the next timed work is due (a pod finishing)."""
+        return self.kubelet.next_due
