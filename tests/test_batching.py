@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.bench import node_default, pod_default
+from kubesched.bench.base import node_default, pod_default
 from kubesched.errors import InputError
 from kubesched.framework.config import config_from_dict, parse_feature_gates
 from kubesched.plugins import default_registry

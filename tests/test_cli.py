@@ -416,7 +416,7 @@ def test_events_and_conditions(tmp_path):
 
 
 def test_bench_offers_every_workload() -> None:
-    from kubesched.bench import WORKLOADS
+    from kubesched.bench.workloads import WORKLOADS
     from kubesched.cli import build_parser
 
     parser = build_parser()
@@ -469,7 +469,7 @@ _TINY = textwrap.dedent(
     ],
 )
 def test_bench_suite_workloads_schedule_every_measured_pod(name: str, sizes: dict[str, int]) -> None:
-    from kubesched.bench import WORKLOADS
+    from kubesched.bench.workloads import WORKLOADS
 
     res = WORKLOADS[name](**sizes)
     assert res.scheduled == res.measured_pods

@@ -56,7 +56,7 @@ def test_zero_nodes() -> None:
 
 def _count_evaluated(config: dict[str, object], nodes: int) -> int:
     """Schedule one pod on a cluster of identical nodes and report how many were evaluated."""
-    from kubesched.bench import node_default, pod_default
+    from kubesched.bench.base import node_default, pod_default
 
     registry = default_registry()
     sim = Simulation(config_from_dict(config, registry), registry, seed=1)

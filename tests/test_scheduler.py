@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kubesched.bench import node_default, pod_default
+from kubesched.bench.base import node_default, pod_default
 from kubesched.cache.node_info import NodeInfo
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.cycle_state import CycleState

@@ -22,7 +22,7 @@ from kubesched.api.durations import parse_duration
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, load_batch_conf
-from kubesched.bench import WORKLOADS
+from kubesched.bench.workloads import WORKLOADS
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config, load_config, parse_feature_gates
 from kubesched.framework.outcome import PodOutcome
@@ -413,7 +413,7 @@ def _bench_all(args: argparse.Namespace, gates: dict[str, bool]) -> int:
     in one table beside upstream's thresholds."""
     import subprocess
 
-    from kubesched.bench import SUITE, UPSTREAM_THRESHOLDS
+    from kubesched.bench.workloads import SUITE, UPSTREAM_THRESHOLDS
 
     table = Table(title="kubesched bench --all")
     for col in ("workload", "nodes", "pods", "pods/s", "pods/CPU-s", "upstream", "ratio (CPU)", "peak RSS"):

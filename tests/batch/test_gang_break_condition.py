@@ -13,6 +13,7 @@ from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.batch.conf import batch_conf_from_dict
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.testing import node, pod, pod_group, priority_class, queue, store_of
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.sim.simulation import Simulation
 from kubesched.store.memory import MemoryStore
 
@@ -26,7 +27,7 @@ TIERS = [
 def scheduler(objects: list[dict[str, Any]], actions: str) -> tuple[BatchScheduler, MemoryStore]:
     store = store_of(objects)
     conf = batch_conf_from_dict({"actions": actions, "tiers": TIERS})
-    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
+    sched = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=conf)).start_batch()
     sched.informers.pump()
     return sched, store
 

@@ -20,6 +20,7 @@ from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import EventHandler, Session
 from kubesched.batch.statement import Statement
 from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.store.memory import MemoryStore
 
 CONF = """
@@ -182,7 +183,7 @@ def _real_session() -> tuple[Session, BatchScheduler]:
         ),
         "t",
     )
-    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
+    sched = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=conf)).start_batch()
     snap, _ = sched.build_snapshot()
     return open_session(snap, conf), sched
 

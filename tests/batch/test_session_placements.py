@@ -12,8 +12,8 @@ import yaml
 from kubesched.batch.conf import SWITCHES, batch_conf_from_dict, default_batch_conf
 from kubesched.batch.framework import open_session
 from kubesched.batch.plugins.drf import DrfPlugin
-from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.statement import Statement
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.sim.simulation import Simulation, SimulationResult
 from kubesched.store.memory import MemoryStore
 
@@ -172,7 +172,7 @@ def test_drf_share_counts_pods() -> None:
     for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "drf"}]}]})
-    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
+    sched = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=conf)).start_batch()
     sched.informers.pump()
     snap, _ = sched.build_snapshot()
     ssn = open_session(snap, conf)
@@ -209,7 +209,7 @@ def test_reclaim_evicts_to_free_a_pod_slot() -> None:
         plugin("proportion", "reclaimable", "queue_order", "preemptive"),
     ]
     conf = batch_conf_from_dict({"actions": "reclaim", "tiers": [{"plugins": tier}]})
-    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
+    sched = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=conf)).start_batch()
     sched.informers.pump()
     sched.run_session()
     assert len(sched.evicted) == 1 and sched.evicted[0] in ("ns/a-0", "ns/a-1")
@@ -282,7 +282,7 @@ def test_session_counts_placements_on_its_own_table_in_integers() -> None:
     for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
         store.create(obj)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]})
-    sched = BatchScheduler.over_store(store, conf, now=lambda: 0.0)
+    sched = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=conf)).start_batch()
     sched.informers.pump()
     snap, _ = sched.build_snapshot()
     base = sched.snapshot.table

@@ -10,6 +10,7 @@ from tests.metrics.conftest import bucket_bounds, sample
 
 from kubesched.batch.conf import default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.store.memory import MemoryStore
 
@@ -20,7 +21,7 @@ def batch_run(objects: list[dict[str, Any]], sessions: int = 1) -> tuple[BatchSc
     store = MemoryStore()
     for obj in sorted(objects, key=lambda o: ORDER[o["kind"]]):
         store.create(obj)
-    batch = BatchScheduler.over_store(store, default_batch_conf(), now=lambda: 0.0)
+    batch = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=default_batch_conf())).start_batch()
     metrics = SchedulerMetrics(process=False)
     metrics.attach_batch(batch)
     for _ in range(sessions):

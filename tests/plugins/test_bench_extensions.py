@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesched.bench import WORKLOADS
+from kubesched.bench.workloads import WORKLOADS
 
 
 def test_per_node_plugin_workload_places_every_pod() -> None:

@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from tests.runtime.test_realtime_driver import node, pod
 
-from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
-from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.memory import MemoryStore
 from kubesched.store.ports import StorePorts
 from kubesched.store.sqlite import SqliteStore
@@ -125,7 +124,7 @@ def _buffered_driver(
     real-time driver that flushes it when due and when it stops."""
     store = MemoryStore(now=time.time)
     registry = default_registry()
-    scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
+    scheduler = Cluster(store, ClusterOptions(registry=registry, now=time.time)).scheduler
     recorder = BufferedEventRecorder(StorePorts(store), max_batch=1000, max_delay=max_delay)
     scheduler.ports.events = recorder
     driver = RealTimeDriver(

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubesched.framework.config import default_config
 from kubesched.plugins import default_registry
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import Conflict, EventType
@@ -221,7 +222,7 @@ def test_a_write_wakes_an_idle_driver() -> None:
     write itself wakes the driver."""
     store = MemoryStore(now=time.time)
     registry = default_registry()
-    scheduler = Scheduler.for_store(store, default_config(registry), registry, now=time.time, seed=0)
+    scheduler = Cluster(store, ClusterOptions(registry=registry, now=time.time)).scheduler
     driver = RealTimeDriver(scheduler.informers, scheduler, store, max_idle=5.0)
     driver.start()
     try:

@@ -13,20 +13,17 @@ import logging
 import time
 from collections.abc import Callable
 
-from kubesched.batch.conf import BatchConf, default_batch_conf
-from kubesched.batch.scheduler import BatchScheduler
-from kubesched.cache.feed import CacheFeed
+from kubesched.batch.conf import BatchConf
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.plugins import default_registry
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.batch_window import BatchWindow
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
 from kubesched.runtime.metrics import SchedulerMetrics
-from kubesched.scheduler.scheduler import Scheduler
-from kubesched.store.parsers import informer_factory
 from kubesched.store.ports import Binder, StorePorts
 from kubesched.store.sqlite import SqliteStore
 
@@ -112,7 +109,6 @@ class ServedSchedulers:
     ) -> None:
         registry = registry or default_registry()
         config = config or default_config(registry)
-        self.informers = informer_factory(store)
         store_ports = StorePorts(store)
         # Events are handed over and written in batches, as upstream's broadcaster writes them
         # off the scheduling path: a commit per event cost more than the event.
@@ -126,27 +122,24 @@ class ServedSchedulers:
             # go through its bind workers, each committed as it is made.
             self.binds = GroupedBinds(store, store_ports)
             scheduler_ports = dataclasses.replace(ports, binder=self.binds)
-        # One scheduler cache for both schedulers: each sees what the other placed at once.
-        feed = CacheFeed(self.informers)
-        self.scheduler = Scheduler(
-            self.informers,
-            scheduler_ports,
-            config,
-            registry,
-            now=time.time,
-            seed=None,
-            feed=feed,
-            binding_workers=workers,
+        self.cluster = Cluster(
+            store,
+            ClusterOptions(
+                config=config,
+                registry=registry,
+                now=time.time,
+                seed=None,
+                binding_workers=workers,
+                batch=True,
+                batch_conf=batch_conf,
+                batch_bind_workers=BINDING_WORKERS,
+            ),
+            ports=ports,
+            scheduler_ports=scheduler_ports,
         )
-        self.batch = BatchScheduler(
-            self.informers,
-            ports,
-            batch_conf or default_batch_conf(),
-            now=time.time,
-            seed=None,
-            feed=feed,
-            bind_workers=BINDING_WORKERS,
-        )
+        self.informers = self.cluster.informers
+        self.scheduler = self.cluster.scheduler
+        self.batch = self.cluster.start_batch()
         #: Both schedulers' metrics (served at ``/metrics``).
         self.metrics = SchedulerMetrics()
         self.metrics.attach(self.scheduler)

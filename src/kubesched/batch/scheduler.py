@@ -36,10 +36,9 @@ from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
 from kubesched.framework.bind_result import BindWorkers
 from kubesched.framework.outcome import PodOutcome
-from kubesched.store.base import ClusterStore, StoreError
+from kubesched.store.base import StoreError
 from kubesched.store.informers import InformerFactory
-from kubesched.store.parsers import informer_factory
-from kubesched.store.ports import Ports, StorePorts
+from kubesched.store.ports import Ports
 
 DEFAULT_SCHEDULE_PERIOD = 1.0
 
@@ -92,31 +91,6 @@ class BatchScheduler:
         self.events = ClusterEvents(self.jobs, self.controller, self.outcomes, frozenset(scheduler_names))
         self.events.subscribe(informers)
         self._warned: set[str] = set(self.warnings)
-
-    @classmethod
-    def over_store(
-        cls,
-        store: ClusterStore,
-        conf: BatchConf,
-        *,
-        now: Callable[[], float],
-        seed: int | None = 0,
-        scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,),
-        schedule_period: float = DEFAULT_SCHEDULE_PERIOD,
-        incremental: bool = True,
-    ) -> BatchScheduler:
-        """A batch scheduler with informers of its own over ``store`` and ports writing to it (the
-        embedded cluster; pumping ``informers`` then applies the store's changes)."""
-        return cls(
-            informer_factory(store),
-            StorePorts(store).ports(),
-            conf,
-            now=now,
-            seed=seed,
-            scheduler_names=scheduler_names,
-            schedule_period=schedule_period,
-            incremental=incremental,
-        )
 
     # -- informers -------------------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:

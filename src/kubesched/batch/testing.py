@@ -16,6 +16,8 @@ from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
 from kubesched.plugins.testing import node_dict, pod_dict
 from kubesched.store.memory import MemoryStore
+from kubesched.store.parsers import informer_factory
+from kubesched.store.ports import StorePorts
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"
 
@@ -134,7 +136,10 @@ def store_of(objects: list[dict[str, Any]]) -> MemoryStore:
 
 def scheduler_on(objects: list[dict[str, Any]], conf_dict: dict[str, Any]) -> BatchScheduler:
     """A batch scheduler on a store holding ``objects``, events handled, no session run yet."""
-    sched = BatchScheduler.over_store(store_of(objects), batch_conf_from_dict(conf_dict), now=lambda: 0.0)
+    store = store_of(objects)
+    sched = BatchScheduler(
+        informer_factory(store), StorePorts(store).ports(), batch_conf_from_dict(conf_dict), now=lambda: 0.0
+    )
     sched.informers.pump()
     return sched
 

@@ -29,6 +29,7 @@ over at once, queued events are sent, then the reflectors stop and the client cl
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import math
@@ -41,13 +42,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.scheduler import BatchScheduler
-from kubesched.cache.feed import CacheFeed
 from kubesched.errors import InputError, KubeschedError
-from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
-from kubesched.plugins import default_registry
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import load_client_config_async
 from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
@@ -57,6 +56,7 @@ from kubesched.remote.mirror import MirrorStore
 from kubesched.remote.ports import ApiFeatures, RemotePorts
 from kubesched.remote.reflector import ReflectorSet
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.health_server import HealthServer, start_health_server
 from kubesched.runtime.leader_election import LeaderCallbacks, LeaderElectionConfig
@@ -64,7 +64,6 @@ from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import StoreError
 from kubesched.store.informers import InformerFactory
-from kubesched.store.parsers import informer_factory
 
 log = logging.getLogger(__name__)
 
@@ -277,8 +276,6 @@ class Runner:
         opts = self.options
         assert self.loop is not None and self.client is not None and self.mirror is not None
         assert self.discovery is not None
-        registry = opts.registry or default_registry()
-        self.informers = informers = informer_factory(self.mirror)
         self.ports = RemotePorts(
             self.client,
             self.loop,
@@ -287,32 +284,23 @@ class Runner:
             events_client=self.events_client,
             identity=socket.gethostname(),
         )
-        ports = self.ports.ports()
-        feed = CacheFeed(informers)
-        self.scheduler = Scheduler(
-            informers,
-            ports,
-            opts.config or default_config(registry),
-            registry,
+        options = ClusterOptions(
+            config=opts.config,
+            registry=opts.registry,
             now=time.time,
             seed=opts.seed,
-            feed=feed,
             binding_workers=opts.binding_workers,
+            batch=True,
+            batch_conf=opts.batch_conf,
+            batch_scheduler_names=opts.batch_scheduler_names,
+            batch_bind_workers=opts.binding_workers,
         )
-        extra: dict[str, Any] = {}
         if opts.schedule_period is not None:
-            extra["schedule_period"] = opts.schedule_period
-        self.batch = BatchScheduler(
-            informers,
-            ports,
-            opts.batch_conf or default_batch_conf(),
-            now=time.time,
-            seed=opts.seed,
-            feed=feed,
-            scheduler_names=opts.batch_scheduler_names,
-            bind_workers=opts.binding_workers,
-            **extra,
-        )
+            options = dataclasses.replace(options, schedule_period=opts.schedule_period)
+        self.cluster = Cluster(self.mirror, options, ports=self.ports.ports())
+        self.informers = informers = self.cluster.informers
+        self.scheduler = self.cluster.scheduler
+        self.batch = self.cluster.start_batch()
         self.metrics.attach(self.scheduler)
         self.metrics.attach_batch(self.batch)
         self.driver = RealTimeDriver(

@@ -50,10 +50,8 @@ from kubesched.scheduler.batching import OpportunisticBatch, Signature, batchabl
 from kubesched.scheduler.binding import BindingTask
 from kubesched.scheduler.explain import ExplainRecorder
 from kubesched.scheduler.extenders import build_extenders
-from kubesched.store.base import ClusterStore
 from kubesched.store.informers import InformerFactory
-from kubesched.store.parsers import informer_factory
-from kubesched.store.ports import Ports, StorePorts
+from kubesched.store.ports import Ports
 
 if TYPE_CHECKING:
     from kubesched.metrics.kube import KubeSchedulerMetrics
@@ -134,28 +132,6 @@ class Scheduler:
         informers.informer("Node").add_handler(self._on_node)
         self._pods = informers.informer("Pod")
         self._pods.add_handler(self._on_pod)
-
-    @classmethod
-    def for_store(
-        cls,
-        store: ClusterStore,
-        config: SchedulerConfig,
-        registry: Registry,
-        *,
-        now: Callable[[], float],
-        seed: int | None = None,
-        explain: bool = False,
-    ) -> Scheduler:
-        """A scheduler with its own informers and ports over ``store`` (tests, one-off tools)."""
-        return cls(
-            informer_factory(store),
-            StorePorts(store).ports(),
-            config,
-            registry,
-            now=now,
-            seed=seed,
-            explain=explain,
-        )
 
     # -- queue and lifecycle ----------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:

@@ -22,24 +22,20 @@ from kubesched.api.annotations import ANNOTATION_ARRIVAL, ANNOTATION_DURATION
 from kubesched.api.durations import parse_duration
 from kubesched.api.manifests import LOAD_ORDER, LoadResult
 from kubesched.api.objects import Node, Pod
-from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
-from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
-from kubesched.cache.feed import CacheFeed
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
+from kubesched.batch.scheduler import DEFAULT_SCHEDULE_PERIOD, BatchScheduler, JobReport, QueueReport
 from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
 from kubesched.errors import InputError
-from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.outcome import PENDING, PodOutcome
 from kubesched.framework.registry import Registry
-from kubesched.plugins import default_registry
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import VirtualClockDriver
-from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.clock import SimulatedClock
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change
 from kubesched.store.memory import MemoryStore
-from kubesched.store.parsers import informer_factory
-from kubesched.store.ports import StorePorts
 
 log = logging.getLogger(__name__)
 
@@ -91,24 +87,26 @@ class Simulation:
         batch_conf: BatchConf | None = None,
         schedule_period: float | None = None,
     ) -> None:
-        self.registry = registry or default_registry()
-        self.config = config or default_config(self.registry)
         self.clock = SimulatedClock()
         self.store = MemoryStore(now=self.clock.now, uid_seed=0)
-        self.informers = informer_factory(self.store)
-        self.ports = StorePorts(self.store).ports()
-        # One scheduler cache for both schedulers, fed before either subscribes.
-        self.feed = CacheFeed(self.informers)
-        self.scheduler = Scheduler(
-            self.informers,
-            self.ports,
-            self.config,
-            self.registry,
-            now=self.clock.now,
-            seed=seed,
-            explain=explain,
-            feed=self.feed,
+        self.cluster = Cluster(
+            self.store,
+            ClusterOptions(
+                config=config,
+                registry=registry,
+                now=self.clock.now,
+                seed=seed,
+                explain=explain,
+                batch_conf=batch_conf,
+                schedule_period=DEFAULT_SCHEDULE_PERIOD if schedule_period is None else schedule_period,
+            ),
         )
+        self.registry = self.cluster.registry
+        self.config = self.cluster.config
+        self.informers = self.cluster.informers
+        self.ports = self.cluster.ports
+        self.feed = self.cluster.feed
+        self.scheduler = self.cluster.scheduler
         self.driver = VirtualClockDriver(self.informers, self.scheduler, self.clock, self)
         self.warnings: list[str] = []
         self.cycles = 0
@@ -123,12 +121,8 @@ class Simulation:
         #: Outcomes of evicted pods (they are deleted, but stay in the output as Evicted).
         self.evicted_outcomes: list[PodOutcome] = []
         # The batch (Volcano) scheduler: made now when a conf is given, else on the first batch
-        # object loaded (with Volcano's default conf). A session runs every schedulePeriod while
-        # batch pods wait.
-        self._seed = seed
-        self.batch_conf = batch_conf
-        #: Seconds of virtual time between batch sessions (Volcano's --schedule-period; default 1s).
-        self.schedule_period = schedule_period
+        # object loaded (with Volcano's default conf). A session runs every schedulePeriod (of
+        # virtual time; Volcano's --schedule-period, 1s by default) while batch pods wait.
         self.batch: BatchScheduler | None = None
         self._batch_next = 0.0
         if batch_conf is not None:
@@ -210,12 +204,7 @@ class Simulation:
 
     def _start_batch(self) -> BatchScheduler:
         if self.batch is None:
-            conf = self.batch_conf or default_batch_conf()
-            self.batch = BatchScheduler(
-                self.informers, self.ports, conf, now=self.clock.now, seed=self._seed, feed=self.feed
-            )
-            if self.schedule_period is not None:
-                self.batch.schedule_period = self.schedule_period
+            self.batch = self.cluster.start_batch()
             self._batch_next = self.clock.now()
             self.warnings.extend(self.batch.warnings)
             self.batch.warnings = []

@@ -15,83 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from kubesched.bench.base import BenchResult, node_default, pod_default, simulation
+from kubesched.bench.extensions import run_extender, run_per_node_plugin
 from kubesched.sim.simulation import DEFAULT_HORIZON, Simulation
-
-ZONES = ("zone-a", "zone-b", "zone-c")
-
-
-@dataclass(slots=True)
-class BenchResult:
-    workload: str
-    nodes: int
-    existing_pods: int
-    measured_pods: int
-    scheduled: int
-    seconds: float
-    #: CPU time of this process over the measured phase.
-    cpu_seconds: float = 0.0
-    #: Extra lines a workload reports (the gang workload: per-session times).
-    details: str = ""
-
-    @property
-    def pods_per_second(self) -> float:
-        return self.scheduled / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
-    def pods_per_cpu_second(self) -> float:
-        return self.scheduled / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
-
-
-def _simulation(feature_gates: dict[str, bool] | None, *, no_topology: bool = False, **kw: Any) -> Simulation:
-    """A simulation with the default configuration and ``feature_gates`` set; ``no_topology``: without
-    PodTopologySpread's default constraints (upstream's scheduler-config-no-topology for batching)."""
-    from kubesched.framework.config import API_VERSION, KIND, config_from_dict
-    from kubesched.plugins import default_registry
-
-    registry = default_registry()
-    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
-    if no_topology:
-        doc["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]
-    config = config_from_dict(doc, registry, source="<bench>")
-    config.feature_gates.update(feature_gates or {})
-    return Simulation(config, registry, **kw)
-
-
-def node_default(i: int) -> dict[str, Any]:
-    """scheduler_perf's node-default: 4 CPU, 32Gi, 110 pods."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": f"node-{i}",
-            "labels": {
-                "kubernetes.io/hostname": f"node-{i}",
-                "topology.kubernetes.io/zone": ZONES[i % len(ZONES)],
-            },
-        },
-        "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
-    }
-
-
-def pod_default(name: str) -> dict[str, Any]:
-    """scheduler_perf's pod-default: one pause container asking 100m CPU and 500Mi memory."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-                }
-            ]
-        },
-    }
 
 
 def run_basic(
@@ -134,7 +62,7 @@ def _run_workload(
     pods placed first (not timed), then the time to try every ``measured(i)`` pod, and how many of
     those were scheduled. With ``churn``, ``churn(sim, step)`` runs before every ``churn_every``
     measured pods (the pods of one step are created, then scheduled)."""
-    sim = _simulation(feature_gates, no_topology=no_topology, seed=seed)
+    sim = simulation(feature_gates, no_topology=no_topology, seed=seed)
     for obj in setup:
         sim.store.create(obj)
     for i in range(nodes):
@@ -165,12 +93,6 @@ def _run_workload(
         if uid not in before and o.status == "Scheduled" and (o.namespace, o.name) in names
     )
     return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed, cpu_seconds=cpu)
-
-
-def _extensions() -> Any:
-    from kubesched import bench_extensions
-
-    return bench_extensions
 
 
 def pod_with_anti_affinity(name: str, namespace: str) -> dict[str, Any]:
@@ -716,8 +638,8 @@ SUITE: tuple[str, ...] = (
 )
 
 WORKLOADS: dict[str, Callable[..., BenchResult]] = {
-    "per-node-plugin": lambda **kw: _extensions().run_per_node_plugin(**kw),
-    "extender": lambda **kw: _extensions().run_extender(**kw),
+    "per-node-plugin": run_per_node_plugin,
+    "extender": run_extender,
     "gang": run_gang,
     "resource-saturation": run_resource_saturation,
     "basic-50k": run_basic_50k,

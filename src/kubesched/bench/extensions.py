@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.bench.base import BenchResult, node_default, pod_default
 from kubesched.cache.node_table import PODS_COL
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.registry import Registry
@@ -67,7 +68,6 @@ def _registry() -> Registry:
 
 
 def _timed(sim: Simulation, nodes: int, existing: int, pods: int) -> tuple[int, float]:
-    from kubesched.bench import node_default, pod_default
 
     for i in range(nodes):
         sim.store.create(node_default(i))
@@ -87,7 +87,6 @@ def _timed(sim: Simulation, nodes: int, existing: int, pods: int) -> tuple[int, 
 
 
 def run_per_node_plugin(nodes: int = 1000, existing_pods: int = 0, pods: int = 2000, seed: int = 0) -> Any:
-    from kubesched.bench import BenchResult
 
     registry = _registry()
     times: dict[str, tuple[int, float]] = {}
@@ -133,7 +132,6 @@ class _Extender(BaseHTTPRequestHandler):
 
 
 def run_extender(nodes: int = 100, existing_pods: int = 0, pods: int = 1000, seed: int = 0) -> Any:
-    from kubesched.bench import BenchResult
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Extender)
     server.daemon_threads = True
