@@ -146,17 +146,25 @@ class Session:
         self.conf = conf
         self.tiers: list[Tier] = list(conf.tiers)
         self.space = space
-        #: The session's own table: placements are counted here, never on the scheduler's.
-        self.table = table if table.is_fork else table.fork()
-        table = self.table
         self.node_infos = node_infos
-        #: Ready nodes as a mask over slots and as slots in NodeTree order.
-        self.node_mask = node_mask
-        self.node_slots: IntArray = table.order[node_mask[table.order]] if len(table.order) else table.order
         self.jobs = jobs
         self.queues = queues
         self.now = now
         self.rng = rng if rng is not None else np.random.default_rng(0)
+        self._init_node_state(table, node_mask, space, pod_index)
+        self._init_results()
+        self._init_plugin_functions()
+
+    def _init_node_state(
+        self, table: NodeTable, node_mask: BoolArray, space: ResourceSpace, pod_index: PodIndex | None
+    ) -> None:
+        """The columnar node state the session places tasks on, and the pod index it keeps current."""
+        #: The session's own table: placements are counted here, never on the scheduler's.
+        self.table = table if table.is_fork else table.fork()
+        table = self.table
+        #: Ready nodes as a mask over slots and as slots in NodeTree order.
+        self.node_mask = node_mask
+        self.node_slots: IntArray = table.order[node_mask[table.order]] if len(table.order) else table.order
         cap = table.capacity
         r = len(space)
         #: Allocatable of every slot in the session's space (``node_idle`` etc. build on it).
@@ -187,6 +195,10 @@ class Session:
         #: Per slot, the value of ``version`` when the row last changed.
         self.row_version: IntArray = np.zeros(cap, dtype=np.int64)
         self.version = 0
+
+    def _init_results(self) -> None:
+        """What the session decides and records: placements, evictions, the jobs it looked at, and what
+        it reports at close."""
         self.evicted: list[TaskInfo] = []
         #: Committed allocations, bound when the session closes.
         self.to_bind: list[TaskInfo] = []
@@ -233,6 +245,9 @@ class Session:
         #: Events about PodGroups raised by plugins: (job, type, reason, message).
         self.pod_group_events: list[tuple[JobInfo, str, str, str]] = []
         self.warnings: list[str] = []
+
+    def _init_plugin_functions(self) -> None:
+        """The functions plugins register, by plugin name (dispatched in tier order)."""
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self._resolved: dict[tuple[int, str | None, int], list[tuple[int, Any]]] = {}
