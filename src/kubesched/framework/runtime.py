@@ -98,28 +98,52 @@ def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginErro
     return PluginError(pl.name, point.value, message)
 
 
+def _build_plugins(
+    profile: ProfileConfig, registry: Registry, handle: Handle
+) -> tuple[dict[str, object], dict[ExtensionPoint, list[object]]]:
+    """Every plugin the profile places, built once with its args, and the instances at each extension
+    point in profile order."""
+    instances: dict[str, object] = {}
+
+    def get(name: str) -> object:
+        if name not in instances:
+            spec = registry[name]
+            try:
+                instances[name] = spec.factory(profile.plugin_args.get(name), handle)
+            except InputError:
+                raise
+            except (ValueError, TypeError) as exc:
+                raise InputError(
+                    f"cannot build plugin {name}: {exc}", field=f"profiles[{profile.scheduler_name}]"
+                ) from exc
+        return instances[name]
+
+    placed = {p: [get(ref.name) for ref in profile.plugins.get(p, [])] for p in ExtensionPoint}
+    return instances, placed
+
+
+def _checked_and_normalizers(
+    filters: list[FilterPlugin], score: list[tuple[ScorePlugin, int]]
+) -> tuple[frozenset[str], dict[str, Callable[[CycleState, Pod, IntArray], None]]]:
+    """Names of the plugins whose answers are checked, and each score plugin's normalizer."""
+    # Plugins whose answers are checked (mask shape, score shape and range) on every call: all
+    # but the in-tree ones, whose tables test exactly that; the checks cost a few array
+    # reductions per plugin per cycle, a measurable share of a cycle.
+    checked = frozenset(pl.name for pl in [*filters, *(p for p, _ in score)] if not is_in_tree(type(pl)))
+    # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
+    normalizers: dict[str, Callable[[CycleState, Pod, IntArray], None]] = {
+        pl.name: pl.normalize_scores for pl, _ in score if isinstance(pl, ScoreNormalizer)
+    }
+    return checked, normalizers
+
+
 class Framework:
     def __init__(self, profile: ProfileConfig, registry: Registry, handle: Handle) -> None:
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.handle = handle
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        instances: dict[str, object] = {}
-
-        def get(name: str) -> object:
-            if name not in instances:
-                spec = registry[name]
-                try:
-                    instances[name] = spec.factory(profile.plugin_args.get(name), handle)
-                except InputError:
-                    raise
-                except (ValueError, TypeError) as exc:
-                    raise InputError(
-                        f"cannot build plugin {name}: {exc}", field=f"profiles[{profile.scheduler_name}]"
-                    ) from exc
-            return instances[name]
-
-        placed = {p: [get(ref.name) for ref in profile.plugins.get(p, [])] for p in ExtensionPoint}
+        instances, placed = _build_plugins(profile, registry, handle)
 
         def conforming(p: ExtensionPoint, typed: list[_P], protocol: type) -> list[_P]:
             """``typed`` (the plugins at ``p`` that satisfy the protocol), or an error naming the
@@ -171,16 +195,7 @@ class Framework:
         )
         weights = [ref.weight or 1 for ref in profile.plugins.get(ep.SCORE, [])]
         self.score: list[tuple[ScorePlugin, int]] = list(zip(scorers, weights, strict=True))
-        # Plugins whose answers are checked (mask shape, score shape and range) on every call: all
-        # but the in-tree ones, whose tables test exactly that; the checks cost a few array
-        # reductions per plugin per cycle, a measurable share of a cycle.
-        self._checked = frozenset(
-            pl.name for pl in [*self.filter, *(p for p, _ in self.score)] if not is_in_tree(type(pl))
-        )
-        # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
-        self._normalizers = {
-            pl.name: pl.normalize_scores for pl, _ in self.score if isinstance(pl, ScoreNormalizer)
-        }
+        self._checked, self._normalizers = _checked_and_normalizers(self.filter, self.score)
         self.reserve = conforming(
             ep.RESERVE, [pl for pl in placed[ep.RESERVE] if isinstance(pl, ReservePlugin)], ReservePlugin
         )
