@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,7 @@ from kubesched.scheduler.node_count import num_feasible_nodes_to_find
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
+    from kubesched.batch.parked_jobs import ParkedJobs
     from kubesched.batch.queue_totals import QueueTotals
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
@@ -94,35 +95,6 @@ class PodGroupConditionUpdate:
     reason: str
     message: str
     transition_id: str
-
-
-class ParkedJobs:
-    """Waiting jobs of one queue, in job order (by :meth:`Session.job_order_key`), pulled one at a
-    time. Each has pending tasks, none best-effort, and is admitted and valid; ``requests`` holds
-    one task per distinct request among their pending tasks, so a queue that refuses all of them
-    (with monotone allocatable functions) refuses every job left."""
-
-    def __init__(self, jobs: Iterator[tuple[Any, JobInfo]], requests: list[TaskInfo]) -> None:
-        self._jobs = jobs
-        self._head = next(jobs, None)
-        self.requests = requests
-
-    def peek_key(self) -> Any:
-        """The next job's key (``None`` when none is left)."""
-        return self._head[0] if self._head is not None else None
-
-    def pop(self) -> JobInfo:
-        assert self._head is not None
-        job = self._head[1]
-        self._head = next(self._jobs, None)
-        return job
-
-    def empty(self) -> bool:
-        return self._head is None
-
-    def drop(self) -> None:
-        """Leave the rest (they would all be refused)."""
-        self._head = None
 
 
 class Session:

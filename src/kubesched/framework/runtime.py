@@ -42,6 +42,7 @@ from kubesched.framework.interfaces import (
     ScoreNormalizer,
     ScorePlugin,
 )
+from kubesched.framework.plugin_instances import build_plugins
 from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -98,30 +99,6 @@ def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginErro
     return PluginError(pl.name, point.value, message)
 
 
-def _build_plugins(
-    profile: ProfileConfig, registry: Registry, handle: Handle
-) -> tuple[dict[str, object], dict[ExtensionPoint, list[object]]]:
-    """Every plugin the profile places, built once with its args, and the instances at each extension
-    point in profile order."""
-    instances: dict[str, object] = {}
-
-    def get(name: str) -> object:
-        if name not in instances:
-            spec = registry[name]
-            try:
-                instances[name] = spec.factory(profile.plugin_args.get(name), handle)
-            except InputError:
-                raise
-            except (ValueError, TypeError) as exc:
-                raise InputError(
-                    f"cannot build plugin {name}: {exc}", field=f"profiles[{profile.scheduler_name}]"
-                ) from exc
-        return instances[name]
-
-    placed = {p: [get(ref.name) for ref in profile.plugins.get(p, [])] for p in ExtensionPoint}
-    return instances, placed
-
-
 def _checked_and_normalizers(
     filters: list[FilterPlugin], score: list[tuple[ScorePlugin, int]]
 ) -> tuple[frozenset[str], dict[str, Callable[[CycleState, Pod, IntArray], None]]]:
@@ -143,7 +120,7 @@ class Framework:
         self.profile_name = profile.scheduler_name
         self.handle = handle
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        instances, placed = _build_plugins(profile, registry, handle)
+        instances, placed = build_plugins(profile, registry, handle)
 
         def conforming(p: ExtensionPoint, typed: list[_P], protocol: type) -> list[_P]:
             """``typed`` (the plugins at ``p`` that satisfy the protocol), or an error naming the
