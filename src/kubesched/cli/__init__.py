@@ -38,7 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="log lines as text, or as one JSON object each (as Kubernetes components' json format)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-
     for command in (simulate, explain, bench, serve, run, experiment):
         command.add_parser(sub)
     return parser

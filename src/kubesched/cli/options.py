@@ -14,9 +14,7 @@ from kubesched.framework.registry import Registry
 from kubesched.sim.workload import parse_duration
 
 EXIT_OK = 0
-
 EXIT_UNSCHEDULABLE = 1
-
 EXIT_BAD_INPUT = 2
 #: ``kubesched run`` could not reach or list the cluster, or scheduling stopped on an error.
 EXIT_RUN_FAILED = 1
