@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from kubesched.api.manifests import load_manifests
-from kubesched.cli import result_document
+from kubesched.cli.simulate import result_document
 from kubesched.scheduler.explain_view import render_explain
 from kubesched.sim.simulation import Simulation
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.batch.conf import default_batch_conf
-from kubesched.cli import result_document
+from kubesched.cli.simulate import result_document
 from kubesched.sim.simulation import Simulation
 
 

@@ -25,7 +25,7 @@ import pytest
 
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.batch.conf import BatchConf, batch_conf_from_dict
-from kubesched.cli import result_document
+from kubesched.cli.simulate import result_document
 from kubesched.sim.simulation import Simulation
 
 RECORDED = Path(__file__).with_name("recorded.json")

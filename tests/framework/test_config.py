@@ -18,13 +18,11 @@ from kubesched.framework.config import (
     API_VERSION,
     KIND,
     PluginRef,
-    _Entry,
-    _merge_plugin_set,
-    _PluginSet,
     config_from_dict,
     default_config,
     load_config,
 )
+from kubesched.framework.config.defaults import PluginEntry, PluginSet, merge_plugin_set
 from kubesched.framework.extension_points import ExtensionPoint as EP
 from kubesched.framework.plugin_args import (
     DefaultPreemptionArgs,
@@ -287,12 +285,14 @@ def test_top_level_values_are_taken() -> None:
 # mergePluginSet (upstream TestMergePlugins)
 
 
-def _set(enabled: Iterable[str | tuple[str, int]] = (), disabled: Iterable[str] = ()) -> _PluginSet:
-    entries = [_Entry(e, None, "") if isinstance(e, str) else _Entry(e[0], e[1], "") for e in enabled]
-    return _PluginSet(enabled=entries, disabled=list(disabled))
+def _set(enabled: Iterable[str | tuple[str, int]] = (), disabled: Iterable[str] = ()) -> PluginSet:
+    entries = [
+        PluginEntry(e, None, "") if isinstance(e, str) else PluginEntry(e[0], e[1], "") for e in enabled
+    ]
+    return PluginSet(enabled=entries, disabled=list(disabled))
 
 
-def _flat(ps: _PluginSet) -> tuple[list[str | tuple[str, int]], list[str]]:
+def _flat(ps: PluginSet) -> tuple[list[str | tuple[str, int]], list[str]]:
     enabled: list[str | tuple[str, int]] = [
         e.name if e.weight is None else (e.name, e.weight) for e in ps.enabled
     ]
@@ -383,7 +383,7 @@ def test_merge_plugin_set(
     want_enabled: list[Any],
     want_disabled: list[str],
 ) -> None:
-    merged = _merge_plugin_set(_set(default_enabled, default_disabled), _set(custom_enabled, custom_disabled))
+    merged = merge_plugin_set(_set(default_enabled, default_disabled), _set(custom_enabled, custom_disabled))
     assert _flat(merged) == (want_enabled, want_disabled)
 
 

@@ -11,12 +11,8 @@ import pytest
 
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.errors import InputError
-from kubesched.sim.metrics import (
-    MetricsRecorder,
-    parse_reasons,
-    percentiles,
-    time_weighted_mean,
-)
+from kubesched.sim.metrics import MetricsRecorder
+from kubesched.sim.samples import parse_reasons, percentiles, time_weighted_mean
 from kubesched.sim.simulation import Simulation
 
 

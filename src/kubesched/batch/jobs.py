@@ -29,8 +29,9 @@ from kubesched.batch.job_info import (
     TaskStatus,
     fit_threshold_of,
 )
+from kubesched.batch.parked_jobs import ParkedJobs
 from kubesched.batch.queue_totals import QueueTotals
-from kubesched.batch.session import ParkedJobs, Session
+from kubesched.batch.session import Session
 from kubesched.batch.shares import MIN_RESOURCE, ResourceSpace, Vector
 from kubesched.cache.cache import SchedulerCache
 from kubesched.cache.node_table import PODS_COL, NodeTable

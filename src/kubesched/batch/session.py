@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,7 @@ from kubesched.framework.types import FilterResult, IntArray, NodeFailure
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
+    from kubesched.batch.parked_jobs import ParkedJobs
     from kubesched.batch.queue_totals import QueueTotals
     from kubesched.cache.node_info import NodeInfo
     from kubesched.cache.node_table import NodeTable
@@ -96,35 +97,6 @@ class PodGroupConditionUpdate:
     transition_id: str
 
 
-class ParkedJobs:
-    """Waiting jobs of one queue, in job order (by :meth:`Session.job_order_key`), pulled one at a
-    time. Each has pending tasks, none best-effort, and is admitted and valid; ``requests`` holds
-    one task per distinct request among their pending tasks, so a queue that refuses all of them
-    (with monotone allocatable functions) refuses every job left."""
-
-    def __init__(self, jobs: Iterator[tuple[Any, JobInfo]], requests: list[TaskInfo]) -> None:
-        self._jobs = jobs
-        self._head = next(jobs, None)
-        self.requests = requests
-
-    def peek_key(self) -> Any:
-        """The next job's key (``None`` when none is left)."""
-        return self._head[0] if self._head is not None else None
-
-    def pop(self) -> JobInfo:
-        assert self._head is not None
-        job = self._head[1]
-        self._head = next(self._jobs, None)
-        return job
-
-    def empty(self) -> bool:
-        return self._head is None
-
-    def drop(self) -> None:
-        """Leave the rest (they would all be refused)."""
-        self._head = None
-
-
 class Session:
     """What plugins and actions see during one scheduling period."""
 
@@ -146,17 +118,25 @@ class Session:
         self.conf = conf
         self.tiers: list[Tier] = list(conf.tiers)
         self.space = space
-        #: The session's own table: placements are counted here, never on the scheduler's.
-        self.table = table if table.is_fork else table.fork()
-        table = self.table
         self.node_infos = node_infos
-        #: Ready nodes as a mask over slots and as slots in NodeTree order.
-        self.node_mask = node_mask
-        self.node_slots: IntArray = table.order[node_mask[table.order]] if len(table.order) else table.order
         self.jobs = jobs
         self.queues = queues
         self.now = now
         self.rng = rng if rng is not None else np.random.default_rng(0)
+        self._init_node_state(table, node_mask, space, pod_index)
+        self._init_results()
+        self._init_plugin_functions()
+
+    def _init_node_state(
+        self, table: NodeTable, node_mask: BoolArray, space: ResourceSpace, pod_index: PodIndex | None
+    ) -> None:
+        """The columnar node state the session places tasks on, and the pod index it keeps current."""
+        #: The session's own table: placements are counted here, never on the scheduler's.
+        self.table = table if table.is_fork else table.fork()
+        table = self.table
+        #: Ready nodes as a mask over slots and as slots in NodeTree order.
+        self.node_mask = node_mask
+        self.node_slots: IntArray = table.order[node_mask[table.order]] if len(table.order) else table.order
         cap = table.capacity
         r = len(space)
         #: Allocatable of every slot in the session's space (``node_idle`` etc. build on it).
@@ -187,6 +167,10 @@ class Session:
         #: Per slot, the value of ``version`` when the row last changed.
         self.row_version: IntArray = np.zeros(cap, dtype=np.int64)
         self.version = 0
+
+    def _init_results(self) -> None:
+        """What the session decides and records: placements, evictions, the jobs it looked at, and what
+        it reports at close."""
         self.evicted: list[TaskInfo] = []
         #: Committed allocations, bound when the session closes.
         self.to_bind: list[TaskInfo] = []
@@ -233,6 +217,9 @@ class Session:
         #: Events about PodGroups raised by plugins: (job, type, reason, message).
         self.pod_group_events: list[tuple[JobInfo, str, str, str]] = []
         self.warnings: list[str] = []
+
+    def _init_plugin_functions(self) -> None:
+        """The functions plugins register, by plugin name (dispatched in tier order)."""
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self._resolved: dict[tuple[int, str | None, int], list[tuple[int, Any]]] = {}

@@ -43,6 +43,7 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
 )
 from kubesched.framework.nominated_pods import NominatedColumns, PodNominator
+from kubesched.framework.plugin_instances import build_plugins
 from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
@@ -98,6 +99,21 @@ def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginErro
     return PluginError(pl.name, point.value, message)
 
 
+def _checked_and_normalizers(
+    filters: list[FilterPlugin], score: list[tuple[ScorePlugin, int]]
+) -> tuple[frozenset[str], dict[str, Callable[[CycleState, Pod, IntArray], None]]]:
+    """Names of the plugins whose answers are checked, and each score plugin's normalizer."""
+    # Plugins whose answers are checked (mask shape, score shape and range) on every call: all
+    # but the in-tree ones, whose tables test exactly that; the checks cost a few array
+    # reductions per plugin per cycle, a measurable share of a cycle.
+    checked = frozenset(pl.name for pl in [*filters, *(p for p, _ in score)] if not is_in_tree(type(pl)))
+    # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
+    normalizers: dict[str, Callable[[CycleState, Pod, IntArray], None]] = {
+        pl.name: pl.normalize_scores for pl, _ in score if isinstance(pl, ScoreNormalizer)
+    }
+    return checked, normalizers
+
+
 class Framework:
     def __init__(
         self, profile: ProfileConfig, registry: Registry, handle: Handle, nominator: PodNominator
@@ -106,22 +122,7 @@ class Framework:
         self.profile_name = profile.scheduler_name
         self.handle = handle
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        instances: dict[str, object] = {}
-
-        def get(name: str) -> object:
-            if name not in instances:
-                spec = registry[name]
-                try:
-                    instances[name] = spec.factory(profile.plugin_args.get(name), handle)
-                except InputError:
-                    raise
-                except (ValueError, TypeError) as exc:
-                    raise InputError(
-                        f"cannot build plugin {name}: {exc}", field=f"profiles[{profile.scheduler_name}]"
-                    ) from exc
-            return instances[name]
-
-        placed = {p: [get(ref.name) for ref in profile.plugins.get(p, [])] for p in ExtensionPoint}
+        instances, placed = build_plugins(profile, registry, handle)
 
         def conforming(p: ExtensionPoint, typed: list[_P], protocol: type) -> list[_P]:
             """``typed`` (the plugins at ``p`` that satisfy the protocol), or an error naming the
@@ -173,16 +174,7 @@ class Framework:
         )
         weights = [ref.weight or 1 for ref in profile.plugins.get(ep.SCORE, [])]
         self.score: list[tuple[ScorePlugin, int]] = list(zip(scorers, weights, strict=True))
-        # Plugins whose answers are checked (mask shape, score shape and range) on every call: all
-        # but the in-tree ones, whose tables test exactly that; the checks cost a few array
-        # reductions per plugin per cycle, a measurable share of a cycle.
-        self._checked = frozenset(
-            pl.name for pl in [*self.filter, *(p for p, _ in self.score)] if not is_in_tree(type(pl))
-        )
-        # Resolved once: a runtime Protocol check per plugin per cycle is measurably slow.
-        self._normalizers = {
-            pl.name: pl.normalize_scores for pl, _ in self.score if isinstance(pl, ScoreNormalizer)
-        }
+        self._checked, self._normalizers = _checked_and_normalizers(self.filter, self.score)
         self.reserve = conforming(
             ep.RESERVE, [pl for pl in placed[ep.RESERVE] if isinstance(pl, ReservePlugin)], ReservePlugin
         )

@@ -188,6 +188,43 @@ def _discrete(arrived_pct: FloatArray, values: FloatArray) -> FloatArray:
     return out
 
 
+def _pod_classes(
+    cluster: Cluster, pods: PodList
+) -> tuple[IntArray, list[tuple[PodShape, int]], npt.NDArray[np.bool_]]:
+    """Pod classes: the same shape and memory filter and score the same on the same node state.
+    (class of each pod, each class's shape and memory, which GPU models each class accepts)."""
+    keys: dict[tuple[PodShape, int], int] = {}
+    cls_of = np.empty(len(pods.shapes), dtype=np.int64)
+    for i, (shape, mem) in enumerate(zip(pods.shapes, pods.memory.tolist(), strict=True)):
+        cls_of[i] = keys.setdefault((shape, mem), len(keys))
+    classes = list(keys)
+    access = np.zeros((len(classes), len(cluster.models)), dtype=np.bool_)
+    for c, (shape, _mem) in enumerate(classes):
+        access[c] = [shape.accepts(m) for m in cluster.models]
+    return cls_of, classes, access
+
+
+def _pick_node(
+    policy: str,
+    tie_break: str,
+    cand: npt.NDArray[np.intp],
+    s: IntArray,
+    rank: npt.NDArray[np.intp],
+    rng: np.random.Generator,
+) -> int:
+    """The feasible node *cand* the policy places the pod on, given their scores *s*."""
+    if policy == "BestFit":
+        s = normalize(s)
+    if policy == "Random":
+        # Random's PreScore draws one feasible node; it alone gets the top score.
+        return int(cand[rng.integers(len(cand))])
+    ties = cand[s == s.max()]
+    if tie_break == "random":
+        return int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+    # The authors' scheduler breaks ties by the smallest node name, for reproducibility.
+    return int(ties[np.argmin(rank[ties])])
+
+
 def run_cell(
     cluster: Cluster,
     pods: PodList,
@@ -213,16 +250,8 @@ def run_cell(
     n = len(cluster.names)
     rank = np.argsort(np.argsort(np.array(cluster.names)))
 
-    # Pod classes: the same shape and memory filter and score the same on the same node state.
-    keys: dict[tuple[PodShape, int], int] = {}
-    cls_of = np.empty(len(pods.shapes), dtype=np.int64)
-    for i, (shape, mem) in enumerate(zip(pods.shapes, pods.memory.tolist(), strict=True)):
-        cls_of[i] = keys.setdefault((shape, mem), len(keys))
-    classes = list(keys)
+    cls_of, classes, access = _pod_classes(cluster, pods)
     n_cls = len(classes)
-    access = np.zeros((n_cls, len(cluster.models)), dtype=np.bool_)
-    for c, (shape, _mem) in enumerate(classes):
-        access[c] = [shape.accepts(m) for m in cluster.models]
     feasible = np.zeros((n_cls, n), dtype=np.bool_)
     scores = np.zeros((n_cls, n), dtype=np.int64)
     fgd_card = np.full((n_cls, n), -1, dtype=np.int64)
@@ -259,19 +288,7 @@ def run_cell(
         if not len(cand):
             failed += 1
         else:
-            s = scores[c, cand]
-            if policy == "BestFit":
-                s = normalize(s)
-            if policy == "Random":
-                # Random's PreScore draws one feasible node; it alone gets the top score.
-                node = int(cand[rng.integers(len(cand))])
-            else:
-                ties = cand[s == s.max()]
-                if tie_break == "random":
-                    node = int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
-                else:
-                    # The authors' scheduler breaks ties by the smallest node name, for reproducibility.
-                    node = int(ties[np.argmin(rank[ties])])
+            node = _pick_node(policy, tie_break, cand, scores[c, cand], rank, rng)
             cards = choose_cards(
                 policy, st.cards[node], int(st.count[node]), shape, int(fgd_card[c, node]), rng
             )

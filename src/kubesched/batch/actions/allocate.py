@@ -20,7 +20,8 @@ from kubesched.batch.actions.util import (
     prioritize_nodes,
 )
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
-from kubesched.batch.session import ParkedJobs, Session
+from kubesched.batch.parked_jobs import ParkedJobs
+from kubesched.batch.session import Session
 from kubesched.batch.statement import Statement
 
 

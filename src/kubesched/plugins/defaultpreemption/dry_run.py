@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,6 +40,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.runtime import FrameworkError
 from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult
 from kubesched.plugins.defaultpreemption.candidates import PRIORITY_OFFSET, Candidates
 from kubesched.plugins.defaultpreemption.gangs import GANG_KEPT, GangGuard
 from kubesched.plugins.defaultpreemption.victims import (
@@ -284,166 +285,251 @@ def _fit_setup(
     return fwk.filter_names.index(FIT), cols, want, [TOO_MANY_PODS] + [r for _, r in checked]
 
 
-def dry_run_fast(inp: DryRunInput, columns: NodePodColumns) -> DryRunResult:
-    fwk, pod = inp.fwk, inp.pod
-    snapshot = fwk.handle.snapshot
-    table = snapshot.table
+@dataclass(slots=True)
+class _FastSetup:
+    """What every batch of the fast dry run compares, fixed for the preemptor."""
+
+    #: NodeResourcesFit's filter index, or -1 when it does not run.
+    fit_index: int
+    #: The table columns Fit compares (the pod count first, then every resource the pod asks for),
+    #: the pod's want per column, and the reason per column.
+    cols: NDArray[np.int64]
+    want: NDArray[np.int64]
+    col_reasons: list[str]
+    #: Node-only filter plugins with their verdicts from the scheduling attempt, by filter index.
+    statics: list[tuple[int, FilterResult]]
+    #: The statics and Fit (None: judged on free resources), in profile order.
+    checks: list[tuple[int, FilterResult | None]]
+    #: Nominated pods of priority >= the preemptor's count on their nodes (filters with nominated pods).
+    nom_slots: NDArray[np.int64]
+    nom_requests: NDArray[np.int64]
+
+
+@dataclass(slots=True)
+class _FastFound:
+    """What the fast dry run has found over the batches examined so far."""
+
+    num: int
+    non_violating: list[NDArray[np.int64]] = field(default_factory=list)  # global candidate indices
+    violating_ids: list[NDArray[np.int64]] = field(default_factory=list)  # in examination order
+    n_nv: int = 0
+    n_v: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+    # Per found candidate (global index = position in these concatenations):
+    slots: list[NDArray[np.int64]] = field(default_factory=list)
+    victims: list[NDArray[np.bool_]] = field(default_factory=list)  # padded rows, widths differ by batch
+    crit: list[NDArray[np.int64]] = field(default_factory=list)  # violations, top priority, sum, count
+    start: list[NDArray[np.float64]] = field(default_factory=list)
+    found: int = 0
+
+    def done(self) -> bool:
+        return self.n_nv > 0 and self.n_nv + self.n_v >= self.num
+
+
+def _fast_setup(inp: DryRunInput, table: NodeTable) -> _FastSetup:
+    fwk = inp.fwk
     fit_index, cols, want, col_reasons = _fit_setup(inp, table)
     statics = [
         (i, res)
         for i, (name, res) in enumerate(zip(fwk.filter_names, inp.diagnosis.results, strict=False))
         if name in NODE_ONLY_FILTERS and res is not None
     ]
-    checks = sorted([*statics, *([(fit_index, None)] if fit_index >= 0 else [])], key=lambda t: t[0])
-    # Nominated pods of priority >= the preemptor's count on their nodes (filters with nominated pods).
-    nom_slots, nom_requests, _, _ = fwk.nominated_columns.query(pod, table)
+    checks: list[tuple[int, FilterResult | None]] = sorted(
+        [*statics, *([(fit_index, None)] if fit_index >= 0 else [])], key=lambda t: t[0]
+    )
+    nom_slots, nom_requests, _, _ = fwk.nominated_columns.query(inp.pod, table)
     nom_requests = nom_requests[:, cols] if len(nom_slots) else nom_requests[:, :0]
+    return _FastSetup(fit_index, cols, want, col_reasons, statics, checks, nom_slots, nom_requests)
 
+
+def dry_run_fast(inp: DryRunInput, columns: NodePodColumns) -> DryRunResult:
+    snapshot = inp.fwk.handle.snapshot
+    table = snapshot.table
+    setup = _fast_setup(inp, table)
     num = inp.num_candidates
-    non_violating: list[NDArray[np.int64]] = []  # global candidate indices, in examination order
-    violating_ids: list[NDArray[np.int64]] = []
-    n_nv = n_v = 0
-    reasons: Counter[str] = Counter()
-    failed = 0
-    errors: list[str] = []
-    # Per found candidate (global index = position in these concatenations):
-    cand_slots: list[NDArray[np.int64]] = []
-    cand_victims: list[NDArray[np.bool_]] = []  # padded rows, widths differ between batches
-    cand_crit: list[NDArray[np.int64]] = []  # violations, top priority, priority sum, count
-    cand_start: list[NDArray[np.float64]] = []
-    found = 0
-
+    acc = _FastFound(num)
     nodes = inp.nodes
     pos = 0
-    while pos < len(nodes) and not (n_nv > 0 and n_nv + n_v >= num):
+    while pos < len(nodes) and not acc.done():
         # Examine about as many nodes as should yield the candidates still missing, judging by the
         # share of candidates among the nodes examined so far (all of them, at first).
-        need = max(num - n_nv - n_v, 1)
-        rate = max(found / pos, 0.02) if pos else 1.0
+        need = max(num - acc.n_nv - acc.n_v, 1)
+        rate = max(acc.found / pos, 0.02) if pos else 1.0
         size = min(len(nodes) - pos, int(need / rate * 1.1) + 16)
         slots = nodes[pos : pos + size]
         columns.refresh(table, snapshot.node_infos, slots)
-        k = len(slots)
-        count = columns.count[slots]
-        width = max(int(count.max()), 1)
-        prio = columns.priority[slots, :width]
-        valid = np.arange(width)[None, :] < count[:, None]
-        lower = valid & (prio < pod.priority)
-        n_lower = lower.sum(axis=1)
-        req = columns.requests[slots, :width][:, :, cols]
-        rows_cols = np.ix_(slots, cols)  # one gather of just these cells (the table is column-major)
-        used = table.requested[rows_cols]
-        if len(nom_slots):
-            at = np.minimum(np.searchsorted(nom_slots, slots), len(nom_slots) - 1)
-            hit = nom_slots[at] == slots
-            used[hit] += nom_requests[at[hit]]
-        free_all = table.allocatable[rows_cols] - used + (req * lower[:, :, None]).sum(axis=1)
-        short_all = free_all < want  # [k, len(cols)]
+        pos += _examine_batch(inp, columns, setup, acc, slots)
+    return _fast_result(acc, columns)
 
-        # The first Filter plugin (profile order) that rejects the node once every lower-priority pod
-        # is gone; node-only plugins keep their verdict from the scheduling attempt.
-        first_fail = np.full(k, -1, dtype=np.int64)
-        for i, res in checks:
-            fails = short_all.any(axis=1) if res is None else ~res.passed[slots]
-            first_fail = np.where((first_fail < 0) & fails, i, first_fail)
-        no_victims = n_lower == 0
-        rows = np.flatnonzero(~no_victims & (first_fail < 0))
 
-        victims = np.zeros((len(rows), width), dtype=np.bool_)
-        violating = np.zeros((len(rows), width), dtype=np.bool_)
-        if len(rows):
-            c_nlow = n_lower[rows]
-            if inp.pdbs:
-                for r, row in enumerate(rows.tolist()):
-                    n, nl = int(count[row]), int(c_nlow[r])
-                    tail = columns.pods[int(slots[row])][n - nl : n]  # lower priority = the tail
-                    violating[r, n - nl : n] = pdb_violations(tail, inp.pdbs, inp.pdb_allowed)
-            # Put-back order: pods whose eviction violates a budget first, then the others, each
-            # most important first; pods of higher priority are never taken out.
-            # Lower-priority pods are the tail of each node's importance order, so without budgets
-            # the j-th pod to put back sits at count - n_lower + j.
-            if inp.pdbs:
-                key = np.where(
-                    lower[rows], np.where(violating, 0, width) + np.arange(width)[None, :], 2 * width
-                )
-                order = np.argsort(key, axis=1, kind="stable")
-            first = count[rows] - c_nlow
-            c_req = req[rows]
-            free = free_all[rows].copy()
-            at = np.arange(len(rows))
-            for j in range(int(c_nlow.max())):
-                idx = order[:, j] if inp.pdbs else np.minimum(first + j, width - 1)
-                active = j < c_nlow
-                back = c_req[at, idx]
-                fits = ((free - back) >= want).all(axis=1)
-                free -= back * (active & fits)[:, None]
-                victims[at, idx] |= active & ~fits  # inactive rows may point at any pod
+def _examine_batch(
+    inp: DryRunInput, columns: NodePodColumns, setup: _FastSetup, acc: _FastFound, slots: NDArray[np.int64]
+) -> int:
+    """Dry-run the nodes of *slots* together, record what the sequential run would have found up to
+    where it would stop, and return how many of them it examined."""
+    table = inp.fwk.handle.snapshot.table
+    cols, want, nom_slots = setup.cols, setup.want, setup.nom_slots
+    k = len(slots)
+    count = columns.count[slots]
+    width = max(int(count.max()), 1)
+    prio = columns.priority[slots, :width]
+    valid = np.arange(width)[None, :] < count[:, None]
+    lower = valid & (prio < inp.pod.priority)
+    n_lower = lower.sum(axis=1)
+    req = columns.requests[slots, :width][:, :, cols]
+    rows_cols = np.ix_(slots, cols)  # one gather of just these cells (the table is column-major)
+    used = table.requested[rows_cols]
+    if len(nom_slots):
+        at = np.minimum(np.searchsorted(nom_slots, slots), len(nom_slots) - 1)
+        hit = nom_slots[at] == slots
+        used[hit] += setup.nom_requests[at[hit]]
+    free_all = table.allocatable[rows_cols] - used + (req * lower[:, :, None]).sum(axis=1)
+    short_all = free_all < want  # [k, len(cols)]
 
-        n_victims = victims.sum(axis=1)
-        n_violations = (victims & violating).sum(axis=1)
-        # Examination order: where would the sequential dry run stop?
-        kind = np.full(k, -1, dtype=np.int64)  # -1: no candidate, 0: violates no budget, 1: violates
-        kind[rows] = np.where(n_victims == 0, -1, (n_violations > 0).astype(np.int64))
-        nv = np.minimum(n_nv + np.cumsum(kind == 0), num)
-        v = np.minimum(n_v + np.cumsum(kind == 1), num)
-        stops = np.flatnonzero((nv > 0) & (nv + v >= num))
-        stop_at = int(stops[0]) + 1 if len(stops) else k
+    # The first Filter plugin (profile order) that rejects the node once every lower-priority pod
+    # is gone; node-only plugins keep their verdict from the scheduling attempt.
+    first_fail = np.full(k, -1, dtype=np.int64)
+    for i, res in setup.checks:
+        fails = short_all.any(axis=1) if res is None else ~res.passed[slots]
+        first_fail = np.where((first_fail < 0) & fails, i, first_fail)
+    no_victims = n_lower == 0
+    rows = np.flatnonzero(~no_victims & (first_fail < 0))
+    victims, violating = _put_back(inp, columns, slots, rows, count, lower, n_lower, req, free_all, want)
 
-        taken = rows[rows < stop_at]
-        taken_kind = kind[taken]
-        keep = taken_kind >= 0
-        ids = found + np.arange(int(np.count_nonzero(keep)))
-        ids_kind = taken_kind[keep]
-        add_nv = ids[ids_kind == 0][: max(num - n_nv, 0)]
-        add_v = ids[ids_kind == 1][: max(num - n_v, 0)]
-        non_violating.append(add_nv)
-        violating_ids.append(add_v)
-        n_nv += len(add_nv)
-        n_v += len(add_v)
-        in_rows = np.flatnonzero(rows < stop_at)[keep]
-        found += len(in_rows)
-        c_prio = prio[rows[in_rows]]
-        c_vict = victims[in_rows]
-        top = np.where(c_vict, c_prio, np.iinfo(np.int64).min).max(axis=1)
-        cand_slots.append(slots[rows[in_rows]])
-        cand_victims.append(c_vict)
-        cand_crit.append(
-            np.stack(
-                [
-                    n_violations[in_rows],
-                    top,
-                    np.where(c_vict, c_prio + PRIORITY_OFFSET, 0).sum(axis=1),
-                    n_victims[in_rows],
-                ],
-                axis=1,
-            )
+    n_victims = victims.sum(axis=1)
+    n_violations = (victims & violating).sum(axis=1)
+    # Examination order: where would the sequential dry run stop?
+    kind = np.full(k, -1, dtype=np.int64)  # -1: no candidate, 0: violates no budget, 1: violates
+    kind[rows] = np.where(n_victims == 0, -1, (n_violations > 0).astype(np.int64))
+    nv = np.minimum(acc.n_nv + np.cumsum(kind == 0), acc.num)
+    v = np.minimum(acc.n_v + np.cumsum(kind == 1), acc.num)
+    stops = np.flatnonzero((nv > 0) & (nv + v >= acc.num))
+    stop_at = int(stops[0]) + 1 if len(stops) else k
+
+    _record_candidates(acc, columns, slots, rows, kind, stop_at, prio, victims, n_victims, n_violations)
+
+    # The examined nodes that are not candidates, as a reason histogram (their statuses).
+    seen = np.arange(k) < stop_at
+    bad = seen & (kind < 0)
+    acc.failed += int(np.count_nonzero(bad))
+    acc.reasons[NO_VICTIMS] += int(np.count_nonzero(bad & no_victims))
+    for row in rows[(n_victims == 0) & (rows < stop_at)].tolist():
+        acc.errors.append(f"expected at least one victim pod on node {table.names[int(slots[row])]!r}")
+    rest = bad & ~no_victims & (first_fail >= 0)
+    if rest.any():
+        fit_rows = rest & (first_fail == setup.fit_index)
+        for c, reason in enumerate(setup.col_reasons):
+            acc.reasons[reason] += int(np.count_nonzero(fit_rows & short_all[:, c]))
+        for i, res in setup.statics:
+            mine = rest & (first_fail == i)
+            if mine.any():
+                for f in res.failures:
+                    acc.reasons[f.reason] += int(np.count_nonzero(mine & f.nodes[slots]))
+    return stop_at
+
+
+def _put_back(
+    inp: DryRunInput,
+    columns: NodePodColumns,
+    slots: NDArray[np.int64],
+    rows: NDArray[np.intp],
+    count: NDArray[np.int64],
+    lower: NDArray[np.bool_],
+    n_lower: NDArray[np.int64],
+    req: NDArray[np.int64],
+    free_all: NDArray[np.int64],
+    want: NDArray[np.int64],
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """On the batch's *rows* the preemptor fits once every lower-priority pod is gone: the victims
+    and the pods whose eviction would violate a budget, as padded per-row masks."""
+    width = lower.shape[1]
+    victims = np.zeros((len(rows), width), dtype=np.bool_)
+    violating = np.zeros((len(rows), width), dtype=np.bool_)
+    if not len(rows):
+        return victims, violating
+    c_nlow = n_lower[rows]
+    if inp.pdbs:
+        for r, row in enumerate(rows.tolist()):
+            n, nl = int(count[row]), int(c_nlow[r])
+            tail = columns.pods[int(slots[row])][n - nl : n]  # lower priority = the tail
+            violating[r, n - nl : n] = pdb_violations(tail, inp.pdbs, inp.pdb_allowed)
+    # Put-back order: pods whose eviction violates a budget first, then the others, each
+    # most important first; pods of higher priority are never taken out.
+    # Lower-priority pods are the tail of each node's importance order, so without budgets
+    # the j-th pod to put back sits at count - n_lower + j.
+    if inp.pdbs:
+        key = np.where(lower[rows], np.where(violating, 0, width) + np.arange(width)[None, :], 2 * width)
+        order = np.argsort(key, axis=1, kind="stable")
+    first = count[rows] - c_nlow
+    c_req = req[rows]
+    free = free_all[rows].copy()
+    at = np.arange(len(rows))
+    for j in range(int(c_nlow.max())):
+        idx = order[:, j] if inp.pdbs else np.minimum(first + j, width - 1)
+        active = j < c_nlow
+        back = c_req[at, idx]
+        fits = ((free - back) >= want).all(axis=1)
+        free -= back * (active & fits)[:, None]
+        victims[at, idx] |= active & ~fits  # inactive rows may point at any pod
+    return victims, violating
+
+
+def _record_candidates(
+    acc: _FastFound,
+    columns: NodePodColumns,
+    slots: NDArray[np.int64],
+    rows: NDArray[np.intp],
+    kind: NDArray[np.int64],
+    stop_at: int,
+    prio: NDArray[np.int64],
+    victims: NDArray[np.bool_],
+    n_victims: NDArray[np.int64],
+    n_violations: NDArray[np.int64],
+) -> None:
+    """Add the batch's candidates before *stop_at* to *acc*, with what ranks them."""
+    num = acc.num
+    taken = rows[rows < stop_at]
+    taken_kind = kind[taken]
+    keep = taken_kind >= 0
+    ids = acc.found + np.arange(int(np.count_nonzero(keep)))
+    ids_kind = taken_kind[keep]
+    add_nv = ids[ids_kind == 0][: max(num - acc.n_nv, 0)]
+    add_v = ids[ids_kind == 1][: max(num - acc.n_v, 0)]
+    acc.non_violating.append(add_nv)
+    acc.violating_ids.append(add_v)
+    acc.n_nv += len(add_nv)
+    acc.n_v += len(add_v)
+    in_rows = np.flatnonzero(rows < stop_at)[keep]
+    acc.found += len(in_rows)
+    c_prio = prio[rows[in_rows]]
+    c_vict = victims[in_rows]
+    top = np.where(c_vict, c_prio, np.iinfo(np.int64).min).max(axis=1)
+    acc.slots.append(slots[rows[in_rows]])
+    acc.victims.append(c_vict)
+    acc.crit.append(
+        np.stack(
+            [
+                n_violations[in_rows],
+                top,
+                np.where(c_vict, c_prio + PRIORITY_OFFSET, 0).sum(axis=1),
+                n_victims[in_rows],
+            ],
+            axis=1,
         )
-        start = columns.start[slots[rows[in_rows]], :width]
-        cand_start.append(np.where(c_vict & (c_prio == top[:, None]), start, NOT_STARTED).min(axis=1))
+    )
+    width = victims.shape[1]
+    start = columns.start[slots[rows[in_rows]], :width]
+    acc.start.append(np.where(c_vict & (c_prio == top[:, None]), start, NOT_STARTED).min(axis=1))
 
-        # The examined nodes that are not candidates, as a reason histogram (their statuses).
-        seen = np.arange(k) < stop_at
-        bad = seen & (kind < 0)
-        failed += int(np.count_nonzero(bad))
-        reasons[NO_VICTIMS] += int(np.count_nonzero(bad & no_victims))
-        for row in rows[(n_victims == 0) & (rows < stop_at)].tolist():
-            errors.append(f"expected at least one victim pod on node {table.names[int(slots[row])]!r}")
-        rest = bad & ~no_victims & (first_fail >= 0)
-        if rest.any():
-            fit_rows = rest & (first_fail == fit_index)
-            for c, reason in enumerate(col_reasons):
-                reasons[reason] += int(np.count_nonzero(fit_rows & short_all[:, c]))
-            for i, res in statics:
-                mine = rest & (first_fail == i)
-                if mine.any():
-                    for f in res.failures:
-                        reasons[f.reason] += int(np.count_nonzero(mine & f.nodes[slots]))
-        pos += stop_at
 
-    chosen = np.concatenate([*non_violating, *violating_ids]).astype(np.int64)
-    all_slots = np.concatenate(cand_slots) if cand_slots else np.zeros(0, dtype=np.int64)
-    crit = np.concatenate(cand_crit) if cand_crit else np.zeros((0, 4), dtype=np.int64)
-    starts = np.concatenate(cand_start) if cand_start else np.zeros(0, dtype=np.float64)
+def _fast_result(acc: _FastFound, columns: NodePodColumns) -> DryRunResult:
+    chosen = np.concatenate([*acc.non_violating, *acc.violating_ids]).astype(np.int64)
+    all_slots = np.concatenate(acc.slots) if acc.slots else np.zeros(0, dtype=np.int64)
+    crit = np.concatenate(acc.crit) if acc.crit else np.zeros((0, 4), dtype=np.int64)
+    starts = np.concatenate(acc.start) if acc.start else np.zeros(0, dtype=np.float64)
+    cand_victims = acc.victims
     batch_of = np.repeat(np.arange(len(cand_victims)), [len(b) for b in cand_victims])
     batch_start = np.cumsum([0] + [len(b) for b in cand_victims])
 
@@ -463,4 +549,4 @@ def dry_run_fast(inp: DryRunInput, columns: NodePodColumns) -> DryRunResult:
         top_earliest_start=starts[chosen],
         victims_of=victims_of,
     )
-    return DryRunResult(cands, reasons, failed, errors)
+    return DryRunResult(cands, reasons=acc.reasons, failed_nodes=acc.failed, errors=acc.errors)

@@ -1,0 +1,5 @@
+"""``python -m kubesched.cli``: the ``kubesched`` command."""
+
+from kubesched.cli import entry
+
+entry()

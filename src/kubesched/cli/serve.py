@@ -1,0 +1,78 @@
+"""``kubesched serve``: a one-process cluster (API server, both schedulers, simulated nodes) for
+kubectl."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubesched.api.manifests import load_manifests
+from kubesched.batch.conf import load_batch_conf
+from kubesched.cli.options import EXIT_OK, EXIT_RUN_FAILED, plugin_flag, plugin_registry_of
+from kubesched.errors import InputError
+from kubesched.framework.config import load_config
+
+
+def add_parser(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve", help="run a one-process cluster (API server, both schedulers, simulated nodes) for kubectl"
+    )
+    serve.add_argument("paths", nargs="*", metavar="FILE_OR_DIR", help="manifests to create at start")
+    serve.add_argument("--nodes", type=int, default=0, help="simulated nodes to create (node-0 …)")
+    serve.add_argument("--node-cpu", default="32", help="each simulated node's CPU (default 32)")
+    serve.add_argument("--node-memory", default="256Gi", help="each simulated node's memory (default 256Gi)")
+    serve.add_argument("--node-pods", default="110", help="each simulated node's pod capacity (default 110)")
+    serve.add_argument("--zones", type=int, default=3, help="zones the simulated nodes are spread over")
+    serve.add_argument("--data-dir", default=".kubesched", help="state, certificates and kubeconfig")
+    serve.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=6443, help="port to listen on (0: any free one)")
+    serve.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    serve.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
+    serve.add_argument(
+        "--no-auto-namespaces",
+        action="store_true",
+        help="refuse objects in missing namespaces (404, as kube-apiserver) instead of creating them",
+    )
+    serve.add_argument(
+        "--no-schedulers",
+        action="store_true",
+        help="serve the API and the simulated nodes only; schedule with another scheduler (kubesched run)",
+    )
+    plugin_flag(serve)
+    serve.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kubesched.apiserver.server import ServeOptions, serve
+    from kubesched.store.sqlite import StoreLocked
+
+    if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
+        raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
+    registry = plugin_registry_of(args)
+    config = load_config(args.config, registry) if args.config else None
+    batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
+    objects = [dict(mo.obj) for mo in load_manifests(args.paths).objects] if args.paths else []
+    options = ServeOptions(
+        data_dir=Path(args.data_dir),
+        address=args.address,
+        port=args.port,
+        nodes=args.nodes,
+        node_cpu=args.node_cpu,
+        node_memory=args.node_memory,
+        node_pods=args.node_pods,
+        zones=args.zones,
+        objects=objects,
+        config=config,
+        batch_conf=batch_conf,
+        auto_create_namespaces=not args.no_auto_namespaces,
+        registry=registry,
+        schedulers=not args.no_schedulers,
+    )
+    try:
+        serve(options)
+    except StoreLocked as exc:
+        print(f"error: --data-dir {args.data_dir}: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return EXIT_OK

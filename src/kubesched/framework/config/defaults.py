@@ -1,0 +1,85 @@
+"""Upstream's v1 defaults (``pkg/scheduler/apis/config/v1/{defaults,default_plugins}.go``): the
+default values of the top-level fields, the default plugins, the feature gates' defaults, and the merge
+of a user's plugin set into the default one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+DEFAULT_PARALLELISM: Final = 16
+DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1
+DEFAULT_POD_MAX_BACKOFF_SECONDS: Final = 10
+
+#: Upstream DefaultExtenderTimeout: an extender call given no httpTimeout gives up after this long.
+DEFAULT_EXTENDER_TIMEOUT_SECONDS: Final = 5.0
+
+
+#: Upstream v1 default plugins (kube-scheduler v1.34, default feature gates), all under multiPoint, in
+#: order, with their score weights (None: unset, which the framework treats as 1).
+DEFAULT_MULTI_POINT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DynamicResources", None),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+#: The feature gates kubesched knows, with their defaults (upstream v1.35).
+FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
+    # Beta and on by default since v1.35 (KEP-5598).
+    "OpportunisticBatching": True,
+}
+
+
+@dataclass(slots=True)
+class PluginEntry:
+    name: str
+    weight: int | None
+    where: str  # field path of the entry, for error messages
+
+
+@dataclass(slots=True)
+class PluginSet:
+    enabled: list[PluginEntry] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Upstream's merge of a user plugin set into the default one.
+
+    Disabled names (or ``*``) remove defaults; a default the user enables again keeps its position
+    but takes the user's entry (weight included); every other user entry is appended in order.
+    """
+    disabled = [*custom.disabled, *default.disabled]
+    disabled_names = set(disabled)
+    by_name = {entry.name: index for index, entry in enumerate(custom.enabled)}  # last one wins
+    replaced: set[int] = set()
+    enabled: list[PluginEntry] = []
+    if "*" not in disabled_names:
+        for entry in default.enabled:
+            if entry.name in disabled_names:
+                continue
+            index = by_name.get(entry.name)
+            if index is not None:
+                entry = custom.enabled[index]
+                replaced.add(index)
+            enabled.append(entry)
+    enabled.extend(entry for index, entry in enumerate(custom.enabled) if index not in replaced)
+    return PluginSet(enabled=enabled, disabled=disabled)
