@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.framework.config import load_config
 from kubesched.plugins import default_registry
 

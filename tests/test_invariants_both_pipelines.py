@@ -27,7 +27,7 @@ import yaml
 
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.api.quantity import parse_quantity
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.cli.simulate import result_document
 from kubesched.sim.simulation import Simulation
 

@@ -16,7 +16,7 @@ import pytest
 
 from kubesched.api.objects import Pod
 from kubesched.api.selectors import LabelSelector
-from kubesched.batch.conf import batch_conf_from_dict, default_batch_conf
+from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf
 from kubesched.batch.factory import get_action
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session

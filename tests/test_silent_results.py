@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.manifests import LoadResult, ManifestObject
-from kubesched.batch.conf import default_batch_conf
+from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.cli.simulate import result_document
 from kubesched.sim.simulation import Simulation
 

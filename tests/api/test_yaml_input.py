@@ -9,7 +9,7 @@ import pytest
 
 from kubesched.api.manifests import load_manifests
 from kubesched.api.yaml_input import safe_load, safe_load_all
-from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
 from kubesched.plugins import default_registry

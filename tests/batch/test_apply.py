@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.batch.plugins.gang import GangPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.sim.simulation import Simulation
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"

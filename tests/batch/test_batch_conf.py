@@ -8,13 +8,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.batch.conf import (
-    BATCH_SCHEDULER_NAME,
-    SWITCHES,
-    batch_conf_from_dict,
-    default_batch_conf,
-    load_batch_conf,
-)
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, SWITCHES
+from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf, load_batch_conf
 from kubesched.cli import EXIT_BAD_INPUT, main
 from kubesched.errors import ConfigError, InputError
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from kubesched.batch.conf import batch_conf_from_dict, default_batch_conf
+from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf
 from kubesched.sim.simulation import Simulation, SimulationResult
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"

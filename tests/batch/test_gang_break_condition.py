@@ -10,7 +10,7 @@ import pytest
 from tests.test_invariants_both_pipelines import CONF, KNOWN_GANG_BREAKS, cluster
 
 from kubesched.api.manifests import LoadResult, ManifestObject
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.testing import node, pod, pod_group, priority_class, queue, store_of
 from kubesched.runtime.cluster import Cluster, ClusterOptions

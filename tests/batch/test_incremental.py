@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kubesched.api.manifests import LoadResult, ManifestObject
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.sim.simulation import Simulation
 from kubesched.sim.workload import GroupSpec, Workload, WorkloadNode, WorkloadPod, to_manifests
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.quantity import parse_quantity
-from kubesched.batch.conf import default_batch_conf
+from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.sim.simulation import Simulation
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"

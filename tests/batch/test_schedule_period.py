@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kubesched.api.manifests import load_manifests
-from kubesched.batch.conf import default_batch_conf
+from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.sim.simulation import Simulation
 

@@ -12,7 +12,7 @@ import yaml
 from kubesched.api.objects import Node, Pod
 from kubesched.api.volcano import PodGroup
 from kubesched.batch.actions.util import fit_error_message
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.batch.framework import open_session
 from kubesched.batch.job_info import ABSTAIN, PERMIT, REJECT, TaskInfo, TaskStatus
 from kubesched.batch.plugins.binpack import binpack_scores

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from kubesched.batch.conf import SWITCHES, batch_conf_from_dict, default_batch_conf
+from kubesched.batch.conf import SWITCHES
+from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf
 from kubesched.batch.framework import open_session
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.statement import Statement

@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from kubesched.api.manifests import LoadResult, ManifestObject
-from kubesched.batch.conf import BatchConf, batch_conf_from_dict
+from kubesched.batch.conf import BatchConf
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.cli.simulate import result_document
 from kubesched.sim.simulation import Simulation
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.errors import InputError
 from kubesched.gpu.cards import ANNOTATION_GPU_COUNT, ANNOTATION_GPU_MILLI, LABEL_GPU_MODEL
 from kubesched.sim.simulation import Simulation

@@ -8,7 +8,7 @@ import pytest
 from tests.batch.test_batch_scheduling import group, node, pod, queue
 from tests.metrics.conftest import bucket_bounds, sample
 
-from kubesched.batch.conf import default_batch_conf
+from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.metrics import SchedulerMetrics

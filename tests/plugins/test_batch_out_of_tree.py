@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kubesched.batch import factory
-from kubesched.batch.conf import batch_conf_from_dict
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.batch.testing import node, pod, pod_group, queue
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.types import FilterResult

@@ -19,15 +19,8 @@ from kubesched.api.volcano import (
     Queue,
     group_name_of,
 )
-from kubesched.batch.conf import (
-    BATCH_SCHEDULER_NAME,
-    BatchConf,
-    PluginOption,
-    Tier,
-    batch_conf_from_dict,
-    default_batch_conf,
-    load_batch_conf,
-)
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, PluginOption, Tier
+from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf, load_batch_conf
 
 __all__ = [
     "BATCH_SCHEDULER_NAME",

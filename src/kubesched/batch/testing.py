@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.batch.conf import SWITCHES, batch_conf_from_dict
+from kubesched.batch.conf import SWITCHES
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.batch.framework import open_session
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session

@@ -274,7 +274,7 @@ def run_gang(
     """Volcano gangs: ``nodes`` 32-CPU nodes, PodGroups of 8 to 64 pods until about ``pods`` pods, in
     three weighted queues, scheduled by the batch profile (Volcano's default conf). Timed: from the
     first session to the last; reported per session too."""
-    from kubesched.batch.conf import default_batch_conf
+    from kubesched.batch.conf_loader import default_batch_conf
 
     sim = Simulation(seed=seed, batch_conf=default_batch_conf())
     for i in range(nodes):

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kubesched.api.manifests import load_manifests
-from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_OK,
     count_flag,

@@ -8,7 +8,8 @@ import logging
 import sys
 from typing import Any
 
-from kubesched.batch.conf import BATCH_SCHEDULER_NAME, load_batch_conf
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME
+from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_RUN_FAILED,
     bool_flag,

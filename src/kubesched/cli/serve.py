@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api.manifests import load_manifests
-from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import EXIT_OK, EXIT_RUN_FAILED, plugin_flag, plugin_registry_of
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config

@@ -17,7 +17,7 @@ from rich.table import Table
 from kubesched.api.durations import parse_duration
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
-from kubesched.batch.conf import load_batch_conf
+from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_OK,
     EXIT_UNSCHEDULABLE,

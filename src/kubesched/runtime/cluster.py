@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf, default_batch_conf
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
+from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.batch.scheduler import DEFAULT_SCHEDULE_PERIOD, BatchScheduler
 from kubesched.cache.feed import CacheFeed
 from kubesched.framework.config import SchedulerConfig, default_config
