@@ -30,7 +30,7 @@ the node table (``bincount`` per domain, one gather per node).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -48,17 +48,6 @@ from kubesched.api.topology_spread import (
     TopologySpreadConstraint,
     parse_default_constraint,
     parse_topology_spread_constraints,
-)
-from kubesched.api.workloads import (
-    APPS_V1,
-    CORE_V1,
-    OwnerReference,
-    ReplicaSet,
-    ReplicationController,
-    Service,
-    StatefulSet,
-    controller_of,
-    owner_references,
 )
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.label_match import match_labels_mask, terms_mask
@@ -80,9 +69,9 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
+from kubesched.plugins.helper.spread import CACHE_LIMIT, OwnerRefCache, WorkloadSelectors
 from kubesched.plugins.nodeaffinity import ParsedNodeAffinity, parse_pod_node_affinity
 from kubesched.plugins.tainttoleration import HARD_EFFECTS
-from kubesched.store.informers import Change, InformerFactory
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
@@ -92,8 +81,6 @@ __all__ = [
     "PreFilterState",
     "PreScoreState",
     "SpreadConstraint",
-    "WorkloadSelectors",
-    "default_selector",
 ]
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH: Final = "node(s) didn't match pod topology spread constraints"
@@ -109,9 +96,6 @@ SYSTEM_DEFAULT_CONSTRAINTS: Final = (
     TopologySpreadConstraint(3, HOSTNAME_LABEL, SCHEDULE_ANYWAY, LabelSelector.nothing()),
     TopologySpreadConstraint(5, ZONE_LABEL, SCHEDULE_ANYWAY, LabelSelector.nothing()),
 )
-
-#: Parsed objects kept at most per cache; a cache starts over beyond it (pods come and go).
-_CACHE_LIMIT: Final = 8192
 
 Int32Array = NDArray[np.int32]
 #: A pod's parsed constraints, or why they do not parse.
@@ -220,137 +204,6 @@ class PreScoreState:
         return self  # read-only after PreScore, as upstream
 
 
-def default_selector(
-    pod: Pod, informers: InformerFactory, parsed: _ObjectCache | None = None
-) -> LabelSelector:
-    """Upstream ``helper.DefaultSelector``: the selector of the pod's workload.
-
-    The ``spec.selector`` of every Service in the pod's namespace that selects the pod, merged, plus
-    the selector of the ReplicationController, ReplicaSet or StatefulSet that controls the pod
-    (``ownerReferences`` with ``controller: true``) when it exists. An empty result means "no workload".
-    """
-    cache = parsed if parsed is not None else _ObjectCache()
-    return _workload_selector(pod, informers, cache, _services_in_order(informers))
-
-
-def _services_in_order(informers: InformerFactory) -> Iterator[Service | None]:
-    """Every Service's parsed view in the lister's order (the store's: a new one last, an updated one
-    in its place); None for one that did not parse."""
-    services = informers.informer("Service")
-    for obj in services.list_raw():
-        meta = obj.get("metadata") or {}
-        yield services.get(meta.get("namespace"), str(meta.get("name")))
-
-
-def _workload_selector(
-    pod: Pod, informers: InformerFactory, cache: _ObjectCache, services: Iterable[Service | None]
-) -> LabelSelector:
-    """:func:`default_selector` given the Services (parsed, in store order; those of other namespaces
-    are skipped)."""
-    label_set: dict[str, str] = {}
-    for svc in services:
-        if svc is None or svc.namespace != pod.namespace or svc.selector is None:
-            continue
-        if svc.selects(pod.labels):
-            label_set.update(svc.selector)
-    requirements = LabelSelector.from_match_labels(label_set).requirements if label_set else ()
-    owner = _controller(pod, cache)
-    if owner is None:
-        return LabelSelector(requirements)
-    if owner.api_version == CORE_V1 and owner.kind == "ReplicationController":
-        rc: ReplicationController | None = informers.informer("ReplicationController").get(
-            pod.namespace, owner.name
-        )
-        if rc is not None:
-            label_set.update(rc.selector)
-            requirements = LabelSelector.from_match_labels(label_set).requirements
-    elif owner.api_version == APPS_V1 and owner.kind in ("ReplicaSet", "StatefulSet"):
-        workload: ReplicaSet | StatefulSet | None = informers.informer(owner.kind).get(
-            pod.namespace, owner.name
-        )
-        if workload is not None and not workload.selector.match_nothing:
-            requirements = (*requirements, *workload.selector.requirements)
-    return LabelSelector(requirements)
-
-
-class WorkloadSelectors:
-    """:func:`default_selector` for many pods, without a pass over every Service per pod.
-
-    Services are grouped by namespace once, and each result is remembered by what it depends on (the
-    pod's namespace, labels and controller); both are dropped when the informers report a change to a
-    Service, ReplicationController, ReplicaSet or StatefulSet."""
-
-    KINDS: Final = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
-
-    def __init__(self, informers: InformerFactory, parsed: _ObjectCache) -> None:
-        self.informers = informers
-        self._objects = parsed
-        self._services: dict[str, list[Service]] | None = None
-        self._selectors: dict[
-            tuple[str, frozenset[tuple[str, str]], OwnerReference | None], LabelSelector
-        ] = {}
-        for kind in self.KINDS:
-            informers.informer(kind).add_handler(self._on_change, replay=False)
-
-    def _on_change(self, _change: Change[Any]) -> None:
-        self._services = None
-        self._selectors.clear()
-
-    def selector(self, pod: Pod) -> LabelSelector:
-        key = (pod.namespace, frozenset(pod.labels.items()), _controller(pod, self._objects))
-        hit = self._selectors.get(key)
-        if hit is None:
-            services = self._services_by_namespace().get(pod.namespace, ())
-            hit = _workload_selector(pod, self.informers, self._objects, services)
-            if len(self._selectors) >= _CACHE_LIMIT:
-                self._selectors.clear()
-            self._selectors[key] = hit
-        return hit
-
-    def close(self) -> None:
-        for kind in self.KINDS:
-            self.informers.informer(kind).remove_handler(self._on_change)
-
-    def _services_by_namespace(self) -> dict[str, list[Service]]:
-        if self._services is None:
-            grouped: dict[str, list[Service]] = {}
-            for svc in _services_in_order(self.informers):
-                if svc is not None and svc.selector is not None:
-                    grouped.setdefault(svc.namespace, []).append(svc)
-            self._services = grouped
-        return self._services
-
-
-def _controller(pod: Pod, cache: _ObjectCache) -> OwnerReference | None:
-    meta = pod.raw.get("metadata")
-    if not isinstance(meta, Mapping) or not meta.get("ownerReferences"):
-        return None
-    refs = cache.get_refs(meta)
-    return controller_of(refs) if refs is not None else None
-
-
-class _ObjectCache:
-    """Parsed owner references of pods, keyed by the identity of the list (the store replaces an
-    object on every update, so identity means "unchanged")."""
-
-    def __init__(self) -> None:
-        self._refs: dict[int, tuple[Any, tuple[OwnerReference, ...] | None]] = {}
-
-    def get_refs(self, meta: Mapping[str, Any]) -> tuple[OwnerReference, ...] | None:
-        raw = meta.get("ownerReferences")
-        hit = self._refs.get(id(raw))
-        if hit is not None and hit[0] is raw:
-            return hit[1]
-        try:
-            refs: tuple[OwnerReference, ...] | None = owner_references(meta)
-        except InputError:
-            refs = None
-        if len(self._refs) >= _CACHE_LIMIT:
-            self._refs.clear()
-        self._refs[id(raw)] = (raw, refs)
-        return refs
-
-
 class PodTopologySpread:
     name: ClassVar[str] = "PodTopologySpread"
 
@@ -375,7 +228,7 @@ class PodTopologySpread:
                 parse_default_constraint(c, f"pluginConfig.args.defaultConstraints[{i}]")
                 for i, c in enumerate(args.default_constraints)
             )
-        self._objects = _ObjectCache()
+        self._objects = OwnerRefCache()
         #: Opened at the first pod that needs a workload selector.
         self._workloads: WorkloadSelectors | None = None
         # id(raw constraints list) -> (that list, parsed constraints or the parse error)
@@ -469,10 +322,10 @@ class PodTopologySpread:
                     parsed = parse_topology_spread_constraints(raw)
                 except InputError as exc:
                     parsed = exc
-                if len(self._parsed_by_text) >= _CACHE_LIMIT:
+                if len(self._parsed_by_text) >= CACHE_LIMIT:
                     self._parsed_by_text.clear()
                 self._parsed_by_text[text] = parsed
-            if len(self._parsed) >= _CACHE_LIMIT:
+            if len(self._parsed) >= CACHE_LIMIT:
                 self._parsed.clear()
             hit = (raw, parsed)
             self._parsed[id(raw)] = hit
@@ -572,7 +425,7 @@ class PodTopologySpread:
                 parsed = hit[1]
             else:
                 parsed = parse_pod_node_affinity(affinity)
-                if len(self._affinity) >= _CACHE_LIMIT:
+                if len(self._affinity) >= CACHE_LIMIT:
                     self._affinity.clear()
                 self._affinity[id(affinity)] = (affinity, parsed)
         required = parsed.required if parsed is not None else None
@@ -590,7 +443,7 @@ class PodTopologySpread:
         """Nodes without an untolerated NoSchedule/NoExecute taint, one evaluation per taint list."""
         cached = self._untolerated.get(pod.tolerations)
         if cached is None:
-            if len(self._untolerated) >= _CACHE_LIMIT:
+            if len(self._untolerated) >= CACHE_LIMIT:
                 self._untolerated.clear()
             cached = []
             self._untolerated[pod.tolerations] = cached

@@ -24,13 +24,13 @@ from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.plugin_args import PodTopologySpreadArgs
 from kubesched.framework.status import Code
+from kubesched.plugins.helper.spread import default_selector
 from kubesched.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PRE_FILTER_KEY,
     PodTopologySpread,
     PreFilterState,
-    default_selector,
 )
 from kubesched.plugins.testing import build_snapshot, make_node, node_statuses, pod_dict, store_handle
 from kubesched.store.memory import MemoryStore
