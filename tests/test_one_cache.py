@@ -18,14 +18,13 @@ from kubesched.api.objects import Pod
 from kubesched.api.selectors import LabelSelector
 from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf
 from kubesched.batch.factory import get_action
-from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
 from kubesched.batch.testing import node, pod, pod_group, queue
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import PodIndex
-from kubesched.framework.config import SchedulerConfig, config_from_dict, default_config
+from kubesched.framework.config import SchedulerConfig, config_from_dict
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.registry import Registry
@@ -33,12 +32,11 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.plugins import default_registry, spec_for
 from kubesched.plugins.testing import pod_dict
+from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
-from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.simulation import Simulation
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
-from kubesched.store.ports import StorePorts
 
 HOLD_LABEL = "example.com/hold"
 
@@ -155,14 +153,15 @@ def test_a_pod_a_batch_session_bound_is_counted_before_its_event_arrives() -> No
 
 def test_the_real_time_driver_keeps_a_gang_off_the_room_a_held_pod_has() -> None:
     store = MemoryStore(now=time.time)
-    informers = informer_factory(store)
-    ports = StorePorts(store).ports()
-    feed = CacheFeed(informers)
     config, registry = _holding_config()
-    scheduler = Scheduler(informers, ports, config, registry, now=time.time, seed=0, feed=feed)
     conf = batch_conf_from_dict({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]})
-    batch = BatchScheduler(informers, ports, conf, now=time.time, feed=feed)
-    batch.schedule_period = 0.01
+    cluster = Cluster(
+        store,
+        ClusterOptions(
+            config=config, registry=registry, now=time.time, batch=True, batch_conf=conf, schedule_period=0.01
+        ),
+    )
+    informers, scheduler, batch = cluster.informers, cluster.scheduler, cluster.start_batch()
     driver = RealTimeDriver(informers, scheduler, store, batch=batch, max_idle=0.02)
     store.create(node("n1", cpu="4", mem="8G"))
     driver.start()
@@ -284,17 +283,13 @@ def test_an_action_failing_mid_session_leaves_the_shared_cache_as_it_was() -> No
         for obj in objs:
             if obj["kind"] == kind:
                 store.create(obj)
-    informers = informer_factory(store)
-    ports = StorePorts(store).ports()
-    feed = CacheFeed(informers)
-    registry = default_registry()
-    scheduler = Scheduler(informers, ports, default_config(registry), registry, now=lambda: 0.0, feed=feed)
     conf = batch_conf_from_dict(
         {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}, {"name": "predicates"}]}]}
     )
-    batch = BatchScheduler(informers, ports, conf, now=lambda: 0.0, feed=feed)
+    cluster = Cluster(store, ClusterOptions(now=lambda: 0.0, batch_conf=conf))
+    informers, scheduler, batch = cluster.informers, cluster.scheduler, cluster.start_batch()
     informers.pump()
-    cache = feed.cache
+    cache = cluster.feed.cache
     allocate = get_action("allocate")
     assert allocate is not None
     placed: list[int] = []
