@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesched.apiserver.status import bad_request
+from kubesched.registry.errors import bad_request
 
 Match = Callable[[Mapping[str, Any]], bool]
 
