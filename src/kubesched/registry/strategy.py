@@ -34,6 +34,8 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 
 #: Top-level fields every kind has.
 _TYPE_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
+#: Fields every kind may be selected by.
+_META_SELECTABLE = frozenset({"metadata.name", "metadata.namespace"})
 
 #: Quantities that parsed: requests repeat a few amounts ("100m", "1Gi"), each checked once.
 _VALID_QUANTITIES: set[str] = set()
@@ -75,12 +77,16 @@ class Strategy:
     generation: bool = False
     #: The columns of its ``as=Table`` rows.
     columns: tuple[Column, ...] = (NAME, AGE)
+    #: The fields a field selector may name besides metadata.name and metadata.namespace.
+    field_paths: frozenset[str] = frozenset()
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self.kind = resource.kind
         #: Every field a body may carry at the top level.
         self.known_fields = self.top_fields | _TYPE_FIELDS
+        #: Every field a field selector may name.
+        self.selectable_fields = self.field_paths | _META_SELECTABLE
 
     # -- names -----------------------------------------------------------------------------------
     def name_valid(self, name: str) -> bool:

@@ -37,7 +37,11 @@ def matchers(request: web.Request, strategy: Strategy) -> tuple[Match | None, Ma
     """The request's label and field selectors."""
     q = request.query
     labels = parse_label_selector(q["labelSelector"]) if q.get("labelSelector") else None
-    fields = parse_field_selector(q["fieldSelector"], strategy.kind) if q.get("fieldSelector") else None
+    fields = (
+        parse_field_selector(q["fieldSelector"], strategy.selectable_fields)
+        if q.get("fieldSelector")
+        else None
+    )
     return labels, fields
 
 

@@ -41,6 +41,27 @@ class EventStrategy(Strategy):
         ("Object", "string", 0),
         ("Message", "string", 0),
     )
+    field_paths = frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.uid",
+            "reportingController",
+            "note",
+        }
+    )
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
         involved = obj.get("involvedObject") or obj.get("regarding") or {}

@@ -13,6 +13,7 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 class NamespaceStrategy(Strategy):
     columns: tuple[Column, ...] = (NAME, ("Status", "string", 0), AGE)
+    field_paths = frozenset({"status.phase"})
 
     def name_valid(self, name: str) -> bool:
         return len(name) <= 253 and _DNS_LABEL.fullmatch(name) is not None

@@ -26,6 +26,7 @@ class NodeStrategy(Strategy):
         ("Kernel-Version", "string", 1),
         ("Container-Runtime", "string", 1),
     )
+    field_paths = frozenset({"spec.unschedulable"})
 
     def defaults(self, obj: dict[str, Any]) -> None:
         """A node as its kubelet would report it: Ready, with capacity and the usual labels."""

@@ -32,6 +32,17 @@ class PodStrategy(Strategy):
         ("Nominated Node", "string", 1),
         ("Readiness Gates", "string", 1),
     )
+    field_paths = frozenset(
+        {
+            "spec.nodeName",
+            "spec.schedulerName",
+            "status.phase",
+            "spec.restartPolicy",
+            "spec.serviceAccountName",
+            "status.podIP",
+            "status.nominatedNodeName",
+        }
+    )
 
     def defaults(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
