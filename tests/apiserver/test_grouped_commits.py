@@ -12,13 +12,13 @@ from aiohttp import web
 from tests.apiserver.conftest import pod
 
 from kubesched.apiserver.app import ApiServer
-from kubesched.apiserver.resources import BY_GROUP_VERSION
+from kubesched.apiserver.handlers.create import create
+from kubesched.apiserver.handlers.get import get_one
 from kubesched.apiserver.schedulers import GroupedBinds
+from kubesched.registry.core.pod import STRATEGY as PODS
 from kubesched.store.base import Conflict
 from kubesched.store.ports import StorePorts
 from kubesched.store.sqlite import SqliteStore
-
-PODS = BY_GROUP_VERSION[("", "v1")]["pods"]
 
 
 class Clock:
@@ -63,14 +63,14 @@ def test_requests_of_one_turn_of_the_loop_share_one_commit_and_answer_after_it(s
     watch = store.watch(frozenset({"Pod"}))
     answered: list[str] = []
 
-    def create(name: str) -> web.Response:
-        response = api._create(PODS, "default", pod(name), {})
+    def create_one(name: str) -> web.Response:
+        response = create(api, PODS, "default", pod(name), {})
         # Made in memory, not committed: no watch has it yet.
         assert len(watch) == 0
         return response
 
     async def request(name: str) -> None:
-        response = await api._write(lambda: create(name))
+        response = await api.write(lambda: create_one(name))
         assert response.status == 201
         answered.append(name)
 
@@ -92,12 +92,12 @@ def test_a_request_that_fails_after_writing_still_answers_after_the_commit(store
     commits = _counting_commits(store)
 
     def create_then_fail() -> web.Response:
-        api._create(PODS, "default", pod("written"), {})
+        create(api, PODS, "default", pod("written"), {})
         raise RuntimeError("the handler failed after its write")
 
     async def main() -> None:
         with pytest.raises(RuntimeError):
-            await api._write(create_then_fail)
+            await api.write(create_then_fail)
         # The write it made was committed before the error went out.
         assert commits == [["written"]]
 
@@ -170,7 +170,7 @@ def test_a_read_that_shows_an_uncommitted_write_answers_after_its_commit(store):
     assert commits == []
 
     async def get() -> Any:
-        response = await api._read(lambda: api._get_one(_NO_TABLE, PODS, "default", "p0"))
+        response = await api.read(lambda: get_one(store, _NO_TABLE, PODS, "default", "p0"))
         assert commits == [["p0"]]  # committed before the answer went out
         return response
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.apiserver import managed_fields as mf
-from kubesched.apiserver.status import ApiError
+from kubesched.registry.errors import ApiError
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 APPLY = "application/apply-patch+yaml"

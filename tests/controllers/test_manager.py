@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.apiserver.app import admit
 from kubesched.controllers.manager import ControllerManager
+from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import Conflict
 from kubesched.store.sqlite import SqliteStore
 
@@ -19,7 +19,7 @@ from kubesched.store.sqlite import SqliteStore
 def store(tmp_path: Path) -> Any:
     s = SqliteStore(tmp_path / "cluster.db", now=time.time)
     node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
-    admit(node)
+    apply_defaults(node)
     s.create(node)
     yield s
     s.close()
@@ -29,7 +29,8 @@ STAMP = "2020-01-01T00:00:00Z"
 
 
 def _create(store: SqliteStore, obj: dict[str, Any]) -> Any:
-    admit(obj)
+    apply_defaults(obj)
+    admit(store, obj)
     return store.create(obj)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kubesched.registry.admission import admitted
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound
 from kubesched.store.memory import MemoryStore
 
@@ -88,7 +89,7 @@ def test_event_named_as_an_existing_one_is_refused_before_taking_a_uid():
 def test_bind_sets_the_node_and_the_condition_once():
     store = MemoryStore(now=lambda: 3.0, uid_seed=1)
     store.create(_node("n1"))
-    pod = store.create(_pod("p1", namespace=None))
+    pod = store.create(admitted(store, _pod("p1", namespace=None)))
     watch = store.watch()
     bound = store.bind("", "p1", pod["metadata"]["uid"], "n1")
     assert bound["spec"] == {**pod["spec"], "nodeName": "n1"}

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from kubesched.apiserver.patch import MERGE_KEYS
-from kubesched.apiserver.status import ApiError
+from kubesched.registry.errors import ApiError
 
 Path = tuple[str, ...]
 

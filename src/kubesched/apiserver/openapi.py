@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from kubesched.apiserver.resources import BY_GROUP_VERSION, Resource
+from kubesched.registry.strategy import Resource
+from kubesched.registry.table import BY_GROUP_VERSION
 
 
 def _gv_path(group: str, version: str) -> str:
@@ -36,11 +37,12 @@ def _item_path(r: Resource) -> str:
 
 
 def v3_group_version(path: str) -> dict[str, Any] | None:
-    for (g, v), resources in BY_GROUP_VERSION.items():
+    for (g, v), strategies in BY_GROUP_VERSION.items():
         if _gv_path(g, v) != path:
             continue
         paths: dict[str, Any] = {}
-        for r in resources.values():
+        for strategy in strategies.values():
+            r = strategy.resource
             gvk = {"group": r.group, "version": r.version, "kind": r.kind}
             param = {
                 "name": "fieldValidation",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubesched.apiserver.status import ApiError, bad_request
+from kubesched.registry.errors import ApiError, bad_request
 
 #: Strategic merge: list fields merged by a key (upstream's patchMergeKey), by field name. Fields not
 #: listed are replaced whole, as lists without a merge strategy are.

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesched.apiserver.status import bad_request
+from kubesched.registry.errors import bad_request
 
 Match = Callable[[Mapping[str, Any]], bool]
 
@@ -68,45 +68,6 @@ def parse_label_selector(text: str) -> Match:
     return match
 
 
-#: The fields each kind may be selected by (beyond metadata.name and metadata.namespace).
-FIELD_PATHS: dict[str, frozenset[str]] = {
-    "Pod": frozenset(
-        {
-            "spec.nodeName",
-            "spec.schedulerName",
-            "status.phase",
-            "spec.restartPolicy",
-            "spec.serviceAccountName",
-            "status.podIP",
-            "status.nominatedNodeName",
-        }
-    ),
-    "Node": frozenset({"spec.unschedulable"}),
-    "Event": frozenset(
-        {
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-            "regarding.kind",
-            "regarding.name",
-            "regarding.namespace",
-            "regarding.uid",
-            "reportingController",
-            "note",
-        }
-    ),
-    "Namespace": frozenset({"status.phase"}),
-}
-
-
 def _field_value(obj: Mapping[str, Any], path: str) -> str:
     if path == "source" and isinstance(obj.get("source"), Mapping):
         return str(obj["source"].get("component") or "")
@@ -122,10 +83,10 @@ def _field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(cur)
 
 
-def parse_field_selector(text: str, kind: str) -> Match:
-    """``spec.nodeName=n1,status.phase!=Running`` → a predicate over objects of ``kind``."""
+def parse_field_selector(text: str, allowed: frozenset[str]) -> Match:
+    """``spec.nodeName=n1,status.phase!=Running`` → a predicate over objects whose selectable
+    fields are ``allowed``."""
     checks: list[tuple[str, bool, str]] = []
-    allowed = FIELD_PATHS.get(kind, frozenset()) | {"metadata.name", "metadata.namespace"}
     for term in text.split(","):
         term = term.strip()
         if not term:

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from kubesched.api.manifests import LOAD_ORDER
-from kubesched.apiserver.app import ApiServer, admit
+from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
@@ -22,6 +22,7 @@ from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
+from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import AlreadyExists
 from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore
 
@@ -82,10 +83,11 @@ def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
         ns = meta.get("namespace")
         if ns and store.get("Namespace", None, ns) is None:
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-            admit(namespace)
+            apply_defaults(namespace)
             store.create(namespace)
-        admit(obj)
+        apply_defaults(obj)
         try:
+            admit(store, obj)
             store.create(obj)
         except AlreadyExists:
             continue

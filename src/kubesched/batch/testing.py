@@ -16,6 +16,7 @@ from kubesched.batch.framework import open_session
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
 from kubesched.plugins.testing import node_dict, pod_dict
+from kubesched.registry.admission import admitted
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
 from kubesched.store.ports import StorePorts
@@ -131,7 +132,7 @@ def store_of(objects: list[dict[str, Any]]) -> MemoryStore:
     for kind in _CREATE_ORDER:
         for obj in objects:
             if obj["kind"] == kind:
-                store.create(obj)
+                store.create(admitted(store, obj))
     return store
 
 

@@ -21,6 +21,7 @@ from kubesched.cache.node_table import PODS_COL
 from kubesched.framework.config import config_from_dict
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
+from kubesched.registry.admission import admitted
 from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.sim.simulation import Simulation
 
@@ -72,11 +73,11 @@ def _timed(sim: Simulation, nodes: int, existing: int, pods: int) -> tuple[int, 
     for i in range(nodes):
         sim.store.create(node_default(i))
     for i in range(existing):
-        sim.store.create(pod_default(f"init-{i}"))
+        sim.store.create(admitted(sim.store, pod_default(f"init-{i}")))
     sim.run()
     before = set(sim.scheduler.outcomes)
     for i in range(pods):
-        sim.store.create(pod_default(f"pod-{i}"))
+        sim.store.create(admitted(sim.store, pod_default(f"pod-{i}")))
     start = time.perf_counter()
     sim.run()
     elapsed = time.perf_counter() - start

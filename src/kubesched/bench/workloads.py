@@ -19,6 +19,7 @@ from typing import Any
 
 from kubesched.bench.base import BenchResult, node_default, pod_default, simulation
 from kubesched.bench.extensions import run_extender, run_per_node_plugin
+from kubesched.registry.admission import admitted
 from kubesched.sim.simulation import DEFAULT_HORIZON, Simulation
 
 
@@ -64,11 +65,11 @@ def _run_workload(
     measured pods (the pods of one step are created, then scheduled)."""
     sim = simulation(feature_gates, no_topology=no_topology, seed=seed)
     for obj in setup:
-        sim.store.create(obj)
+        sim.store.create(admitted(sim.store, obj))
     for i in range(nodes):
-        sim.store.create(node(i))
+        sim.store.create(admitted(sim.store, node(i)))
     for i in range(existing_pods):
-        sim.store.create(existing(i))
+        sim.store.create(admitted(sim.store, existing(i)))
     sim.run()
     before = set(sim.scheduler.outcomes)
     step = churn_every if churn is not None and churn_every > 0 else max(pods, 1)
@@ -81,7 +82,7 @@ def _run_workload(
         for i in range(first, min(first + step, pods)):
             obj = measured(i)
             names.add((obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]))
-            sim.store.create(obj)
+            sim.store.create(admitted(sim.store, obj))
         # The driver alone: Simulation.run also builds a result over every pod, which is reporting,
         # not scheduling, and would make churn steps cost O(pods) each.
         sim.driver.run(DEFAULT_HORIZON)
@@ -280,11 +281,11 @@ def run_gang(
     for i in range(nodes):
         node = node_default(i)
         node["status"]["allocatable"] = {"cpu": "32", "memory": "128Gi", "pods": "110"}
-        sim.store.create(node)
+        sim.store.create(admitted(sim.store, node))
     groups = max(1, round(pods / 36))
     measured = 0
     for obj in gang_workload(groups, seed):
-        sim.store.create(obj)
+        sim.store.create(admitted(sim.store, obj))
         measured += obj["kind"] == "Pod"
     start = time.perf_counter()
     cpu_start = time.process_time()
@@ -413,7 +414,7 @@ def run_unschedulable(
     pods that fit nowhere (created every 200 ms upstream; each one runs preemption in vain)."""
 
     def churn(sim: Simulation, k: int) -> None:
-        sim.store.create(_high_priority_large_cpu(f"unschedulable-{k}"))
+        sim.store.create(admitted(sim.store, _high_priority_large_cpu(f"unschedulable-{k}")))
 
     return _run_workload(
         "unschedulable",
@@ -448,15 +449,18 @@ def run_mixed_churn(
             sim.store.delete("Service", "default", f"churn-svc-{prev}")
         node = node_default(0)
         node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = f"churn-node-{k}"
-        sim.store.create(node)
-        sim.store.create(_high_priority_large_cpu(f"churn-pod-{k}"))
+        sim.store.create(admitted(sim.store, node))
+        sim.store.create(admitted(sim.store, _high_priority_large_cpu(f"churn-pod-{k}")))
         sim.store.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": f"churn-svc-{k}", "namespace": "default"},
-                "spec": {"selector": {"app": "churn"}, "ports": [{"port": 80}]},
-            }
+            admitted(
+                sim.store,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {"name": f"churn-svc-{k}", "namespace": "default"},
+                    "spec": {"selector": {"app": "churn"}, "ports": [{"port": 80}]},
+                },
+            )
         )
 
     return _run_workload(
@@ -566,7 +570,7 @@ def run_preemption_async(
     arrive every 200 ms upstream."""
 
     def churn(sim: Simulation, k: int) -> None:
-        sim.store.create(_prioritized_pod(f"preemptor-{k}", "high", "3"))
+        sim.store.create(admitted(sim.store, _prioritized_pod(f"preemptor-{k}", "high", "3")))
 
     return _run_workload(
         "preemption-async",

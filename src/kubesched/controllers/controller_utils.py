@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from kubesched.apiserver.app import admit
+from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.memory import format_timestamp
@@ -105,7 +105,8 @@ def create_pod(
     }
     if tmeta.get("annotations"):
         pod["metadata"]["annotations"] = dict(tmeta["annotations"])
-    admit(pod)
+    apply_defaults(pod)
+    admit(store, pod)
     store.create(pod)
 
 

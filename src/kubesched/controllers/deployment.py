@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from kubesched.apiserver.app import admit
 from kubesched.controllers.controller_utils import OwnerController, owner_ref, owner_uids, write_status
+from kubesched.registry.admission import apply_defaults
 from kubesched.store.base import Obj
 
 
@@ -55,7 +55,7 @@ class DeploymentController(OwnerController):
                     "template": tmpl,
                 },
             }
-            admit(rs)
+            apply_defaults(rs)
             current = self.store.create(rs)
         elif int((current.get("spec") or {}).get("replicas", 1)) != replicas:
             current = self.store.update({**current, "spec": {**current["spec"], "replicas": replicas}})

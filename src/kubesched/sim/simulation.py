@@ -29,6 +29,7 @@ from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.outcome import PENDING, PodOutcome
 from kubesched.framework.registry import Registry
+from kubesched.registry.admission import admit
 from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import VirtualClockDriver
 from kubesched.sim.clock import SimulatedClock
@@ -161,6 +162,8 @@ class Simulation:
         node_name = spec.get("nodeName") if obj.get("kind") == "Pod" else None
         phase = (obj.get("status") or {}).get("phase")
         if not node_name or phase in ("Succeeded", "Failed"):
+            obj = dict(obj)
+            admit(self.store, obj)
             self.store.create(obj)
             return
         pod = Pod.from_dict({**obj, "metadata": {**(obj.get("metadata") or {}), "uid": ""}})
@@ -190,6 +193,8 @@ class Simulation:
                     f"pod {pod.key} names node {node_name!r} in spec.nodeName, and its kubelet rejects it: "
                     f"{outcome.message}"
                 )
+        obj = dict(obj)
+        admit(self.store, obj)
         created = self.store.create(obj)
         outcome.uid = str(created["metadata"]["uid"])
         self.pinned[outcome.uid] = outcome

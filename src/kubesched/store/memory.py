@@ -1,8 +1,9 @@
 """The embedded cluster: an in-memory object store with resourceVersions and watch streams.
 
-It plays the API server's part for the simulation: admission fills in what the API server would
-(uid, creationTimestamp, the pod's priority from its PriorityClass), ``bind`` is the Binding
-subresource, and every change is pushed to the open watches as ADDED / MODIFIED / DELETED.
+It plays the API server's storage for the simulation: it sets what storage owns (uid,
+creationTimestamp, resourceVersion), ``bind`` is the Binding subresource, and every change is pushed
+to the open watches as ADDED / MODIFIED / DELETED. Objects reach it already admitted
+(``kubesched.registry.admission``).
 
 Any thread may write: one re-entrant lock covers each operation together with the watch pushes it
 makes, so every watch sees changes in the order the store made them. Watches are drained by their
@@ -20,8 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
-from kubesched.errors import InputError
+from kubesched.api.objects import object_ref
 from kubesched.store.base import (
     AlreadyExists,
     Conflict,
@@ -118,39 +118,6 @@ class MemoryStore:
             of_kind = self._by_kind[key[0]] = {}
         of_kind[key] = obj
 
-    # -- admission -------------------------------------------------------------------------------
-    def _admit_pod(self, obj: dict[str, Any]) -> None:
-        spec = dict(obj.get("spec") or {})
-        spec.setdefault("schedulerName", DEFAULT_SCHEDULER_NAME)
-        if spec.get("priority") is None:
-            value, policy = self._resolve_priority(obj, spec.get("priorityClassName"))
-            spec["priority"] = value
-            if policy is not None:
-                spec.setdefault("preemptionPolicy", policy)
-        obj["spec"] = spec
-        status = dict(obj.get("status") or {})
-        status.setdefault("phase", "Pending")
-        obj["status"] = status
-
-    def _resolve_priority(self, obj: Obj, class_name: Any) -> tuple[int, str | None]:
-        """Upstream Priority admission: the named class, else the global default, else 0."""
-        if class_name:
-            if class_name in SYSTEM_PRIORITY_CLASSES:
-                return SYSTEM_PRIORITY_CLASSES[class_name], None
-            pc = self._objects.get(object_key("PriorityClass", None, str(class_name)))
-            if pc is None:
-                raise InputError(
-                    f"no PriorityClass with name {class_name!r} was found",
-                    obj=object_ref(obj),
-                    field="spec.priorityClassName",
-                )
-            return int(pc.get("value", 0)), pc.get("preemptionPolicy")
-        # Called under the lock, for every pod created: read the dict, not a locked copy of it.
-        for pc in self._by_kind.get("PriorityClass", {}).values():
-            if pc.get("globalDefault"):
-                return int(pc.get("value", 0)), pc.get("preemptionPolicy")
-        return 0, None
-
     # -- ClusterStore ----------------------------------------------------------------------------
     # The writes every scheduled pod makes (create, bind, its event) take the lock inline rather than
     # through ``_locked``: one call less each.
@@ -174,8 +141,6 @@ class MemoryStore:
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = format_timestamp(self._now())
         meta["resourceVersion"] = str(next(self._rv))
-        if new.get("kind") == "Pod":
-            self._admit_pod(new)
         self._put(key, new)
         self._emit(WatchEvent(EventType.ADDED, key[0], new))
         return new

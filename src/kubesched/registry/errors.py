@@ -1,4 +1,4 @@
-"""API errors as ``Status`` objects with upstream's reasons and codes."""
+"""API errors as ``Status`` objects with upstream's reasons and codes (apimachinery's ``api/errors``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,45 @@
+"""POST of a resource: prepare, default, admit and store a new object."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from kubesched.apiserver.handlers.prepare import prepare
+from kubesched.apiserver.handlers.responses import json_response, view, warning_headers
+from kubesched.errors import InputError
+from kubesched.registry.admission import admit
+from kubesched.registry.errors import ApiError, already_exists
+from kubesched.registry.strategy import Strategy
+from kubesched.store.base import AlreadyExists
+
+if TYPE_CHECKING:
+    from kubesched.apiserver.app import ApiServer
+
+
+def create(
+    server: ApiServer, strategy: Strategy, namespace: str | None, body: Any, query: Mapping[str, str]
+) -> web.Response:
+    store = server.store
+    res = strategy.resource
+    obj, warnings = prepare(
+        store, server.auto_create_namespaces, strategy, namespace, body, query, creating=True
+    )
+    strategy.prepare_for_create(obj)
+    strategy.defaults(obj)
+    if query.get("dryRun") == "All":
+        return json_response(view(res, obj), 201)
+    name = obj["metadata"]["name"]
+    try:
+        admit(store, obj)
+        created = store.create(obj)
+    except AlreadyExists:
+        raise already_exists(res.plural, res.group, name) from None
+    except InputError as exc:
+        # Storage refuses a name taken before admission refuses the object.
+        if store.get(res.kind, namespace, name) is not None:
+            raise already_exists(res.plural, res.group, name) from None
+        raise ApiError(403, "Forbidden", f'{res.plural} "{name}" is forbidden: {exc.message}') from None
+    return json_response(view(res, created), 201, warning_headers(warnings))

@@ -1,0 +1,146 @@
+"""Routing: a request's path to the handler of its resource, verb and subresource (upstream's
+``endpoints/installer.go``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from kubesched.apiserver import discovery
+from kubesched.apiserver.handlers.binding import bind
+from kubesched.apiserver.handlers.body import body, raw_body
+from kubesched.apiserver.handlers.create import create
+from kubesched.apiserver.handlers.delete import delete, delete_collection, delete_options
+from kubesched.apiserver.handlers.eviction import evict
+from kubesched.apiserver.handlers.get import get_one, list_objects
+from kubesched.apiserver.handlers.patch import patch
+from kubesched.apiserver.handlers.responses import field_manager, json_response
+from kubesched.apiserver.handlers.scale import scale
+from kubesched.apiserver.handlers.update import update
+from kubesched.apiserver.handlers.watch import watch
+from kubesched.apiserver.resources import api_group, api_group_list, api_resource_list
+from kubesched.registry.errors import ApiError, method_not_allowed, not_found
+from kubesched.registry.strategy import Strategy
+from kubesched.registry.table import BY_GROUP_VERSION, GROUPS
+from kubesched.runtime.metrics import CONTENT_TYPE
+
+if TYPE_CHECKING:
+    from kubesched.apiserver.app import ApiServer
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+async def dispatch(server: ApiServer, request: web.Request) -> web.StreamResponse:
+    path = request.path.rstrip("/") or "/"
+    parts = [p for p in path.split("/") if p]
+    method = request.method
+    if parts and parts[0] in ("healthz", "readyz", "livez") and len(parts) <= 2:
+        return discovery.health(request, parts, server.ready_checks)
+    if path == "/metrics":
+        if server.metrics is None:
+            raise _not_found()
+        return web.Response(body=server.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+    if path == "/version":
+        return json_response(discovery.version(server.git_version))
+    if path == "/api":
+        return discovery.core_versions(request)
+    if path == "/apis":
+        return json_response(api_group_list())
+    if parts and parts[0] == "openapi":
+        return discovery.openapi_document(request, parts)
+    if parts[:2] == ["api", "v1"]:
+        group, version, rest = "", "v1", parts[2:]
+    elif len(parts) >= 2 and parts[0] == "apis" and parts[1] in GROUPS:
+        if len(parts) == 2:
+            return json_response(api_group(parts[1]))
+        group, version, rest = parts[1], parts[2], parts[3:]
+        if (group, version) not in BY_GROUP_VERSION:
+            raise not_found("", "", path)
+    else:
+        raise _not_found()
+    if not rest:
+        if method != "GET":
+            raise method_not_allowed()
+        return json_response(api_resource_list(group, version))
+    strategies = BY_GROUP_VERSION[(group, version)]
+    namespace: str | None = None
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    strategy = strategies.get(rest[0])
+    if strategy is None or len(rest) > 3:
+        raise _not_found()
+    res = strategy.resource
+    if namespace is not None and not res.namespaced:
+        raise _not_found()
+    name = rest[1] if len(rest) >= 2 else None
+    sub = rest[2] if len(rest) == 3 else None
+    if sub is not None and sub not in res.subresources:
+        raise _not_found()
+    if name is None:
+        return await _collection(server, request, strategy, namespace)
+    return await _item(server, request, strategy, namespace, name, sub)
+
+
+async def _collection(
+    server: ApiServer, request: web.Request, strategy: Strategy, namespace: str | None
+) -> web.StreamResponse:
+    method = request.method
+    query = request.query
+    if method == "GET":
+        if query.get("watch") in ("1", "true", "True"):
+            return await watch(server, request, strategy, namespace)
+        return await server.read(lambda: list_objects(server.store, request, strategy, namespace))
+    if method == "POST":
+        if not strategy.resource.namespaced or namespace is not None:
+            obj = await body(request)
+            return await server.write(lambda: create(server, strategy, namespace, obj, query))
+        raise method_not_allowed()
+    if method == "DELETE":
+        return await server.write(lambda: delete_collection(server, request, strategy, namespace))
+    raise method_not_allowed()
+
+
+async def _item(
+    server: ApiServer,
+    request: web.Request,
+    strategy: Strategy,
+    namespace: str | None,
+    name: str,
+    sub: str | None,
+) -> web.StreamResponse:
+    method = request.method
+    query = request.query
+    if strategy.resource.namespaced and namespace is None:
+        raise _not_found()
+    if sub == "binding" or sub == "eviction":
+        if method != "POST":
+            raise method_not_allowed()
+        obj = await body(request)
+        ns = namespace or "default"
+        if sub == "binding":
+            return await server.write(lambda: bind(server.store, ns, name, obj))
+        return await server.write(lambda: evict(server, ns, name, obj))
+    if sub == "scale":
+        return await scale(server, request, strategy, namespace, name)
+    if method == "GET":
+        return await server.read(lambda: get_one(server.store, request, strategy, namespace, name))
+    if method == "PUT":
+        obj = await body(request)
+        manager = field_manager(request)
+        return await server.write(lambda: update(server, strategy, namespace, name, sub, obj, query, manager))
+    if method == "PATCH":
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+        raw = await raw_body(request)
+        manager = field_manager(request)
+        return await server.write(
+            lambda: patch(server, strategy, namespace, name, sub, ctype, raw, query, manager)
+        )
+    if method == "DELETE":
+        if sub is not None:
+            raise method_not_allowed()
+        options = await delete_options(request)
+        return await server.write(lambda: delete(server, strategy, namespace, name, options))
+    raise method_not_allowed()

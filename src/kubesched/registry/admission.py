@@ -1,0 +1,107 @@
+"""The admission chain every created object passes, in ``serve``, in the simulator and in the
+controllers that create pods (upstream's mutating admission plugins, run before storage).
+
+Two steps, in upstream's order:
+
+* :func:`apply_defaults` is the kind's defaulting (its strategy's ``defaults``): what the API server
+  and a kubelet fill in (a pod's restartPolicy and dnsPolicy, a namespace's phase and finalizer, a
+  node's capacity and conditions, a queue's weight and state). ``serve`` and the controllers apply
+  them; the simulator stores objects as the manifests give them.
+* :func:`admit` runs the admission plugins of :data:`POD_PLUGINS` over a pod: the default
+  scheduler name, ``Priority`` (the pod's priority from its PriorityClass) and the Pending phase.
+  Every mode runs it, so a pod reads the same whoever created it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
+from kubesched.errors import InputError
+from kubesched.registry.table import BY_KIND
+from kubesched.store.base import ClusterStore, Obj
+
+#: One admission plugin: it reads the store and the pod, and fills in the pod's spec and status
+#: (copies the chain made, which it stores in place of the pod's own).
+PodPlugin = Callable[[ClusterStore, Obj, dict[str, Any], dict[str, Any]], None]
+
+
+def apply_defaults(obj: dict[str, Any]) -> None:
+    """Fill in the defaults of ``obj``'s kind (its strategy's), in place."""
+    strategy = BY_KIND.get(str(obj.get("kind")))
+    if strategy is not None:
+        strategy.defaults(obj)
+
+
+def admit(store: ClusterStore, obj: dict[str, Any]) -> None:
+    """Run the admission plugins over an object about to be created in ``store``. A pod's spec and
+    status are replaced by admitted copies (the caller's own stay as they were); an InputError says
+    why the object is refused."""
+    if obj.get("kind") != "Pod":
+        return
+    spec = dict(obj.get("spec") or {})
+    status = dict(obj.get("status") or {})
+    for plugin in POD_PLUGINS:
+        plugin(store, obj, spec, status)
+    obj["spec"] = spec
+    obj["status"] = status
+
+
+def admitted(store: ClusterStore, obj: Obj) -> dict[str, Any]:
+    """A copy of ``obj`` with its kind's admission run, ready for ``store.create``."""
+    new = dict(obj)
+    admit(store, new)
+    return new
+
+
+def default_scheduler_name(
+    _store: ClusterStore, _pod: Obj, spec: dict[str, Any], _status: dict[str, Any]
+) -> None:
+    """A pod that names no scheduler is the default scheduler's."""
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER_NAME)
+
+
+def priority(store: ClusterStore, pod: Obj, spec: dict[str, Any], _status: dict[str, Any]) -> None:
+    """Upstream's Priority admission: the priority (and preemption policy) of the named class, else
+    of the global default class, else 0. A pod that gives its priority keeps it."""
+    if spec.get("priority") is not None:
+        return
+    value, policy = _resolve_priority(store, pod, spec.get("priorityClassName"))
+    spec["priority"] = value
+    if policy is not None:
+        spec.setdefault("preemptionPolicy", policy)
+
+
+def pending_phase(_store: ClusterStore, _pod: Obj, _spec: dict[str, Any], status: dict[str, Any]) -> None:
+    """A new pod is Pending unless it says otherwise."""
+    status.setdefault("phase", "Pending")
+
+
+def _resolve_priority(store: ClusterStore, pod: Obj, class_name: Any) -> tuple[int, str | None]:
+    if class_name:
+        if class_name in SYSTEM_PRIORITY_CLASSES:
+            return SYSTEM_PRIORITY_CLASSES[class_name], None
+        pc = store.get("PriorityClass", None, str(class_name))
+        if pc is None:
+            meta = pod.get("metadata") or {}
+            ref = object_ref(
+                {
+                    "kind": "Pod",
+                    "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace") or "default"},
+                }
+            )
+            raise InputError(
+                f"no PriorityClass with name {class_name!r} was found",
+                obj=ref,
+                field="spec.priorityClassName",
+            )
+        return int(pc.get("value", 0)), pc.get("preemptionPolicy")
+    for pc in store.list("PriorityClass"):
+        if pc.get("globalDefault"):
+            return int(pc.get("value", 0)), pc.get("preemptionPolicy")
+    return 0, None
+
+
+#: The admission plugins a pod passes, in order.
+POD_PLUGINS: tuple[PodPlugin, ...] = (default_scheduler_name, priority, pending_phase)

@@ -1,0 +1,44 @@
+"""Deployments: validated through their pod template, scaled through ``/scale``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubesched.registry.podtemplate import PodTemplateStrategy
+from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, age, meta_of
+
+
+class DeploymentStrategy(PodTemplateStrategy):
+    columns: tuple[Column, ...] = (
+        NAME,
+        ("Ready", "string", 0),
+        ("Up-to-date", "integer", 0),
+        ("Available", "integer", 0),
+        AGE,
+    )
+
+    def row(self, obj: Mapping[str, Any], now: float) -> Row:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return [
+            meta_of(obj).get("name"),
+            f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+            status.get("updatedReplicas", 0),
+            status.get("availableReplicas", 0),
+            age(meta_of(obj).get("creationTimestamp"), now),
+        ]
+
+
+STRATEGY = DeploymentStrategy(
+    Resource(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        True,
+        ("deploy",),
+        ("status", "scale"),
+        ("all",),
+    )
+)

@@ -1,0 +1,36 @@
+"""ReplicaSets: a spec whose changes bump the generation, scaled through ``/scale``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, Strategy, age, meta_of
+
+
+class ReplicaSetStrategy(Strategy):
+    generation = True
+    columns: tuple[Column, ...] = (
+        NAME,
+        ("Desired", "integer", 0),
+        ("Current", "integer", 0),
+        ("Ready", "integer", 0),
+        AGE,
+    )
+
+    def row(self, obj: Mapping[str, Any], now: float) -> Row:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return [
+            meta_of(obj).get("name"),
+            spec.get("replicas", 1),
+            status.get("replicas", 0),
+            status.get("readyReplicas", 0),
+            age(meta_of(obj).get("creationTimestamp"), now),
+        ]
+
+
+STRATEGY = ReplicaSetStrategy(
+    Resource(
+        "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("status", "scale"), ("all",)
+    )
+)

@@ -1,0 +1,1 @@
+"""Strategies of the ``coordination.k8s.io`` group."""

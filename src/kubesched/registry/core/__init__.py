@@ -1,0 +1,1 @@
+"""Strategies of the core (``v1``) group."""

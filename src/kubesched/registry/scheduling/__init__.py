@@ -1,0 +1,1 @@
+"""Strategies of the ``scheduling.k8s.io`` group."""

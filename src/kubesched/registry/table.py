@@ -1,0 +1,58 @@
+"""The one table of served resources: each entry is a kind's strategy, in discovery order.
+
+Serving a new kind takes a strategy module and one entry here; discovery, routing, validation,
+tables, admission defaults and the garbage collector all read this table.
+"""
+
+from __future__ import annotations
+
+from kubesched.registry.apps import deployment, replicaset, statefulset
+from kubesched.registry.batch import job
+from kubesched.registry.coordination import lease
+from kubesched.registry.core import configmap, event, namespace, node, pod, service
+from kubesched.registry.policy import poddisruptionbudget
+from kubesched.registry.scheduling import priorityclass
+from kubesched.registry.strategy import Strategy
+from kubesched.registry.volcano import podgroup, queue
+
+STRATEGIES: tuple[Strategy, ...] = (
+    namespace.STRATEGY,
+    node.STRATEGY,
+    pod.STRATEGY,
+    event.STRATEGY,
+    service.STRATEGY,
+    configmap.STRATEGY,
+    priorityclass.STRATEGY,
+    poddisruptionbudget.STRATEGY,
+    lease.STRATEGY,
+    deployment.STRATEGY,
+    replicaset.STRATEGY,
+    statefulset.STRATEGY,
+    job.STRATEGY,
+    event.EVENTS_V1,
+    podgroup.STRATEGY,
+    queue.STRATEGY,
+)
+
+#: (group, version) → plural → strategy.
+BY_GROUP_VERSION: dict[tuple[str, str], dict[str, Strategy]] = {}
+for _s in STRATEGIES:
+    BY_GROUP_VERSION.setdefault((_s.resource.group, _s.resource.version), {})[_s.resource.plural] = _s
+
+#: Groups in discovery order (the legacy core group is served under /api).
+GROUPS: list[str] = []
+for _s in STRATEGIES:
+    if _s.resource.group and _s.resource.group not in GROUPS:
+        GROUPS.append(_s.resource.group)
+
+#: Kind → the strategy objects of that kind are served with by default (the first listed).
+BY_KIND: dict[str, Strategy] = {}
+for _s in STRATEGIES:
+    BY_KIND.setdefault(_s.kind, _s)
+
+#: The kinds whose objects live in a namespace.
+NAMESPACED_KINDS: frozenset[str] = frozenset(s.kind for s in STRATEGIES if s.resource.namespaced)
+
+
+def versions_of(group: str) -> list[str]:
+    return sorted({s.resource.version for s in STRATEGIES if s.resource.group == group})

@@ -1,0 +1,1 @@
+"""Strategies of Volcano's ``scheduling.volcano.sh`` group."""

@@ -1,0 +1,73 @@
+"""A kind's strategy: validation (its own rules, then the schedulers' parser), update rules, and the
+one table every served kind is in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched.registry.apps.deployment import STRATEGY as DEPLOYMENTS
+from kubesched.registry.core.namespace import STRATEGY as NAMESPACES
+from kubesched.registry.core.pod import STRATEGY as PODS
+from kubesched.registry.errors import ApiError
+from kubesched.registry.table import BY_KIND, NAMESPACED_KINDS, STRATEGIES
+
+
+def _deployment(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": spec}
+
+
+def _template(cpu: str = "100m") -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def test_a_deployment_needs_a_template_and_non_negative_replicas():
+    DEPLOYMENTS.validate(_deployment(replicas=2, template=_template()))
+    with pytest.raises(ApiError) as missing:
+        DEPLOYMENTS.validate(_deployment(replicas=2))
+    assert missing.value.code == 422
+    assert missing.value.status()["details"]["causes"][0]["field"] == "spec.template"
+    with pytest.raises(ApiError) as negative:
+        DEPLOYMENTS.validate(_deployment(replicas=-1, template=_template()))
+    assert negative.value.status()["details"]["causes"][0]["field"] == "spec.replicas"
+
+
+def test_a_quantity_that_does_not_parse_is_a_bad_request():
+    with pytest.raises(ApiError) as refused:
+        DEPLOYMENTS.validate(_deployment(template=_template(cpu="lots")))
+    assert refused.value.code == 400 and "quantities must match" in refused.value.message
+
+
+def test_namespaces_are_dns_labels_and_other_names_dns_subdomains():
+    assert PODS.name_valid("web.v1") and not NAMESPACES.name_valid("web.v1")
+    assert not PODS.name_valid("Web")
+
+
+def test_a_bound_pod_keeps_its_node_and_what_admission_set():
+    old = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "uid": "u", "creationTimestamp": "t"},
+        "spec": {"nodeName": "n1", "priority": 5, "containers": []},
+        "status": {"phase": "Running"},
+    }
+    new: dict[str, Any] = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}
+    PODS.prepare_for_update(old, new)
+    assert new["spec"]["nodeName"] == "n1" and new["spec"]["priority"] == 5
+    assert new["status"] == {"phase": "Running"} and new["metadata"]["uid"] == "u"
+    moved: dict[str, Any] = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeName": "n2"}}
+    with pytest.raises(ApiError) as refused:
+        PODS.prepare_for_update(old, moved)
+    assert refused.value.status()["details"]["causes"][0]["field"] == "spec.nodeName"
+
+
+def test_a_spec_change_bumps_the_generation_of_generation_kinds():
+    old = {"metadata": {"name": "web", "generation": 3}, "spec": {"replicas": 1}}
+    new: dict[str, Any] = {"metadata": {"name": "web"}, "spec": {"replicas": 2}}
+    DEPLOYMENTS.prepare_for_update(old, new)
+    assert new["metadata"]["generation"] == 4
+
+
+def test_every_kind_is_served_once_by_default():
+    assert len(BY_KIND) == len({s.kind for s in STRATEGIES})
+    assert "Pod" in NAMESPACED_KINDS and "Node" not in NAMESPACED_KINDS
