@@ -6,8 +6,9 @@ cluster); otherwise it is computed the way the disruption controller does, from 
 the embedded cluster: ``currentHealthy - desiredHealthy`` (never below 0), where healthy pods are the
 matching pods bound to a node and still running, and desiredHealthy comes from ``minAvailable`` or
 ``expectedCount - maxUnavailable``. The controller takes ``expectedCount`` for percentages and
-``maxUnavailable`` from the pods' controllers' scale; kubesched has no controllers and counts the
-matching pods (bound or pending) instead.
+``maxUnavailable`` from the pods' controllers' scale; kubesched counts the matching pods (bound or
+pending) instead. ``kubesched serve``'s disruption controller (:mod:`kubesched.controllers.disruption`)
+writes the same numbers into each budget's status.
 """
 
 from __future__ import annotations
@@ -119,15 +120,18 @@ class PodDisruptionBudget:
             healthy += int(standing[2])
         return self.allowed_from_counts(expected, healthy)
 
+    def desired_healthy(self, expected: int) -> int:
+        """How many of ``expected`` counted pods must stay healthy (the disruption controller's
+        ``desiredHealthy``)."""
+        if self.max_unavailable is not None:
+            return max(expected - scaled_value(self.max_unavailable, expected), 0)
+        assert self.min_available is not None
+        return scaled_value(self.min_available, expected)
+
     def allowed_from_counts(self, expected: int, healthy: int) -> int:
         """Disruptions allowed with ``expected`` counted pods of which ``healthy`` are bound (the
         disruption controller's ``currentHealthy - desiredHealthy``, never below 0)."""
-        if self.max_unavailable is not None:
-            desired = max(expected - scaled_value(self.max_unavailable, expected), 0)
-        else:
-            assert self.min_available is not None
-            desired = scaled_value(self.min_available, expected)
-        allowed = healthy - desired
+        allowed = healthy - self.desired_healthy(expected)
         return allowed if expected > 0 and allowed > 0 else 0
 
 

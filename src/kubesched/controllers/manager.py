@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kubesched.controllers.controller_utils import OwnerController
 from kubesched.controllers.deployment import DeploymentController
+from kubesched.controllers.disruption import DisruptionController
 from kubesched.controllers.eventttl import EventTTLController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
@@ -33,6 +34,7 @@ class ControllerManager:
             StatefulSetController(store, self.informers),
             JobController(store, self.informers),
         ]
+        self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
         self._seen_rv = -1
 
@@ -49,6 +51,7 @@ class ControllerManager:
             self.informers.pump()
             controller.sync()
         self.informers.pump()
+        self.disruption.sync()
         self.event_ttl.sync()
 
     @property
