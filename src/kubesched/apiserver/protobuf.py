@@ -1,6 +1,6 @@
 """Request bodies in Kubernetes' protobuf encoding, for the kinds kubectl's typed clients send that way
-(``kubectl create deployment|job|namespace|configmap|priorityclass``, ``kubectl drain``'s
-evictions). Responses are always JSON, which those clients accept too.
+(``kubectl create deployment|job|namespace|configmap|priorityclass|serviceaccount``,
+``kubectl drain``'s evictions). Responses are always JSON, which those clients accept too.
 
 A body is the ``k8s\\0`` magic and a ``runtime.Unknown`` envelope (type meta, raw message). The raw
 message is decoded by field number into the same JSON a client would have sent: Go's protobuf
@@ -15,9 +15,9 @@ from typing import Any
 
 MAGIC = b"k8s\x00"
 
-# Field kinds: "s" string, "i" integer, "b" bool, "i0" integer kept when zero, "t" Time,
-# "q" Quantity, "m:<Message>" message, "map" map<string,string>, "mapq" map<string,Quantity>;
-# a trailing "*" marks a repeated field.
+# Field kinds: "s" string, "i" integer, "b" bool, "b0" bool kept when false (a pointer upstream),
+# "i0" integer kept when zero, "t" Time, "q" Quantity, "m:<Message>" message, "map" map<string,string>,
+# "mapq" map<string,Quantity>; a trailing "*" marks a repeated field.
 Schema = dict[int, tuple[str, str]]
 
 _META: Schema = {
@@ -121,6 +121,22 @@ MESSAGES: dict[str, Schema] = {
     "Pod": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:PodSpec")},
     "Namespace": {1: ("metadata", "m:ObjectMeta")},
     "ConfigMap": {1: ("metadata", "m:ObjectMeta"), 2: ("data", "map"), 4: ("immutable", "b")},
+    "ServiceAccount": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("secrets", "m:ObjectReference*"),
+        3: ("imagePullSecrets", "m:LocalObjectReference*"),
+        4: ("automountServiceAccountToken", "b0"),
+    },
+    "ObjectReference": {
+        1: ("kind", "s"),
+        2: ("namespace", "s"),
+        3: ("name", "s"),
+        4: ("uid", "s"),
+        5: ("apiVersion", "s"),
+        6: ("resourceVersion", "s"),
+        7: ("fieldPath", "s"),
+    },
+    "LocalObjectReference": {1: ("name", "s")},
     "PriorityClass": {
         1: ("metadata", "m:ObjectMeta"),
         2: ("value", "i0"),
@@ -220,10 +236,10 @@ def decode_message(name: str, data: bytes) -> dict[str, Any]:
             item = _signed(value)
             if item == 0 and kind == "i":
                 continue
-        elif kind == "b":
-            if not value:
+        elif kind in ("b", "b0"):
+            if not value and kind == "b":
                 continue
-            item = True
+            item = bool(value)
         elif kind in ("map", "mapq"):
             key, val = _map_entry(value, kind == "mapq")
             out.setdefault(field, {})[key] = val

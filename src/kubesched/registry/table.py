@@ -9,7 +9,7 @@ from __future__ import annotations
 from kubesched.registry.apps import deployment, replicaset, statefulset
 from kubesched.registry.batch import job
 from kubesched.registry.coordination import lease
-from kubesched.registry.core import configmap, event, namespace, node, pod, service
+from kubesched.registry.core import configmap, event, namespace, node, pod, service, serviceaccount
 from kubesched.registry.policy import poddisruptionbudget
 from kubesched.registry.scheduling import priorityclass
 from kubesched.registry.strategy import Strategy
@@ -22,6 +22,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     event.STRATEGY,
     service.STRATEGY,
     configmap.STRATEGY,
+    serviceaccount.STRATEGY,
     priorityclass.STRATEGY,
     poddisruptionbudget.STRATEGY,
     lease.STRATEGY,
