@@ -16,6 +16,10 @@ _SHAPES: dict[str, tuple[type, str]] = {
 }
 
 
+#: JSON's names of the value types, as Go's decoder words its complaint.
+_JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", dict: "object", list: "array"}
+
+
 class ServiceAccountStrategy(Strategy):
     top_fields = frozenset(_SHAPES)
     columns: tuple[Column, ...] = (NAME, ("Secrets", "integer", 0), AGE)
@@ -30,7 +34,7 @@ class ServiceAccountStrategy(Strategy):
             if bad:
                 raise bad_request(
                     'ServiceAccount in version "v1" cannot be handled as a ServiceAccount: '
-                    f"json: cannot unmarshal {type(value).__name__} into Go struct field "
+                    f"json: cannot unmarshal {_JSON_TYPES.get(type(value), 'value')} into Go struct field "
                     f"ServiceAccount.{field} of type {go_type}"
                 )
         super().validate(body)
