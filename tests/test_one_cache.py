@@ -100,7 +100,7 @@ def _requested_cpu(cache: Any, name: str) -> int:
 def test_both_schedulers_of_a_simulation_share_one_cache() -> None:
     sim = Simulation(batch_conf=default_batch_conf())
     assert sim.batch is not None
-    assert sim.scheduler.cache is sim.batch.cache is sim.feed.cache
+    assert sim.scheduler.cache is sim.batch.cache is sim.cluster.feed.cache
 
 
 def test_a_pod_held_at_permit_is_counted_by_the_next_batch_session() -> None:

@@ -188,8 +188,7 @@ class ServedSchedulers:
                     # (Otherwise the store's close commits them, and kept events are dropped.)
                     self.flush()
             finally:
-                self.scheduler.close()
-                self.batch.close()
+                self.cluster.close()
                 for extender in self.scheduler.extenders:
                     close = getattr(extender, "close", None)
                     if close is not None:

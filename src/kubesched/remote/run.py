@@ -29,7 +29,6 @@ over at once, queued events are sent, then the reflectors stop and the client cl
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import logging
 import math
@@ -194,6 +193,7 @@ class Runner:
         self.reflectors: ReflectorSet | None = None
         self.informers: InformerFactory | None = None
         self.ports: RemotePorts | None = None
+        self.cluster: Cluster | None = None
         self.scheduler: Scheduler | None = None
         self.batch: BatchScheduler | None = None
         self.driver: RealTimeDriver | None = None
@@ -284,20 +284,22 @@ class Runner:
             events_client=self.events_client,
             identity=socket.gethostname(),
         )
-        options = ClusterOptions(
-            config=opts.config,
-            registry=opts.registry,
-            now=time.time,
-            seed=opts.seed,
-            binding_workers=opts.binding_workers,
-            batch=True,
-            batch_conf=opts.batch_conf,
-            batch_scheduler_names=opts.batch_scheduler_names,
-            batch_bind_workers=opts.binding_workers,
+        self.cluster = Cluster(
+            self.mirror,
+            ClusterOptions(
+                config=opts.config,
+                registry=opts.registry,
+                now=time.time,
+                seed=opts.seed,
+                binding_workers=opts.binding_workers,
+                batch=True,
+                batch_conf=opts.batch_conf,
+                batch_scheduler_names=opts.batch_scheduler_names,
+                schedule_period=opts.schedule_period,
+                batch_bind_workers=opts.binding_workers,
+            ),
+            ports=self.ports.ports(),
         )
-        if opts.schedule_period is not None:
-            options = dataclasses.replace(options, schedule_period=opts.schedule_period)
-        self.cluster = Cluster(self.mirror, options, ports=self.ports.ports())
         self.informers = informers = self.cluster.informers
         self.scheduler = self.cluster.scheduler
         self.batch = self.cluster.start_batch()
@@ -382,9 +384,8 @@ class Runner:
         stop following the cluster, close the client."""
         self._stopping.set()
         self.on_stopped_leading()
-        for pool_owner in (self.scheduler, self.batch):
-            if pool_owner is not None:
-                pool_owner.close()
+        if self.cluster is not None:
+            self.cluster.close()
         if self.election is not None:
             self.election.stop()
         if self.ports is not None:

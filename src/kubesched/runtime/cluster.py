@@ -56,8 +56,8 @@ class ClusterOptions:
     batch_conf: BatchConf | None = None
     #: The schedulerNames the batch scheduler serves.
     batch_scheduler_names: tuple[str, ...] = (BATCH_SCHEDULER_NAME,)
-    #: Seconds between batch sessions (Volcano's ``--schedule-period``).
-    schedule_period: float = DEFAULT_SCHEDULE_PERIOD
+    #: Seconds between batch sessions (Volcano's ``--schedule-period``); None: Volcano's default.
+    schedule_period: float | None = None
     #: Threads that send a batch session's binds side by side; 0 sends them one after another.
     batch_bind_workers: int = 0
     #: False rebuilds every batch job each session (the reference for the incremental bookkeeping).
@@ -112,7 +112,9 @@ class Cluster:
                 now=options.now,
                 seed=options.seed,
                 scheduler_names=options.batch_scheduler_names,
-                schedule_period=options.schedule_period,
+                schedule_period=(
+                    DEFAULT_SCHEDULE_PERIOD if options.schedule_period is None else options.schedule_period
+                ),
                 incremental=options.batch_incremental,
                 feed=self.feed,
                 bind_workers=options.batch_bind_workers,

@@ -23,7 +23,7 @@ from kubesched.api.durations import parse_duration
 from kubesched.api.manifests import LOAD_ORDER, LoadResult
 from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
-from kubesched.batch.scheduler import DEFAULT_SCHEDULE_PERIOD, BatchScheduler, JobReport, QueueReport
+from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig
@@ -99,14 +99,10 @@ class Simulation:
                 seed=seed,
                 explain=explain,
                 batch_conf=batch_conf,
-                schedule_period=DEFAULT_SCHEDULE_PERIOD if schedule_period is None else schedule_period,
+                schedule_period=schedule_period,
             ),
         )
-        self.registry = self.cluster.registry
-        self.config = self.cluster.config
         self.informers = self.cluster.informers
-        self.ports = self.cluster.ports
-        self.feed = self.cluster.feed
         self.scheduler = self.cluster.scheduler
         self.driver = VirtualClockDriver(self.informers, self.scheduler, self.clock, self)
         self.warnings: list[str] = []
