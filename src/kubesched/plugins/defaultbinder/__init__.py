@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Pod
+from kubesched.framework.bind_result import send_binding
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Status
-from kubesched.store.base import StoreError
 
 
 class DefaultBinder:
@@ -18,8 +18,5 @@ class DefaultBinder:
         self.handle = handle
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        try:
-            self.handle.ports.binder.bind(pod.namespace, pod.name, pod.uid, node_name)
-        except StoreError as exc:
-            return Status.error(str(exc), plugin=self.name)
-        return None
+        refusal = send_binding(self.handle.ports.binder, pod, node_name)
+        return Status.error(str(refusal), plugin=self.name) if refusal is not None else None
