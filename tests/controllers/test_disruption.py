@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.controllers.admitted import create
 
 from kubesched.controllers.manager import ControllerManager
-from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.sqlite import SqliteStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    s = SqliteStore(tmp_path / "cluster.db", now=time.time)
-    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
-    apply_defaults(node)
-    s.create(node)
-    yield s
-    s.close()
-
-
-def _create(store: SqliteStore, obj: dict[str, Any]) -> Any:
-    apply_defaults(obj)
-    admit(store, obj)
-    return store.create(obj)
 
 
 def _pod(name: str, app: str = "web") -> dict[str, Any]:
@@ -69,11 +50,11 @@ def _status(store: SqliteStore) -> dict[str, Any]:
 def test_the_budget_status_counts_the_covered_pods_and_follows_them(store: SqliteStore) -> None:
     manager = ControllerManager(store)
     for name in ("a", "b", "c"):
-        _create(store, _pod(name))
-    _create(store, _pod("other", app="db"))
+        create(store, _pod(name))
+    create(store, _pod("other", app="db"))
     _bind(store, "a")
     _bind(store, "b")
-    _create(store, _budget({"minAvailable": 1}))
+    create(store, _budget({"minAvailable": 1}))
     manager.tick()
     status = _status(store)
     assert {
@@ -103,9 +84,9 @@ def test_the_budget_status_counts_the_covered_pods_and_follows_them(store: Sqlit
 def test_a_percentage_of_unavailable_pods_is_rounded_up_as_upstream(store: SqliteStore) -> None:
     manager = ControllerManager(store)
     for name in ("a", "b", "c", "d"):
-        _create(store, _pod(name))
+        create(store, _pod(name))
         _bind(store, name)
-    _create(store, _budget({"maxUnavailable": "30%"}))
+    create(store, _budget({"maxUnavailable": "30%"}))
     manager.tick()
     status = _status(store)
     # 30 % of 4 rounds up to 2 pods that may be unavailable: 2 must stay healthy, 2 may go.
@@ -114,11 +95,11 @@ def test_a_percentage_of_unavailable_pods_is_rounded_up_as_upstream(store: Sqlit
 
 def test_a_status_that_is_already_current_is_not_written_again(store: SqliteStore) -> None:
     manager = ControllerManager(store)
-    _create(store, _pod("a"))
+    create(store, _pod("a"))
     _bind(store, "a")
-    _create(store, _budget({"minAvailable": 0}))
+    create(store, _budget({"minAvailable": 0}))
     manager.tick()
     version = store.get("PodDisruptionBudget", "default", "web")["metadata"]["resourceVersion"]  # type: ignore[index]
-    _create(store, _pod("unrelated", app="db"))
+    create(store, _pod("unrelated", app="db"))
     manager.tick()
     assert store.get("PodDisruptionBudget", "default", "web")["metadata"]["resourceVersion"] == version  # type: ignore[index]

@@ -4,34 +4,15 @@ is handed, and when."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.controllers.admitted import create
 
 from kubesched.controllers.manager import ControllerManager
-from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import Conflict
 from kubesched.store.sqlite import SqliteStore
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    s = SqliteStore(tmp_path / "cluster.db", now=time.time)
-    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
-    apply_defaults(node)
-    s.create(node)
-    yield s
-    s.close()
-
-
 STAMP = "2020-01-01T00:00:00Z"
-
-
-def _create(store: SqliteStore, obj: dict[str, Any]) -> Any:
-    apply_defaults(obj)
-    admit(store, obj)
-    return store.create(obj)
 
 
 def _workload(kind: str, name: str, spec: dict[str, Any], app: str | None = None) -> dict[str, Any]:
@@ -60,7 +41,7 @@ def _pods(store: SqliteStore, prefix: str) -> list[Any]:
 
 def test_a_deployment_gets_its_replicaset_and_pods_in_one_tick_and_its_status_in_the_next(store):
     manager = ControllerManager(store)
-    _create(store, _workload("Deployment", "web", {"replicas": 2}))
+    create(store, _workload("Deployment", "web", {"replicas": 2}))
     manager.tick()
     (rs,) = store.list("ReplicaSet")
     assert rs["spec"]["replicas"] == 2 and len(_pods(store, "web-")) == 2
@@ -76,7 +57,7 @@ def test_a_deployment_gets_its_replicaset_and_pods_in_one_tick_and_its_status_in
 
 def test_a_new_template_scales_the_old_replicaset_to_zero(store):
     manager = ControllerManager(store)
-    _create(store, _workload("Deployment", "web", {"replicas": 2}))
+    create(store, _workload("Deployment", "web", {"replicas": 2}))
     manager.tick()
     deploy = store.get("Deployment", "default", "web")
     template = {**deploy["spec"]["template"], "spec": {"containers": [{"name": "c", "image": "y"}]}}
@@ -89,7 +70,7 @@ def test_a_new_template_scales_the_old_replicaset_to_zero(store):
 
 def test_a_pod_that_loses_its_owner_is_replaced(store):
     manager = ControllerManager(store)
-    _create(store, _workload("ReplicaSet", "keep", {"replicas": 2}))
+    create(store, _workload("ReplicaSet", "keep", {"replicas": 2}))
     manager.tick()
     pod = _pods(store, "keep-")[0]
     store.update({**pod, "metadata": {**pod["metadata"], "ownerReferences": []}})
@@ -102,7 +83,7 @@ def test_a_pod_that_loses_its_owner_is_replaced(store):
 
 def test_a_pass_that_conflicts_is_retried_once_something_changed(store, monkeypatch):
     manager = ControllerManager(store)
-    _create(store, _workload("StatefulSet", "db", {"replicas": 0}))
+    create(store, _workload("StatefulSet", "db", {"replicas": 0}))
     update = store.update
 
     def conflict(obj: Any) -> Any:
@@ -113,19 +94,19 @@ def test_a_pass_that_conflicts_is_retried_once_something_changed(store, monkeypa
     monkeypatch.setattr(store, "update", update)
     manager.tick()  # nothing changed since: nothing to retry
     assert "status" not in store.get("StatefulSet", "default", "db")
-    _create(store, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    create(store, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
     manager.tick()
     assert store.get("StatefulSet", "default", "db")["status"]["replicas"] == 0
 
 
 def test_a_restarted_manager_finishes_what_the_last_run_left(store):
     bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}, "spec": {}}
-    _create(store, {**bare, "metadata": {**bare["metadata"], "name": "bound"}, "spec": {"nodeName": "n1"}})
-    _create(
+    create(store, {**bare, "metadata": {**bare["metadata"], "name": "bound"}, "spec": {"nodeName": "n1"}})
+    create(
         store,
         {**bare, "metadata": {**bare["metadata"], "name": "going", "deletionTimestamp": STAMP}},
     )
-    _create(store, _workload("Job", "batch", {"completions": 1}))
+    create(store, _workload("Job", "batch", {"completions": 1}))
     manager = ControllerManager(store)
     manager.tick()
     assert store.get("Pod", "default", "bound")["status"]["phase"] == "Running"
@@ -145,7 +126,7 @@ def test_a_pod_with_a_duration_succeeds_when_it_is_due(store):
         },
         "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
     }
-    _create(store, pod)
+    create(store, pod)
     manager.tick()
     due = manager.next_due
     assert due is not None and store.get("Pod", "default", "short")["status"]["phase"] == "Running"
@@ -157,7 +138,7 @@ def test_a_pod_with_a_duration_succeeds_when_it_is_due(store):
 
 def test_events_past_their_ttl_go_at_the_next_sweep(store):
     manager = ControllerManager(store, event_ttl=3600.0)
-    pod = _create(
+    pod = create(
         store,
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}},
     )
