@@ -79,8 +79,7 @@ class Cluster:
         ``scheduler_ports``: the kube-scheduler's own, where they differ (serve groups its binds)."""
         self.store = store
         self.options = options = options if options is not None else ClusterOptions()
-        self.registry = options.registry or default_registry()
-        self.config = options.config or default_config(self.registry)
+        registry = options.registry or default_registry()
         self.informers = informer_factory(store)
         self.ports = ports if ports is not None else StorePorts(store).ports()
         # Subscribed before either scheduler, so that each scheduler's handlers see the cache
@@ -89,8 +88,8 @@ class Cluster:
         self.scheduler = Scheduler(
             self.informers,
             scheduler_ports if scheduler_ports is not None else self.ports,
-            self.config,
-            self.registry,
+            options.config or default_config(registry),
+            registry,
             now=options.now,
             seed=options.seed,
             explain=options.explain,
