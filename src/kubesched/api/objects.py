@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
+from kubesched.api.storage import PodVolume, pod_volumes
 from kubesched.api.taints import Taint, Toleration
 from kubesched.errors import InputError
 
@@ -161,6 +162,8 @@ class Pod:
     host_ports: tuple[HostPort, ...] = ()
     #: Images of the init containers, then of the containers, as written in the spec.
     images: tuple[str, ...] = ()
+    #: ``spec.volumes``, each with the claim it uses.
+    volumes: tuple[PodVolume, ...] = ()
 
     def __copy__(self) -> Pod:
         # A shallow copy of every field (what ``copy.copy`` gives), by one constructor call: the
@@ -242,6 +245,7 @@ class Pod:
             raw=obj,
             host_ports=host_ports,
             images=images,
+            volumes=pod_volumes(spec, name) if spec.get("volumes") else (),
         )
 
 

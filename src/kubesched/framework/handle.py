@@ -17,6 +17,15 @@ from kubesched.framework.waiting_pods import WaitingPods
 from kubesched.store.informers import InformerFactory
 from kubesched.store.ports import Ports
 
+#: ``wait_for_cluster(condition, timeout)``: True once ``condition()`` holds, False if it did not
+#: within ``timeout`` seconds.
+ClusterWait = Callable[[Callable[[], bool], float], bool]
+
+
+def check_once(condition: Callable[[], bool], timeout: float) -> bool:
+    """The wait of a handle no driver runs: the cluster does not move, so look once."""
+    return condition()
+
 
 @dataclass(slots=True)
 class Handle:
@@ -28,3 +37,8 @@ class Handle:
     parallelism: int = 16
     #: Pods parked at Permit; plugins allow or reject them through this.
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    #: Waits while the cluster moves on (a PreBind waiting for controllers to finish what it
+    #: started, as upstream's VolumeBinding waits for its claims to be bound). The driver running the
+    #: scheduler sets it: on a virtual clock the informers are pumped until nothing changes, on the
+    #: wall clock it polls, pumping the informers itself when it runs on the driver's thread.
+    wait_for_cluster: ClusterWait = check_once

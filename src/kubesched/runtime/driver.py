@@ -78,6 +78,21 @@ class VirtualClockDriver:
         self.clock = clock
         self.world = world
         self.cycles = 0
+        scheduler.handle.wait_for_cluster = self.wait_for_cluster
+
+    #: Rounds of pumping a wait may take: each round is one wave of controller reactions.
+    WAIT_ROUNDS = 64
+
+    def wait_for_cluster(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Pump the informers (whose handlers include the simulated cluster's controllers) until
+        ``condition()`` holds; False once a round delivers nothing new, as the cluster is idle and
+        no amount of waiting would change it."""
+        for _ in range(self.WAIT_ROUNDS):
+            if condition():
+                return True
+            if not self.informers.pump():
+                return condition()
+        return condition()
 
     def run(self, horizon: float) -> VirtualRun:
         """Run until no timer is left. Retries alone stop ``horizon`` virtual seconds after the last
@@ -191,6 +206,27 @@ class RealTimeDriver:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._next_session = 0.0
+        self._driver_thread: threading.Thread | None = None
+        scheduler.handle.wait_for_cluster = self.wait_for_cluster
+
+    #: How often a wait for the cluster looks again (upstream polls once a second; a shorter
+    #: poll costs one lister read).
+    WAIT_POLL = 0.05
+
+    def wait_for_cluster(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Poll ``condition()`` until it holds or ``timeout`` passes. On the driver's own thread
+        (no binding workers) the informers are pumped between looks, as nobody else will."""
+        on_driver = threading.current_thread() is self._driver_thread
+        deadline = time.monotonic() + timeout
+        while True:
+            if on_driver:
+                self.informers.pump()
+            if condition():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.is_set():
+                return False
+            time.sleep(min(self.WAIT_POLL, left))
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> threading.Thread:
@@ -234,6 +270,7 @@ class RealTimeDriver:
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> None:
         """Loop until :meth:`stop`."""
+        self._driver_thread = threading.current_thread()
         self.store.add_write_listener(self._notify)
         self.scheduler.on_binding_done = self._notify
         try:

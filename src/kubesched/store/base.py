@@ -13,7 +13,19 @@ from kubesched.errors import KubeschedError
 Obj = Mapping[str, Any]
 
 #: Kinds that live outside namespaces.
-CLUSTER_SCOPED_KINDS = frozenset({"Node", "PriorityClass", "Namespace", "Queue"})
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "Node",
+        "PriorityClass",
+        "Namespace",
+        "Queue",
+        "PersistentVolume",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+        "VolumeAttachment",
+    }
+)
 
 
 class EventType(StrEnum):

@@ -7,6 +7,15 @@ from typing import Any
 
 from kubesched.api.objects import Node, Pod, PriorityClass
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
 from kubesched.api.volcano import PodGroup, Queue
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from kubesched.store.base import ClusterStore, Obj
@@ -59,6 +68,13 @@ DEFAULT_PARSERS: Mapping[str, Parser] = {
     "StatefulSet": _plain(StatefulSet.from_dict),
     "PodGroup": _plain(PodGroup.from_dict),
     "Queue": _plain(Queue.from_dict),
+    "PersistentVolume": _plain(PersistentVolume.from_dict),
+    "PersistentVolumeClaim": _plain(PersistentVolumeClaim.from_dict),
+    "StorageClass": _plain(StorageClass.from_dict),
+    "CSINode": _plain(CSINode.from_dict),
+    "CSIDriver": _plain(CSIDriver.from_dict),
+    "CSIStorageCapacity": _plain(CSIStorageCapacity.from_dict),
+    "VolumeAttachment": _plain(VolumeAttachment.from_dict),
 }
 
 

@@ -68,6 +68,18 @@ class PodAnnotationWriter(Protocol):
         ...
 
 
+class VolumeWriter(Protocol):
+    """Writes the volume binder sends at PreBind (upstream ``bindAPIUpdate``): a PersistentVolume
+    with its ``claimRef`` set, a claim annotated with the node chosen for provisioning. Each
+    replaces the whole object and carries the resourceVersion read: a stale one is refused with
+    :class:`~kubesched.store.base.Conflict`, a missing object with
+    :class:`~kubesched.store.base.NotFound`. Returns the object as written."""
+
+    def update_persistent_volume(self, obj: Obj) -> Obj: ...
+
+    def update_persistent_volume_claim(self, obj: Obj) -> Obj: ...
+
+
 class EventRecorder(Protocol):
     def record(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
@@ -88,6 +100,8 @@ class Ports:
     pod_annotations: PodAnnotationWriter
     #: None: Queue status is not written (a cluster without Volcano's Queue kind).
     queue_status: QueueStatusWriter | None = None
+    #: None: volumes are not bound by the scheduler (PreBind of a pod with claims to bind fails).
+    volumes: VolumeWriter | None = None
 
 
 class StorePorts:
@@ -153,5 +167,11 @@ class StorePorts:
         meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
         return self.store.update({**obj, "metadata": meta})
 
+    def update_persistent_volume(self, obj: Obj) -> Obj:
+        return self.store.update(obj)
+
+    def update_persistent_volume_claim(self, obj: Obj) -> Obj:
+        return self.store.update(obj)
+
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self, self)
+        return Ports(self, self, self, self, self, self, self, self)
