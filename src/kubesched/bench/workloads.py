@@ -14,13 +14,14 @@ runs deterministic and the churn share no lighter than upstream's at the bar.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from kubesched.bench.base import BenchResult, node_default, pod_default, simulation
+from kubesched.bench.base import BenchResult, node_default, pod_default, run_workload
 from kubesched.bench.extensions import run_extender, run_per_node_plugin
+from kubesched.bench.volumes import run_csi_pvs, run_in_tree_pvs, run_migrated_in_tree_pvs, run_preemption_pvs
 from kubesched.registry.admission import admitted
-from kubesched.sim.simulation import DEFAULT_HORIZON, Simulation
+from kubesched.sim.simulation import Simulation
 
 
 def run_basic(
@@ -31,7 +32,7 @@ def run_basic(
     feature_gates: dict[str, bool] | None = None,
 ) -> BenchResult:
     """SchedulingBasic: uniform nodes, uniform pods, default profile."""
-    return _run_workload(
+    return run_workload(
         "basic",
         nodes,
         existing_pods,
@@ -41,59 +42,6 @@ def run_basic(
         measured=lambda i: pod_default(f"pod-{i}"),
         feature_gates=feature_gates,
     )
-
-
-def _run_workload(
-    workload: str,
-    nodes: int,
-    existing_pods: int,
-    pods: int,
-    seed: int,
-    *,
-    existing: Callable[[int], dict[str, Any]],
-    measured: Callable[[int], dict[str, Any]],
-    setup: Sequence[dict[str, Any]] = (),
-    node: Callable[[int], dict[str, Any]] = node_default,
-    feature_gates: dict[str, bool] | None = None,
-    churn: Callable[[Simulation, int], None] | None = None,
-    churn_every: int = 0,
-    no_topology: bool = False,
-) -> BenchResult:
-    """The default profile on ``setup`` objects and ``nodes`` nodes (``node(i)``): ``existing(i)``
-    pods placed first (not timed), then the time to try every ``measured(i)`` pod, and how many of
-    those were scheduled. With ``churn``, ``churn(sim, step)`` runs before every ``churn_every``
-    measured pods (the pods of one step are created, then scheduled)."""
-    sim = simulation(feature_gates, no_topology=no_topology, seed=seed)
-    for obj in setup:
-        sim.store.create(admitted(sim.store, obj))
-    for i in range(nodes):
-        sim.store.create(admitted(sim.store, node(i)))
-    for i in range(existing_pods):
-        sim.store.create(admitted(sim.store, existing(i)))
-    sim.run()
-    before = set(sim.scheduler.outcomes)
-    step = churn_every if churn is not None and churn_every > 0 else max(pods, 1)
-    names: set[tuple[str, str]] = set()
-    start = time.perf_counter()
-    cpu_start = time.process_time()
-    for k, first in enumerate(range(0, pods, step)):
-        if churn is not None:
-            churn(sim, k)
-        for i in range(first, min(first + step, pods)):
-            obj = measured(i)
-            names.add((obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]))
-            sim.store.create(admitted(sim.store, obj))
-        # The driver alone: Simulation.run also builds a result over every pod, which is reporting,
-        # not scheduling, and would make churn steps cost O(pods) each.
-        sim.driver.run(DEFAULT_HORIZON)
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu_start
-    scheduled = sum(
-        1
-        for uid, o in sim.scheduler.outcomes.items()
-        if uid not in before and o.status == "Scheduled" and (o.namespace, o.name) in names
-    )
-    return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed, cpu_seconds=cpu)
 
 
 def pod_with_anti_affinity(name: str, namespace: str) -> dict[str, Any]:
@@ -120,7 +68,7 @@ def run_pod_anti_affinity(
 ) -> BenchResult:
     """SchedulingPodAntiAffinity (5000Nodes_2000Pods): existing pods in ``sched-0``, measured pods in
     ``sched-1``, every one with required anti-affinity to all the others on the node's hostname."""
-    return _run_workload(
+    return run_workload(
         "pod-anti-affinity",
         nodes,
         existing_pods,
@@ -160,7 +108,7 @@ def run_topology_spread(
     """TopologySpreading (or PreferredTopologySpreading with ``preferred``): nodes in three zones,
     plain existing pods, measured pods with zone and hostname spread constraints (maxSkew 1)."""
     when = "ScheduleAnyway" if preferred else "DoNotSchedule"
-    return _run_workload(
+    return run_workload(
         "topology-spread-preferred" if preferred else "topology-spread",
         nodes,
         existing_pods,
@@ -198,7 +146,7 @@ def run_preemption(
     """PreemptionBasic: 4-CPU nodes filled with low-priority pods (900m each, 4 per node), then
     high-priority pods of 3 CPU, each of which must evict three of them (DefaultPreemption) and is
     bound to its nominated node once they are gone. Counted: high-priority pods scheduled."""
-    return _run_workload(
+    return run_workload(
         "preemption",
         nodes,
         existing_pods,
@@ -385,7 +333,7 @@ def run_daemonset(
     """SchedulingDaemonset: ``scheduler-perf-node`` plus ``nodes`` default nodes; every measured pod
     is pinned to that one node by required node affinity on ``metadata.name`` (NodeAffinity's
     PreFilterResult narrows the search to it)."""
-    return _run_workload(
+    return run_workload(
         "daemonset",
         nodes,
         existing_pods,
@@ -416,7 +364,7 @@ def run_unschedulable(
     def churn(sim: Simulation, k: int) -> None:
         sim.store.create(admitted(sim.store, _high_priority_large_cpu(f"unschedulable-{k}")))
 
-    return _run_workload(
+    return run_workload(
         "unschedulable",
         nodes,
         existing_pods,
@@ -463,7 +411,7 @@ def run_mixed_churn(
             )
         )
 
-    return _run_workload(
+    return run_workload(
         "mixed-churn",
         nodes,
         existing_pods,
@@ -504,7 +452,7 @@ def run_while_gated(
             return light_pod(f"gated-{i}", gated=True)
         return light_pod(f"deleting-{i - gated}", "namespace-3")
 
-    res = _run_workload(
+    res = run_workload(
         "while-gated",
         0,
         existing_pods,
@@ -544,7 +492,7 @@ def run_extended_resource(
         obj["spec"]["containers"][0]["resources"] = {"requests": res, "limits": dict(res)}
         return obj
 
-    return _run_workload(
+    return run_workload(
         "extended-resource",
         nodes,
         existing_pods,
@@ -572,7 +520,7 @@ def run_preemption_async(
     def churn(sim: Simulation, k: int) -> None:
         sim.store.create(admitted(sim.store, _prioritized_pod(f"preemptor-{k}", "high", "3")))
 
-    return _run_workload(
+    return run_workload(
         "preemption-async",
         nodes,
         existing_pods,
@@ -596,7 +544,7 @@ def run_resource_saturation(
 ) -> BenchResult:
     """Upstream's batching/ResourceSaturation shape (20000 nodes there): 3-CPU pods on 4-CPU nodes,
     one per node, PodTopologySpread disabled; the best case for opportunistic batching."""
-    return _run_workload(
+    return run_workload(
         "resource-saturation",
         nodes,
         existing_pods,
@@ -626,6 +574,9 @@ UPSTREAM_THRESHOLDS: dict[str, int] = {
     "while-gated": 910,
     "extended-resource": 180,
     "preemption-async": 570,
+    "in-tree-pvs": 290,
+    "migrated-in-tree-pvs": 100,
+    "csi-pvs": 100,
 }
 
 #: ``kubesched bench --all``: upstream's CI-gated workloads, then our gang workload.
@@ -638,6 +589,9 @@ SUITE: tuple[str, ...] = (
     "while-gated",
     "extended-resource",
     "preemption-async",
+    "in-tree-pvs",
+    "migrated-in-tree-pvs",
+    "csi-pvs",
     "gang",
 )
 
@@ -658,4 +612,8 @@ WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "topology-spread": run_topology_spread,
     "topology-spread-preferred": lambda **kw: run_topology_spread(preferred=True, **kw),
     "pod-anti-affinity": run_pod_anti_affinity,
+    "in-tree-pvs": run_in_tree_pvs,
+    "migrated-in-tree-pvs": run_migrated_in_tree_pvs,
+    "csi-pvs": run_csi_pvs,
+    "preemption-pvs": run_preemption_pvs,
 }
