@@ -466,6 +466,10 @@ _TINY = textwrap.dedent(
         ("while-gated", {"existing_pods": 30, "pods": 40}),
         ("extended-resource", {"nodes": 20, "pods": 20}),
         ("preemption-async", {"nodes": 100, "existing_pods": 400, "pods": 250}),
+        ("in-tree-pvs", {"nodes": 20, "existing_pods": 20, "pods": 40}),
+        ("migrated-in-tree-pvs", {"nodes": 20, "existing_pods": 20, "pods": 40}),
+        ("csi-pvs", {"nodes": 20, "existing_pods": 20, "pods": 40}),
+        ("preemption-pvs", {"nodes": 10, "existing_pods": 40, "pods": 10}),
     ],
 )
 def test_bench_suite_workloads_schedule_every_measured_pod(name: str, sizes: dict[str, int]) -> None:
