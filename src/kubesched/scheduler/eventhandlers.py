@@ -12,14 +12,21 @@ The handlers are functions of the scheduler, taken in as its methods by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.affinity_terms import AffinityTerm, parse_pod_affinity_terms
 from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.outcome import PodOutcome
-from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, QueuedPodInfo
+from kubesched.framework.types import (
+    ASSIGNED_POD,
+    UNSCHEDULED_POD,
+    WILDCARD,
+    ActionType,
+    ClusterEvent,
+    QueuedPodInfo,
+)
 from kubesched.queue.scheduling_queue import pod_update_events
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -31,6 +38,42 @@ NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
+
+
+#: Resources the scheduler follows through its own Pod and Node handlers, or that name no kind.
+_HANDLED_RESOURCES = frozenset({"Pod", "Node", ASSIGNED_POD, UNSCHEDULED_POD, WILDCARD})
+
+_ACTIONS = {
+    EventType.ADDED: ActionType.ADD,
+    EventType.MODIFIED: ActionType.UPDATE,
+    EventType.DELETED: ActionType.DELETE,
+}
+
+
+def followed_kinds(events: Iterable[ClusterEvent]) -> list[str]:
+    """The kinds other than pods and nodes that plugins registered events for (upstream
+    ``unionedGVKs``): the scheduler subscribes to each so that a change requeues the pods it may
+    help. A wildcard registration names no kind, as upstream."""
+    kinds: list[str] = []
+    for event in events:
+        if event.resource not in _HANDLED_RESOURCES and event.resource not in kinds:
+            kinds.append(event.resource)
+    return kinds
+
+
+def add_resource_handlers(sched: Scheduler, events: Iterable[ClusterEvent]) -> None:
+    """Subscribe to every kind plugins registered events for beyond pods and nodes (claims,
+    volumes, storage classes, CSI objects, …): each add, update or delete is that kind's
+    cluster event, and the queue's hints decide which pods it moves."""
+    for kind in followed_kinds(events):
+
+        def on_change(change: Change[Any], kind: str = kind) -> None:
+            event = ClusterEvent(kind, _ACTIONS[change.type])
+            old = change.old_view if change.type != EventType.DELETED else change.view
+            new = change.view if change.type != EventType.DELETED else None
+            sched.queue.move_all_to_active_or_backoff(event, old, new)
+
+        sched.informers.informer(kind).add_handler(on_change, replay=False)
 
 
 def invalidate_batches(sched: Scheduler) -> None:

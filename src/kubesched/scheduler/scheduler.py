@@ -132,6 +132,15 @@ class Scheduler:
         informers.informer("Node").add_handler(self._on_node)
         self._pods = informers.informer("Pod")
         self._pods.add_handler(self._on_pod)
+        eventhandlers.add_resource_handlers(
+            self,
+            (
+                e.event
+                for fwk in self.profiles.values()
+                for evs in fwk.events_to_register().values()
+                for e in evs
+            ),
+        )
 
     # -- queue and lifecycle ----------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:
