@@ -653,7 +653,7 @@ def test_a_volume_attachment_names_one_source_and_its_spec_is_read_only():
     ]
     assert [f for f, _ in _causes(_refusal(ATTACHMENT, _attachment(attacher="")))] == ["spec.attacher"]
     old = _stored(ATTACHMENT, {**_attachment(), "status": {"attached": True}})
-    assert "status" not in old  # the attacher's, written through its subresource
+    assert old["status"] == {"attached": False}  # the attacher's, written through its subresource
     assert [f for f, _ in _update_refusal(ATTACHMENT, old, lambda o: o["spec"].update(nodeName="n2"))] == [
         "spec"
     ]

@@ -21,9 +21,9 @@ class VolumeAttachmentStrategy(StorageStrategy):
     )
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
-        """The status is the attacher's to write."""
+        """The status is the attacher's to write: a new attachment is not attached."""
         super().prepare_for_create(obj)
-        obj.pop("status", None)
+        obj["status"] = {"attached": False}
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
         spec = mapping(obj.get("spec"))
