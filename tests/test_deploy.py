@@ -44,7 +44,7 @@ CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding"}
 
 #: (API group, resource, verb) of every call ``kubesched run`` makes: the reflectors (list, watch
 #: per followed kind) and the remote ports (binding, status patches, evictions, annotations,
-#: events, PodGroups and their status).
+#: volume bindings, events, PodGroups and their status).
 NEEDED: list[tuple[str, str, str]] = [
     *[
         (group, resource, verb)
@@ -58,6 +58,13 @@ NEEDED: list[tuple[str, str, str]] = [
             ("apps", "statefulsets"),
             ("policy", "poddisruptionbudgets"),
             ("scheduling.k8s.io", "priorityclasses"),
+            ("", "persistentvolumes"),
+            ("", "persistentvolumeclaims"),
+            ("storage.k8s.io", "storageclasses"),
+            ("storage.k8s.io", "csidrivers"),
+            ("storage.k8s.io", "csinodes"),
+            ("storage.k8s.io", "csistoragecapacities"),
+            ("storage.k8s.io", "volumeattachments"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),
         ]
@@ -67,6 +74,8 @@ NEEDED: list[tuple[str, str, str]] = [
     ("", "pods/eviction", "create"),
     ("", "pods/status", "patch"),
     ("", "pods", "patch"),
+    ("", "persistentvolumes", "update"),
+    ("", "persistentvolumeclaims", "update"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("", "events", "create"),

@@ -22,7 +22,19 @@ from kubesched.api.fields import as_mapping, as_str_map, object_name
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.selectors import label_value_error, qualified_name_error
+from kubesched.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
+from kubesched.api.storage_rules import VALIDATE as STORAGE_RULES
+from kubesched.api.storage_rules import first_error, storage_quantities
 from kubesched.api.topology_spread import parse_topology_spread_constraints
 from kubesched.api.volcano import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet, owner_references
@@ -39,6 +51,13 @@ LOAD_ORDER = (
     "Namespace",
     "PriorityClass",
     "Node",
+    "StorageClass",
+    "CSIDriver",
+    "CSINode",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
     "Service",
     "ReplicationController",
     "ReplicaSet",
@@ -148,6 +167,24 @@ def _validate_pod_names(spec: Mapping[str, Any]) -> None:
             raise InputError(why, field=f"spec.schedulingGates[{i}].name")
 
 
+def _storage_validator(parse: Callable[[Mapping[str, Any]], object]) -> Callable[[Mapping[str, Any]], None]:
+    """A storage kind as the API server takes it: its quantities parse, upstream's rules hold (the
+    first broken one is the error), and its typed view accepts it."""
+
+    def validate(obj: Mapping[str, Any]) -> None:
+        for field_path, value in storage_quantities(obj):
+            try:
+                parse_quantity(value)
+            except QuantityError as exc:
+                raise InputError(str(exc), field=field_path) from None
+        error = first_error(STORAGE_RULES[str(obj.get("kind"))](obj))
+        if error is not None:
+            raise error
+        parse(obj)
+
+    return validate
+
+
 @dataclass(frozen=True, slots=True)
 class KindSpec:
     api_versions: tuple[str, ...]
@@ -169,6 +206,17 @@ KINDS: dict[str, KindSpec] = {
     "PodDisruptionBudget": KindSpec(PDB_API_VERSIONS, PodDisruptionBudget.from_dict, True),
     "PodGroup": KindSpec(POD_GROUP_API_VERSIONS, PodGroup.from_dict, True),
     "Queue": KindSpec(QUEUE_API_VERSIONS, Queue.from_dict, False),
+    "PersistentVolume": KindSpec(("v1",), _storage_validator(PersistentVolume.from_dict), False),
+    "PersistentVolumeClaim": KindSpec(("v1",), _storage_validator(PersistentVolumeClaim.from_dict), True),
+    "StorageClass": KindSpec(("storage.k8s.io/v1",), _storage_validator(StorageClass.from_dict), False),
+    "CSINode": KindSpec(("storage.k8s.io/v1",), _storage_validator(CSINode.from_dict), False),
+    "CSIDriver": KindSpec(("storage.k8s.io/v1",), _storage_validator(CSIDriver.from_dict), False),
+    "CSIStorageCapacity": KindSpec(
+        ("storage.k8s.io/v1",), _storage_validator(CSIStorageCapacity.from_dict), True
+    ),
+    "VolumeAttachment": KindSpec(
+        ("storage.k8s.io/v1",), _storage_validator(VolumeAttachment.from_dict), False
+    ),
 }
 
 

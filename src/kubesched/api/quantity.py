@@ -31,6 +31,7 @@ __all__ = [
     "BINARY_SUFFIXES",
     "DECIMAL_SUFFIXES",
     "QuantityError",
+    "canonical_quantity",
     "format_quantity",
     "int_value",
     "is_memory_like",
@@ -226,3 +227,38 @@ def format_quantity(resource_name: str, amount: int) -> str:
             if magnitude % (1 << power) == 0:
                 return f"{sign}{magnitude >> power}{suffix}"
     return f"{sign}{magnitude}"
+
+
+#: Decimal SI suffixes by the power of ten they stand for (the canonical form's exponents).
+_DECIMAL_BY_EXPONENT: Final[dict[int, str]] = {e: s for s, e in DECIMAL_SUFFIXES.items()}
+#: Binary suffixes by their power of 1024.
+_BINARY_BY_POWER: Final[tuple[str, ...]] = ("", *BINARY_SUFFIXES)
+
+
+def canonical_quantity(value: str | int | float) -> str:
+    """Upstream ``Quantity.String()`` of a quantity as written: the value in the format its suffix
+    chose (binary, decimal SI or decimal exponent) with the largest suffix that keeps the number a
+    whole one (``1.5Gi`` prints ``1536Mi``, ``1000M`` prints ``1G``, ``2048`` prints ``2048``). A
+    binary quantity that is below 1024 or not whole prints as decimal SI, as upstream's does."""
+    q = parse_quantity(value)
+    if q == 0:
+        return "0"
+    match = _NUMBER_RE.fullmatch(_as_text(value))
+    suffix = match.group(4) if match is not None else ""
+    sign = "-" if q < 0 else ""
+    magnitude = abs(q)
+    if suffix in BINARY_SUFFIXES and magnitude >= 1024 and magnitude.denominator == 1:
+        whole, power = int(magnitude), 0
+        while whole % 1024 == 0 and power < len(_BINARY_BY_POWER) - 1:
+            whole //= 1024
+            power += 1
+        return f"{sign}{whole}{_BINARY_BY_POWER[power]}"
+    # Nano units are whole by construction; the exponent rises in steps of three while it stays so.
+    mantissa, exponent = int(magnitude * _NANO), -9
+    while mantissa % 1000 == 0:
+        mantissa //= 1000
+        exponent += 3
+    exponential = bool(suffix) and suffix[0] in "eE" and suffix not in DECIMAL_SUFFIXES
+    if exponential or exponent not in _DECIMAL_BY_EXPONENT:
+        return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")
+    return f"{sign}{mantissa}{_DECIMAL_BY_EXPONENT[exponent]}"

@@ -8,8 +8,10 @@ Two steps, in upstream's order:
   node's capacity and conditions, a queue's weight and state). ``serve`` and the controllers apply
   them; the simulator stores objects as the manifests give them.
 * :func:`admit` runs the admission plugins of :data:`POD_PLUGINS` over a pod: the default
-  scheduler name, ``Priority`` (the pod's priority from its PriorityClass) and the Pending phase.
-  Every mode runs it, so a pod reads the same whoever created it.
+  scheduler name, ``Priority`` (the pod's priority from its PriorityClass) and the Pending phase;
+  and those of :data:`CLAIM_PLUGINS` over a PersistentVolumeClaim: ``DefaultStorageClass`` (a claim
+  that names no class gets the default one). Every mode runs it, so an object reads the same
+  whoever created it.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from collections.abc import Callable
 from typing import Any
 
 from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
+from kubesched.api.storage import BETA_STORAGE_CLASS_ANNOTATION
 from kubesched.errors import InputError
+from kubesched.registry.storage.storageclass import is_default_class
 from kubesched.registry.table import BY_KIND
 from kubesched.store.base import ClusterStore, Obj
 
 #: One admission plugin: it reads the store and the pod, and fills in the pod's spec and status
 #: (copies the chain made, which it stores in place of the pod's own).
 PodPlugin = Callable[[ClusterStore, Obj, dict[str, Any], dict[str, Any]], None]
+#: One admission plugin of claims: it reads the store and the claim, and fills in a copy of its spec.
+ClaimPlugin = Callable[[ClusterStore, Obj, dict[str, Any]], None]
 
 
 def apply_defaults(obj: dict[str, Any]) -> None:
@@ -36,9 +42,16 @@ def apply_defaults(obj: dict[str, Any]) -> None:
 
 def admit(store: ClusterStore, obj: dict[str, Any]) -> None:
     """Run the admission plugins over an object about to be created in ``store``. A pod's spec and
-    status are replaced by admitted copies (the caller's own stay as they were); an InputError says
-    why the object is refused."""
-    if obj.get("kind") != "Pod":
+    status, a claim's spec, are replaced by admitted copies (the caller's own stay as they were); an
+    InputError says why the object is refused."""
+    kind = obj.get("kind")
+    if kind == "PersistentVolumeClaim":
+        claim_spec = dict(obj.get("spec") or {})
+        for claim_plugin in CLAIM_PLUGINS:
+            claim_plugin(store, obj, claim_spec)
+        obj["spec"] = claim_spec
+        return
+    if kind != "Pod":
         return
     spec = dict(obj.get("spec") or {})
     status = dict(obj.get("status") or {})
@@ -103,5 +116,25 @@ def _resolve_priority(store: ClusterStore, pod: Obj, class_name: Any) -> tuple[i
     return 0, None
 
 
+def default_storage_class(store: ClusterStore, claim: Obj, spec: dict[str, Any]) -> None:
+    """Upstream's DefaultStorageClass admission: a claim that names no class (neither
+    ``spec.storageClassName`` nor the beta annotation; ``""`` is a name: no class) gets the default
+    class, the newest when several are marked default (by name among those made the same second);
+    none when no class is."""
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    if spec.get("storageClassName") is not None or BETA_STORAGE_CLASS_ANNOTATION in annotations:
+        return
+    defaults = sorted(
+        (c for c in store.list("StorageClass") if is_default_class(c)),
+        key=lambda c: str((c.get("metadata") or {}).get("name", "")),
+    )
+    # Newest first; timestamps are RFC 3339 of whole seconds, which sort as text.
+    defaults.sort(key=lambda c: str((c.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True)
+    if defaults:
+        spec["storageClassName"] = defaults[0]["metadata"]["name"]
+
+
 #: The admission plugins a pod passes, in order.
 POD_PLUGINS: tuple[PodPlugin, ...] = (default_scheduler_name, priority, pending_phase)
+#: The admission plugins a PersistentVolumeClaim passes, in order.
+CLAIM_PLUGINS: tuple[ClaimPlugin, ...] = (default_storage_class,)

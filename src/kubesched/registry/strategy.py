@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import orjson
 
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.storage_rules import storage_quantities
 from kubesched.errors import InputError
 from kubesched.registry.errors import bad_request, invalid
 from kubesched.store.base import Obj
@@ -120,6 +121,10 @@ class Strategy:
         if self.generation:
             generation = int(old["metadata"].get("generation") or 1)
             meta["generation"] = generation + 1 if new.get("spec") != old.get("spec") else generation
+
+    def prepare_for_status_update(self, old: Obj, new: dict[str, Any]) -> None:
+        """What a write of the status subresource sets besides the status it carries (``new`` is
+        ``old`` with the written status)."""
 
     # -- validation ------------------------------------------------------------------------------
     def validate(self, body: dict[str, Any]) -> None:
@@ -231,8 +236,9 @@ def _shape_key(body: Mapping[str, Any]) -> bytes | None:
 
 
 def quantities(obj: Mapping[str, Any]) -> list[Any]:
-    """The resource quantities of a pod (or a workload's pod template) or a node."""
-    out: list[Any] = []
+    """The resource quantities of a pod (or a workload's pod template), a node or a storage
+    object."""
+    out: list[Any] = [value for _, value in storage_quantities(obj)]
     spec = obj.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
         spec = spec["template"].get("spec")

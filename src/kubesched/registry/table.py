@@ -9,9 +9,26 @@ from __future__ import annotations
 from kubesched.registry.apps import deployment, replicaset, statefulset
 from kubesched.registry.batch import job
 from kubesched.registry.coordination import lease
-from kubesched.registry.core import configmap, event, namespace, node, pod, service, serviceaccount
+from kubesched.registry.core import (
+    configmap,
+    event,
+    namespace,
+    node,
+    persistentvolume,
+    persistentvolumeclaim,
+    pod,
+    service,
+    serviceaccount,
+)
 from kubesched.registry.policy import poddisruptionbudget
 from kubesched.registry.scheduling import priorityclass
+from kubesched.registry.storage import (
+    csidriver,
+    csinode,
+    csistoragecapacity,
+    storageclass,
+    volumeattachment,
+)
 from kubesched.registry.strategy import Strategy
 from kubesched.registry.volcano import podgroup, queue
 
@@ -23,6 +40,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     service.STRATEGY,
     configmap.STRATEGY,
     serviceaccount.STRATEGY,
+    persistentvolume.STRATEGY,
+    persistentvolumeclaim.STRATEGY,
     priorityclass.STRATEGY,
     poddisruptionbudget.STRATEGY,
     lease.STRATEGY,
@@ -30,6 +49,11 @@ STRATEGIES: tuple[Strategy, ...] = (
     replicaset.STRATEGY,
     statefulset.STRATEGY,
     job.STRATEGY,
+    storageclass.STRATEGY,
+    csidriver.STRATEGY,
+    csinode.STRATEGY,
+    csistoragecapacity.STRATEGY,
+    volumeattachment.STRATEGY,
     event.EVENTS_V1,
     podgroup.STRATEGY,
     queue.STRATEGY,

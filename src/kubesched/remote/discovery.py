@@ -11,6 +11,10 @@ preferred version (``apiVersion`` rewritten; the fields the scheduler reads are 
 - Event: ``events.k8s.io/v1``, else the core ``v1`` Event (written, not followed);
 - PodGroup, Queue: ``scheduling.volcano.sh/v1beta1``; without the Volcano CRDs a warning, and those
   informers stay empty (the batch scheduler has nothing to do).
+- the storage kinds: PersistentVolume and PersistentVolumeClaim (core ``v1``), StorageClass and
+  VolumeAttachment (``storage.k8s.io/v1``), CSIDriver and CSINode (``v1``, else ``v1beta1``, served
+  since v1.14), CSIStorageCapacity (``v1`` since v1.24, else ``v1beta1``, else the ``v1alpha1`` of
+  v1.19 and v1.20 when enabled); a server without one gets a warning and that informer stays empty.
 
 A kind the server does not serve at all is reported in :attr:`Discovery.warnings` and left out;
 it never stops the scheduler.
@@ -46,6 +50,17 @@ KIND_VERSIONS: Mapping[str, tuple[GroupVersion, ...]] = {
     "Queue": (("scheduling.volcano.sh", "v1beta1"),),
     "Lease": (("coordination.k8s.io", "v1"),),
     "Event": (("events.k8s.io", "v1"), ("", "v1")),
+    "PersistentVolume": (("", "v1"),),
+    "PersistentVolumeClaim": (("", "v1"),),
+    "StorageClass": (("storage.k8s.io", "v1"),),
+    "CSIDriver": (("storage.k8s.io", "v1"), ("storage.k8s.io", "v1beta1")),
+    "CSINode": (("storage.k8s.io", "v1"), ("storage.k8s.io", "v1beta1")),
+    "CSIStorageCapacity": (
+        ("storage.k8s.io", "v1"),
+        ("storage.k8s.io", "v1beta1"),
+        ("storage.k8s.io", "v1alpha1"),
+    ),
+    "VolumeAttachment": (("storage.k8s.io", "v1"),),
 }
 
 #: The kinds whose objects the scheduler keeps a mirror of (Lease and Event are only written).
@@ -61,12 +76,19 @@ FOLLOWED_KINDS: tuple[str, ...] = (
     "StatefulSet",
     "Queue",
     "PodGroup",
+    "StorageClass",
+    "CSIDriver",
+    "CSINode",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
 )
 
 
 #: Kinds whose older version has the fields the scheduler reads under the same names: their objects
 #: are presented as the preferred version. Any other kind keeps the version it is served in.
-SAME_SHAPE = frozenset({"PriorityClass", "PodDisruptionBudget"})
+SAME_SHAPE = frozenset({"PriorityClass", "PodDisruptionBudget", "CSIDriver", "CSINode", "CSIStorageCapacity"})
 
 
 def _gv(group: str, version: str) -> str:

@@ -21,6 +21,9 @@ What each port writes, as kube-scheduler and Volcano write it:
 - PodGroups (``scheduling.volcano.sh/v1beta1``): status by a JSON merge patch of the status
   subresource (of the object where the CRD has none); create, taking an existing one as it is.
 - pod annotations: a JSON merge patch of the pod.
+- volumes (upstream ``bindAPIUpdate``): a ``PUT`` of the whole PersistentVolume or
+  PersistentVolumeClaim, carrying the resourceVersion it was read at; a stale one is refused with
+  Conflict, a missing object with NotFound, and both propagate as the store's exceptions.
 """
 
 from __future__ import annotations
@@ -115,6 +118,14 @@ def _pod_group_path(namespace: str, name: str | None = None, sub: str | None = N
     if name is not None:
         path += f"/{quote(name, safe='')}"
     return f"{path}/{sub}" if sub else path
+
+
+def _volume_path(name: str) -> str:
+    return f"/api/v1/persistentvolumes/{quote(name, safe='')}"
+
+
+def _claim_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/persistentvolumeclaims/{quote(name, safe='')}"
 
 
 def _queue_path(name: str, sub: str | None = None) -> str:
@@ -485,6 +496,27 @@ class RemotePorts:
         except NotFound:
             return None
 
+    # -- VolumeWriter ----------------------------------------------------------------------------
+    def update_persistent_volume(self, obj: Obj) -> Obj:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        body = {**obj, "apiVersion": "v1", "kind": "PersistentVolume"}
+        return self._put(_volume_path(name), body, f"updating PersistentVolume {name}")
+
+    def update_persistent_volume_claim(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        body = {**obj, "apiVersion": "v1", "kind": "PersistentVolumeClaim"}
+        return self._put(
+            _claim_path(namespace, name), body, f"updating PersistentVolumeClaim {namespace}/{name}"
+        )
+
+    def _put(self, path: str, body: Obj, what: str) -> Obj:
+        """Replace an object; the server's refusals (Conflict, NotFound, Invalid) propagate."""
+        written = self._run(self.client.request("PUT", path, body=body), what)
+        if not isinstance(written, Mapping):
+            raise RemoteError(f"{what}: the server answered no object")
+        return written
+
     # -- EventRecorder ---------------------------------------------------------------------------
     def record(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
@@ -545,7 +577,7 @@ class RemotePorts:
 
     # -- all of them -----------------------------------------------------------------------------
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self, self if self.features.queues else None)
+        return Ports(self, self, self, self, self, self, self if self.features.queues else None, volumes=self)
 
     def close(self, timeout: float = 5.0) -> None:
         """Send the events still queued (for at most ``timeout`` seconds), then stop sending; condition

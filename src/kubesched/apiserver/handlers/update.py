@@ -61,6 +61,7 @@ def store_update(
     if sub == "status":
         new = {**old, "status": obj.get("status") or {}}
         new["metadata"] = dict(old["metadata"])
+        strategy.prepare_for_status_update(old, new)
     else:
         new = obj
         strategy.prepare_for_update(old, new)
