@@ -182,23 +182,31 @@ def test_hierarchical_drf_alone_is_fine() -> None:
 
 
 @pytest.mark.parametrize(
-    ("tiers", "named"),
+    "tiers",
     [
-        (
-            "[{plugins: [{name: capacity}, {name: proportion}]}]",
-            "capacity (tiers[0]) and proportion (tiers[0])",
-        ),
-        (
-            "[{plugins: [{name: gang}, {name: proportion}]}, {plugins: [{name: capacity}]}]",
-            "capacity (tiers[1]) and proportion (tiers[0])",
-        ),
+        "[{plugins: [{name: capacity}, {name: proportion}]}]",
+        "[{plugins: [{name: gang}, {name: proportion}]}, {plugins: [{name: capacity}]}]",
     ],
 )
-def test_capacity_and_proportion_conflict(tiers: str, named: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        conf(f"actions: allocate\ntiers: {tiers}")
-    assert info.value.field == "tiers"
-    assert named in info.value.message and "cannot be used together" in info.value.message
+def test_capacity_and_proportion_load_together(tiers: str) -> None:
+    """Volcano loads them side by side (its preempt tests run that way); both take part."""
+    c = conf(f"actions: allocate\ntiers: {tiers}")
+    assert {"capacity", "proportion"} <= set(c.plugin_names())
+    assert c.warnings == []
+
+
+def test_volcanos_spelling_of_the_cluster_order_switch() -> None:
+    c = conf("actions: allocate\ntiers: [{plugins: [{name: gang, EnabledClusterOrder: true}]}]")
+    assert c.tiers[0].plugins[0].cluster_order is True
+    assert len(c.warnings) == 1 and "ClusterOrder" in c.warnings[0]
+
+
+@pytest.mark.parametrize(("value", "warned"), [("true", True), ('"true"', True), ("false", False)])
+def test_topology_aware_preemption_is_reported(value: str, warned: bool) -> None:
+    args = f"{{enableTopologyAwarePreemption: {value}}}"
+    c = conf(f"actions: preempt\nconfigurations: [{{name: preempt, arguments: {args}}}]")
+    assert "enableTopologyAwarePreemption" in c.action_arguments("preempt")
+    assert [w for w in c.warnings if "normal mode" in w] == ([c.warnings[0]] if warned else [])
 
 
 def test_hierarchical_capacity_is_supported_without_warning() -> None:

@@ -145,6 +145,8 @@ SWITCH_KEYS: dict[str, tuple[str, str]] = {}
 for _key, _attr, _ in SWITCHES:
     for _prefix in ("enable", "enabled"):
         SWITCH_KEYS[_prefix + feature_name(_key)] = (_key, _attr)
+# Volcano's own YAML tag for the cluster-order switch starts with a capital letter.
+SWITCH_KEYS["EnabledClusterOrder"] = ("enabledClusterOrder", "cluster_order")
 ATTR_TO_KEY = {attr: key for key, attr, _ in SWITCHES}
 PLUGIN_KEYS = ("name", "arguments", *(key for key, _, _ in SWITCHES))
 TOP_KEYS = ("actions", "tiers", "configurations", "metrics")

@@ -3,13 +3,15 @@
 
 Rules reproduced from Volcano's loader: every switch left unset counts as enabled, except
 ``enableHierarchy`` and ``enabledClusterOrder`` which Volcano leaves unset (off); ``drf`` with
-hierarchy and ``proportion`` in the same tier conflict. kubesched is stricter than Volcano where that
-helps users: an unknown action, plugin, switch or key is a :class:`ConfigError` naming the file and
-field, with a did-you-mean hint. The document's shape (keys, lists, mappings, switch types) is checked
-by pydantic models (:class:`BatchConfDoc` and the models under it) before Volcano's rules apply.
-Volcano plugins and actions kubesched does not provide are accepted and flagged (``supported=False``,
-:attr:`BatchConf.unsupported_actions`) so the runtime can report them; switches for features
-kubesched lacks are accepted and reported in :attr:`BatchConf.warnings`.
+hierarchy and ``proportion`` in the same tier conflict, the only combination of plugins Volcano
+refuses (``capacity`` and ``proportion`` load together, in one tier or in several). kubesched is
+stricter than Volcano where that helps users: an unknown action, plugin, switch or key is a
+:class:`ConfigError` naming the file and field, with a did-you-mean hint. The document's shape
+(keys, lists, mappings, switch types) is checked by pydantic models (:class:`BatchConfDoc` and the
+models under it) before Volcano's rules apply. Volcano plugins and actions kubesched does not
+provide are accepted and flagged (``supported=False``, :attr:`BatchConf.unsupported_actions`) so
+the runtime can report them; switches and action arguments for features kubesched lacks are
+accepted and reported in :attr:`BatchConf.warnings`.
 """
 
 from __future__ import annotations
@@ -262,20 +264,6 @@ class _Parser:
                     "proportion and drf with enableHierarchy conflict; use one of them", f"{field}.plugins"
                 )
             tiers.append(Tier(plugins=plugins))
-        # Both plugins size queues and would each veto by their own rules; Volcano documents them as
-        # mutually exclusive.
-        where = {
-            name: [i for i, t in enumerate(tiers) if any(p.name == name for p in t.plugins)]
-            for name in ("capacity", "proportion")
-        }
-        if where["capacity"] and where["proportion"]:
-            cap = ", ".join(f"tiers[{i}]" for i in where["capacity"])
-            prop = ", ".join(f"tiers[{i}]" for i in where["proportion"])
-            raise self.fail(
-                f"capacity ({cap}) and proportion ({prop}) cannot be used together; "
-                "capacity replaces proportion",
-                "tiers",
-            )
         return tiers
 
     def check_arguments(self, name: str, arguments: dict[str, Any], field: str) -> None:
@@ -298,7 +286,13 @@ class _Parser:
             known = VOLCANO_ACTIONS | _registered()[1]
             if name not in known:
                 raise self.fail(f"unknown action {name!r}{_hint(name, known)}", f"{field}.name")
-            out.append(ActionConfiguration(name=name, arguments=dict(doc.arguments or {})))
+            arguments = dict(doc.arguments or {})
+            if name == "preempt" and _truthy(arguments.get(TOPOLOGY_AWARE_PREEMPTION)):
+                self.warnings.append(
+                    f"{self.source}: {field}.arguments.{TOPOLOGY_AWARE_PREEMPTION}: kubesched has no "
+                    "topology-aware preemption; the preempt action runs in its normal mode"
+                )
+            out.append(ActionConfiguration(name=name, arguments=arguments))
         return out
 
     def metrics(self, data: Mapping[str, Any]) -> dict[str, str]:
@@ -308,6 +302,18 @@ class _Parser:
                 raise self.fail(f"expected a scalar, got {type(v).__name__}", f"metrics.{k}")
             out[k] = "" if v is None else str(v)
         return out
+
+
+#: The preempt action's switch for Volcano's dry-run (topology-aware) preemption.
+TOPOLOGY_AWARE_PREEMPTION = "enableTopologyAwarePreemption"
+
+
+def _truthy(value: Any) -> bool:
+    """A switch argument as Volcano's ``Arguments.GetBool`` reads it (a bool, or a string that
+    parses as one)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "t", "true")
+    return value is True
 
 
 def _registered() -> tuple[frozenset[str], frozenset[str]]:
