@@ -1,8 +1,9 @@
-"""The preempt action, end to end through the batch scheduler: cases of Volcano's
-``actions/preempt/preempt_test.go`` (same pods, nodes, queues and expected victims), plus the gang
-guarantee.
+"""The preempt action, end to end through the batch scheduler: both tables of Volcano v1.15.1's
+``actions/preempt/preempt_test.go`` (same pods, nodes, queues and expected victims, case names
+verbatim), plus the gang guarantee.
 
-As in Volcano's test, the tier enables only the switches the test names (every other switch off).
+As in Volcano's test, the tier enables only the switches the test names (every other switch off),
+and only the plugins a table registers take part.
 """
 
 from __future__ import annotations
@@ -11,20 +12,44 @@ from typing import Any
 
 import pytest
 
-from kubesched.batch.testing import node, plugin, pod, pod_group, priority_class, queue, run
+from kubesched.batch.testing import (
+    node,
+    one_tier,
+    plugin,
+    pod,
+    pod_group,
+    priority_class,
+    queue,
+    registered,
+    run,
+    run_conf,
+)
+from kubesched.plugins.testing import node_dict
 
-# -- Volcano's table ---------------------------------------------------------------------------- #
+HOSTNAME = "kubernetes.io/hostname"
 
-TIER = [
-    plugin("conformance", "preemptable"),
-    plugin("gang", "preemptable", "job_pipelined", "job_starving"),
-    plugin("priority", "task_order", "job_order", "preemptable", "job_pipelined", "job_starving"),
-    plugin("proportion", "overused", "allocatable", "queue_order"),
-]
+# -- Volcano's tables (v1.15.1 actions/preempt/preempt_test.go) -------------------------------- #
+
 PRIORITIES = [priority_class("high-priority", 100000), priority_class("low-priority", 10)]
 ALL = {"": 1}
 
-CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
+
+def anti_affine(d: dict[str, Any]) -> dict[str, Any]:
+    """Volcano's ``buildPodWithPodAntiAffinity``: labelled ``test: test`` and refusing any node
+    that already runs a pod so labelled."""
+    d["metadata"].setdefault("labels", {})["test"] = "test"
+    d["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"test": "test"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    return d
+
+
+# The cases both of Volcano's tables share.
+SHARED: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     (
         "do not preempt if there are enough idle resources",
         [
@@ -117,6 +142,33 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ],
         ["c1/preemptee2"],
     ),
+    # Volcano counts one ``pods`` unit per task in every request, so on a node with room for one pod
+    # a BestEffort pod (which asks for nothing else) must be evicted first, and its eviction frees
+    # the slot.
+    (
+        "unBestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
+        [
+            pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
+            pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
+            pod("preemptee1", "n1", "pg1", cpu=None, mem=None, preemptable="true"),
+            pod("preemptor1", "", "pg2", cpu="3", mem="3G"),
+            node("n1", "12", "12G", pods="1"),
+            queue("q1", capability={"cpu": "6", "memory": "6G"}),
+        ],
+        ["c1/preemptee1"],
+    ),
+    (
+        "BestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
+        [
+            pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
+            pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
+            pod("preemptee1", "n1", "pg1", cpu=None, mem=None, preemptable="true"),
+            pod("preemptor1", "", "pg2", cpu=None, mem=None),
+            node("n1", "12", "12G", pods="1"),
+            queue("q1", capability={"cpu": "6", "memory": "6G"}),
+        ],
+        ["c1/preemptee1"],
+    ),
     (
         "can not preempt resources when task preemption policy is never",
         [
@@ -129,6 +181,17 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
         ],
         [],
     ),
+]
+
+# TestPreempt: the action's normal mode.
+PREEMPT_TIER = [
+    plugin("conformance", "preemptable"),
+    plugin("gang", "preemptable", "job_pipelined", "job_starving"),
+    plugin("priority", "task_order", "job_order", "preemptable", "job_pipelined", "job_starving"),
+    plugin("proportion", "overused", "allocatable", "queue_order"),
+]
+PREEMPT_CASES = [
+    *SHARED,
     (
         "rollback evictions when preemptor exceeds queue capacity after evicting victims",
         [
@@ -174,46 +237,83 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
 ]
 
-# Volcano counts one ``pods`` unit per task in every request, so on a node with room for one pod a
-# BestEffort pod (which asks for nothing else) must be evicted first, and its eviction frees the slot.
-PODS_CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
+# TestTopologyAwarePreempt registers capacity and predicates too, so capacity and proportion sit in
+# one tier; it turns on the action's topology-aware mode, which kubesched does not have (the
+# action's normal mode decides these cases the same way).
+TOPOLOGY_AWARE_TIER = [
+    *PREEMPT_TIER[:3],
+    plugin("proportion", "overused", "allocatable", "queue_order", "predicate"),
+    plugin("predicates", "preemptable", "predicate"),
+    plugin("capacity", "queue_order"),
+]
+TOPOLOGY_AWARE_CASES = [
+    *SHARED,
     (
-        "unBestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
+        "preempt low-priority pod when high-priority pod has PodAntiAffinity conflict",
         [
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
-            pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
-            pod("preemptee1", "n1", "pg1", cpu=None, mem=None, preemptable="true"),
-            pod("preemptor1", "", "pg2", cpu="3", mem="3G"),
-            node("n1", "12", "12G", pods="1"),
-            queue("q1", capability={"cpu": "6", "memory": "6G"}),
+            pod_group("pg2", "q1", 0, "Inqueue", "low-priority"),
+            pod_group("pg3", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
+            pod("preemptee1", "n1", "pg2", preemptable="true"),
+            anti_affine(pod("preemptee2", "n1", "pg1", preemptable="true")),
+            anti_affine(pod("preemptor1", "", "pg3")),
+            node_dict("n1", {"cpu": "2", "memory": "2Gi", "pods": "2"}, labels={HOSTNAME: "n1"}),
+            queue("q1", capability={"cpu": "2", "memory": "2G"}),
         ],
-        ["c1/preemptee1"],
+        ["c1/preemptee2"],
     ),
     (
-        "BestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
+        "preemption with priority queues",
         [
-            pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
-            pod_group("pg2", "q1", 1, "Inqueue", "high-priority", min_task_member=ALL),
-            pod("preemptee1", "n1", "pg1", cpu=None, mem=None, preemptable="true"),
-            pod("preemptor1", "", "pg2", cpu=None, mem=None),
-            node("n1", "12", "12G", pods="1"),
-            queue("q1", capability={"cpu": "6", "memory": "6G"}),
+            pod_group("pg3", "q2", 1, "Running", "high-priority"),
+            pod_group("pg1", "q1", 0, "Running", "low-priority"),
+            pod_group("pg2", "q1", 1, "Inqueue", "high-priority"),
+            pod("preemptee2", "n1", "pg3", preemptable="true"),
+            pod("preemptee1", "n1", "pg1", preemptable="true"),
+            pod("preemptor1", "", "pg2"),
+            node("n1", "2", "2Gi", pods="2"),
+            queue(
+                "q1",
+                priority=1,
+                deserved={"cpu": "1", "memory": "1G"},
+                capability={"cpu": "1", "memory": "1G"},
+            ),
+            queue(
+                "q2",
+                priority=10,
+                deserved={"cpu": "1", "memory": "1G"},
+                capability={"cpu": "1", "memory": "1G"},
+            ),
         ],
         ["c1/preemptee1"],
     ),
 ]
 
 
-@pytest.mark.parametrize(("objects", "evicted"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_volcano_preempt_cases(objects: list[dict[str, Any]], evicted: list[str]) -> None:
-    sched = run(PRIORITIES + objects, "preempt", TIER)
-    assert sorted(sched.evicted) == sorted(evicted)
+def _preempt(objects: list[dict[str, Any]], tier: list[dict[str, Any]], topology_aware: bool) -> list[str]:
+    conf = one_tier("preempt", tier)
+    conf["configurations"] = [
+        {"name": "preempt", "arguments": {"enableTopologyAwarePreemption": topology_aware}}
+    ]
+    return sorted(run_conf(PRIORITIES + objects, conf).evicted)
 
 
-@pytest.mark.parametrize(("objects", "evicted"), [c[1:] for c in PODS_CASES], ids=[c[0] for c in PODS_CASES])
-def test_volcano_preempt_cases_counting_pods(objects: list[dict[str, Any]], evicted: list[str]) -> None:
-    sched = run(PRIORITIES + objects, "preempt", TIER)
-    assert sorted(sched.evicted) == sorted(evicted)
+@pytest.mark.parametrize(
+    ("objects", "evicted"), [c[1:] for c in PREEMPT_CASES], ids=[c[0] for c in PREEMPT_CASES]
+)
+def test_volcano_preempt(objects: list[dict[str, Any]], evicted: list[str]) -> None:
+    tier = registered(PREEMPT_TIER, {"conformance", "gang", "priority", "proportion"})
+    assert _preempt(objects, tier, topology_aware=False) == sorted(evicted)
+
+
+@pytest.mark.parametrize(
+    ("objects", "evicted"), [c[1:] for c in TOPOLOGY_AWARE_CASES], ids=[c[0] for c in TOPOLOGY_AWARE_CASES]
+)
+def test_volcano_topology_aware_preempt(objects: list[dict[str, Any]], evicted: list[str]) -> None:
+    tier = registered(
+        TOPOLOGY_AWARE_TIER, {"capacity", "conformance", "gang", "priority", "proportion", "predicates"}
+    )
+    assert _preempt(objects, tier, topology_aware=True) == sorted(evicted)
 
 
 # -- guarantees --------------------------------------------------------------------------------- #
