@@ -201,14 +201,6 @@ def test_volcanos_spelling_of_the_cluster_order_switch() -> None:
     assert len(c.warnings) == 1 and "ClusterOrder" in c.warnings[0]
 
 
-@pytest.mark.parametrize(("value", "warned"), [("true", True), ('"true"', True), ("false", False)])
-def test_topology_aware_preemption_is_reported(value: str, warned: bool) -> None:
-    args = f"{{enableTopologyAwarePreemption: {value}}}"
-    c = conf(f"actions: preempt\nconfigurations: [{{name: preempt, arguments: {args}}}]")
-    assert "enableTopologyAwarePreemption" in c.action_arguments("preempt")
-    assert [w for w in c.warnings if "normal mode" in w] == ([c.warnings[0]] if warned else [])
-
-
 def test_hierarchical_capacity_is_supported_without_warning() -> None:
     c = conf("actions: allocate\ntiers: [{plugins: [{name: capacity, enableHierarchy: true}]}]")
     p = c.tiers[0].plugins[0]

@@ -316,6 +316,89 @@ def test_volcano_topology_aware_preempt(objects: list[dict[str, Any]], evicted: 
     assert _preempt(objects, tier, topology_aware=True) == sorted(evicted)
 
 
+# -- the topology-aware mode's dry run ---------------------------------------------------------- #
+
+
+def _anti_affinity_cluster(first: str, second: str) -> list[dict[str, Any]]:
+    """The PodAntiAffinity case with its victims created in the given order (so ``second`` has the
+    larger uid and is the first one evicted)."""
+    pods = {
+        "preemptee1": pod("preemptee1", "n1", "pg2", preemptable="true"),
+        "preemptee2": anti_affine(pod("preemptee2", "n1", "pg1", preemptable="true")),
+    }
+    case = next(c for c in TOPOLOGY_AWARE_CASES if "PodAntiAffinity" in c[0])
+    others = [o for o in case[1] if o["metadata"]["name"] not in pods]
+    return [*others, pods[first], pods[second]]
+
+
+@pytest.mark.parametrize(
+    ("topology_aware", "evicted"),
+    [(True, ["c1/preemptee2"]), (False, ["c1/preemptee1", "c1/preemptee2"])],
+)
+def test_dry_run_keeps_only_the_victims_the_placement_needs(topology_aware: bool, evicted: list[str]) -> None:
+    """preemptee1 goes first but evicting it does not let the anti-affine preemptor in. The normal
+    mode evicts it and then preemptee2; the dry run puts preemptee1 back, since the preemptor fits
+    with preemptee2 alone gone."""
+    tier = registered(TOPOLOGY_AWARE_TIER, {"conformance", "gang", "priority", "proportion", "predicates"})
+    objects = _anti_affinity_cluster("preemptee2", "preemptee1")
+    assert _preempt(objects, tier, topology_aware=topology_aware) == evicted
+
+
+def _two_nodes_to_choose_from() -> list[dict[str, Any]]:
+    """Each node is full; n1 runs a priority-50 victim, n2 a priority-20 one."""
+    return [
+        priority_class("mid", 50),
+        priority_class("low", 20),
+        node("n1", "1", "1G"),
+        node("n2", "1", "1G"),
+        queue("q1"),
+        pod_group("mid", "q1", 0, "Running", "mid"),
+        pod_group("low", "q1", 0, "Running", "low"),
+        pod_group("high", "q1", 1, "Inqueue", "high-priority"),
+        pod("v-mid", "n1", "mid", priority_class="mid", preemptable="true"),
+        pod("v-low", "n2", "low", priority_class="low", preemptable="true"),
+        pod("preemptor", "", "high", priority_class="high-priority"),
+    ]
+
+
+@pytest.mark.parametrize(("candidates", "evicted"), [(2, ["c1/v-low"]), (1, None)])
+def test_dry_run_picks_the_node_whose_victims_matter_least(
+    candidates: int, evicted: list[str] | None
+) -> None:
+    """With both nodes as candidates the node of the lower-priority victim wins; with one, the
+    node the search starts from (at random) is taken."""
+    conf = one_tier("preempt", PREEMPT_TIER)
+    conf["configurations"] = [
+        {
+            "name": "preempt",
+            "arguments": {"enableTopologyAwarePreemption": True, "minCandidateNodesAbsolute": candidates},
+        }
+    ]
+    got = sorted(run_conf(PRIORITIES + _two_nodes_to_choose_from(), conf).evicted)
+    if evicted is not None:
+        assert got == evicted
+    else:
+        assert got in (["c1/v-low"], ["c1/v-mid"])
+
+
+def test_dry_run_checks_the_queue_only_while_it_looks_for_victims() -> None:
+    """Volcano's dry run ends on the predicates alone: a preemptor its queue refuses even with every
+    admissible victim gone keeps them all as victims and is placed. Here gang admits one of the two
+    (its job keeps minMember); the normal mode evicts nobody."""
+    case = next(c for c in PREEMPT_CASES if c[0].startswith("rollback evictions"))
+    tier = registered(PREEMPT_TIER, {"conformance", "gang", "priority", "proportion"})
+    assert _preempt(case[1], tier, topology_aware=False) == []
+    sched = run_conf(
+        PRIORITIES + case[1],
+        {
+            "actions": "preempt",
+            "tiers": [{"plugins": tier}],
+            "configurations": [{"name": "preempt", "arguments": {"enableTopologyAwarePreemption": True}}],
+        },
+    )
+    assert len(sched.evicted) == 1
+
+
 # -- guarantees --------------------------------------------------------------------------------- #
 
 DEFAULT_TIERS = [

@@ -10,8 +10,8 @@ stricter than Volcano where that helps users: an unknown action, plugin, switch 
 (keys, lists, mappings, switch types) is checked by pydantic models (:class:`BatchConfDoc` and the
 models under it) before Volcano's rules apply. Volcano plugins and actions kubesched does not
 provide are accepted and flagged (``supported=False``, :attr:`BatchConf.unsupported_actions`) so
-the runtime can report them; switches and action arguments for features kubesched lacks are
-accepted and reported in :attr:`BatchConf.warnings`.
+the runtime can report them; switches for features kubesched lacks are accepted and reported in
+:attr:`BatchConf.warnings`.
 """
 
 from __future__ import annotations
@@ -286,13 +286,7 @@ class _Parser:
             known = VOLCANO_ACTIONS | _registered()[1]
             if name not in known:
                 raise self.fail(f"unknown action {name!r}{_hint(name, known)}", f"{field}.name")
-            arguments = dict(doc.arguments or {})
-            if name == "preempt" and _truthy(arguments.get(TOPOLOGY_AWARE_PREEMPTION)):
-                self.warnings.append(
-                    f"{self.source}: {field}.arguments.{TOPOLOGY_AWARE_PREEMPTION}: kubesched has no "
-                    "topology-aware preemption; the preempt action runs in its normal mode"
-                )
-            out.append(ActionConfiguration(name=name, arguments=arguments))
+            out.append(ActionConfiguration(name=name, arguments=dict(doc.arguments or {})))
         return out
 
     def metrics(self, data: Mapping[str, Any]) -> dict[str, str]:
@@ -302,18 +296,6 @@ class _Parser:
                 raise self.fail(f"expected a scalar, got {type(v).__name__}", f"metrics.{k}")
             out[k] = "" if v is None else str(v)
         return out
-
-
-#: The preempt action's switch for Volcano's dry-run (topology-aware) preemption.
-TOPOLOGY_AWARE_PREEMPTION = "enableTopologyAwarePreemption"
-
-
-def _truthy(value: Any) -> bool:
-    """A switch argument as Volcano's ``Arguments.GetBool`` reads it (a bool, or a string that
-    parses as one)."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "t", "true")
-    return value is True
 
 
 def _registered() -> tuple[frozenset[str], frozenset[str]]:
