@@ -192,15 +192,6 @@ def test_volcano_reclaim(plugins: frozenset[str], objects: list[dict[str, Any]],
     assert sorted(sched.evicted) == sorted(evicted)
 
 
-CAPACITY_TIER = [
-    plugin("conformance", "reclaimable"),
-    plugin("gang", "reclaimable", "job_starving"),
-    plugin("capacity", "reclaimable", "queue_order", "preemptive"),
-    plugin("priority", "reclaimable", "job_order", "task_order"),
-]
-PRIORITIES = LOW_MID_HIGH
-
-
 def test_an_open_queue_reclaims_with_capacity() -> None:
     """The same cluster with q2 Open and owed 1 cpu / 1G: capacity lets it reclaim the preemptable
     pod (q1 has no deserved, so everything it holds is on loan)."""
@@ -208,7 +199,9 @@ def test_an_open_queue_reclaims_with_capacity() -> None:
         o if o.get("metadata", {}).get("name") != "q2" else queue("q2", deserved={"cpu": "1", "memory": "1G"})
         for o in _overusing_q1()
     ]
-    sched = run(PRIORITIES + objects, "reclaim", CAPACITY_TIER)
+    sched = run(
+        LOW_MID_HIGH + objects, "reclaim", registered(TIER, {"conformance", "gang", "capacity", "priority"})
+    )
     assert sched.evicted == ["c1/preemptee2"]
 
 
