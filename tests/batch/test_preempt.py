@@ -381,6 +381,32 @@ def test_dry_run_picks_the_node_whose_victims_matter_least(
         assert got in (["c1/v-low"], ["c1/v-mid"])
 
 
+def test_dry_run_counts_more_victims_as_more_even_at_negative_priority() -> None:
+    """Both nodes' first victim has priority 5; n1 also needs a priority -3 victim evicted. Fewer
+    victims win: n2, though n1's priorities add up to less."""
+    objects = [
+        priority_class("five", 5),
+        priority_class("minus", -3),
+        node("n1", "2", "2G"),
+        node("n2", "2", "2G"),
+        queue("q1"),
+        *(pod_group(g, "q1", 0, "Running", pc) for g, pc in (("a", "five"), ("b", "minus"), ("c", "five"))),
+        pod_group("high", "q1", 1, "Inqueue", "high-priority"),
+        pod("v-five", "n1", "a", priority_class="five", preemptable="true"),
+        pod("v-minus", "n1", "b", priority_class="minus", preemptable="true"),
+        pod("w-five", "n2", "c", cpu="2", mem="2G", priority_class="five", preemptable="true"),
+        pod("preemptor", "", "high", cpu="2", mem="2G", priority_class="high-priority"),
+    ]
+    conf = one_tier("preempt", PREEMPT_TIER)
+    conf["configurations"] = [
+        {
+            "name": "preempt",
+            "arguments": {"enableTopologyAwarePreemption": True, "minCandidateNodesAbsolute": 2},
+        }
+    ]
+    assert sorted(run_conf(PRIORITIES + objects, conf).evicted) == ["c1/w-five"]
+
+
 def test_dry_run_checks_the_queue_only_while_it_looks_for_victims() -> None:
     """Volcano's dry run ends on the predicates alone: a preemptor its queue refuses even with every
     admissible victim gone keeps them all as victims and is placed. Here gang admits one of the two

@@ -513,4 +513,9 @@ def _candidate_rank(candidate: tuple[int, list[TaskInfo]]) -> tuple[int, int, in
     priorities = [t.pod.priority for t in chosen]
     highest = max(priorities)
     earliest = min(start_time(t.pod) for t, p in zip(chosen, priorities, strict=True) if p == highest)
-    return (priorities[0], sum(priorities), len(chosen), -earliest)
+    # Each priority is lifted by 2^31 before summing, so more victims never make a smaller sum, even
+    # with negative priorities.
+    return (priorities[0], sum(p + _PRIORITY_LIFT for p in priorities), len(chosen), -earliest)
+
+
+_PRIORITY_LIFT = 2**31
