@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, SWITCHES
 from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf, load_batch_conf
+from kubesched.batch.plugins.args import get_bool, get_float, get_int
 from kubesched.cli import EXIT_BAD_INPUT, main
 from kubesched.errors import ConfigError, InputError
 
@@ -182,23 +183,23 @@ def test_hierarchical_drf_alone_is_fine() -> None:
 
 
 @pytest.mark.parametrize(
-    ("tiers", "named"),
+    "tiers",
     [
-        (
-            "[{plugins: [{name: capacity}, {name: proportion}]}]",
-            "capacity (tiers[0]) and proportion (tiers[0])",
-        ),
-        (
-            "[{plugins: [{name: gang}, {name: proportion}]}, {plugins: [{name: capacity}]}]",
-            "capacity (tiers[1]) and proportion (tiers[0])",
-        ),
+        "[{plugins: [{name: capacity}, {name: proportion}]}]",
+        "[{plugins: [{name: gang}, {name: proportion}]}, {plugins: [{name: capacity}]}]",
     ],
 )
-def test_capacity_and_proportion_conflict(tiers: str, named: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        conf(f"actions: allocate\ntiers: {tiers}")
-    assert info.value.field == "tiers"
-    assert named in info.value.message and "cannot be used together" in info.value.message
+def test_capacity_and_proportion_load_together(tiers: str) -> None:
+    """Volcano loads them side by side (its preempt tests run that way); both take part."""
+    c = conf(f"actions: allocate\ntiers: {tiers}")
+    assert {"capacity", "proportion"} <= set(c.plugin_names())
+    assert c.warnings == []
+
+
+def test_volcanos_spelling_of_the_cluster_order_switch() -> None:
+    c = conf("actions: allocate\ntiers: [{plugins: [{name: gang, EnabledClusterOrder: true}]}]")
+    assert c.tiers[0].plugins[0].cluster_order is True
+    assert len(c.warnings) == 1 and "ClusterOrder" in c.warnings[0]
 
 
 def test_hierarchical_capacity_is_supported_without_warning() -> None:
@@ -349,3 +350,27 @@ def test_switches_belong_to_plugins_only() -> None:
             {"actions": "allocate", "tiers": [{"plugins": [], "enableJobOrder": False}]}, "s.conf"
         )
     assert info.value.field == "tiers[0].enableJobOrder" and "unknown key" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("value", "weight"),
+    [(10, 10), ("10", 1), (2.5, 1), (True, 1), ("abc", 1)],
+)
+def test_plugin_integer_arguments_read_as_volcano_reads_them(value: Any, weight: int) -> None:
+    """Volcano's ``GetInt`` takes a YAML integer only; anything else keeps the default (binpack's
+    weight is 1) and the conf still runs."""
+    assert get_int({"binpack.weight": value}, "binpack.weight", 1, plugin="binpack") == weight
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [(True, True), ("false", False), ("F", False), ("TRUE", True), ("fAlSe", True), ("no", True), (0, True)],
+)
+def test_plugin_bool_arguments_read_as_volcano_reads_them(value: Any, read: bool) -> None:
+    """A bool, or a string Go's ``strconv.ParseBool`` reads; the default (true) otherwise."""
+    assert get_bool({"k": value}, "k", True, plugin="predicates") is read
+
+
+@pytest.mark.parametrize(("value", "factor"), [(1.5, 1.5), (2, 2.0), ("1.5", 1.2), (False, 1.2)])
+def test_plugin_float_arguments_read_as_volcano_reads_them(value: Any, factor: float) -> None:
+    assert get_float({"overcommit-factor": value}, "overcommit-factor", 1.2, plugin="overcommit") == factor

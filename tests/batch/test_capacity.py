@@ -15,11 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesched.api.resources import CPU, MEMORY, PODS
+from kubesched.batch.conf_loader import batch_conf_from_dict
 from kubesched.batch.operations import Op
+from kubesched.batch.plugins.capacity import CapacityAttr
 from kubesched.batch.session import Session
+from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.batch.statement import Statement
 from kubesched.batch.testing import node, plugin, pod, pod_group, queue, scheduler_on
 from kubesched.cli import main
+from kubesched.registry.admission import admitted
 
 NS = "ns1"
 
@@ -534,6 +539,27 @@ HIERARCHY_CASES += [
 ]
 
 
+Q7 = hq("q7", "root", None, _res("6", "4Gi"))
+Q71 = hq("q71", "q7", None, _res("6", "4Gi"))
+Q72 = hq("q72", "q7", None, _res("6", "4Gi"))
+for _q in (Q71, Q72):
+    _q["spec"]["guarantee"] = {"resource": _res("4", "3Gi")}
+
+HIERARCHY_CASES += [
+    (
+        "case7: the sum of sub queue 71 and 72's guarantee exceeds the capacity of queue7, but should "
+        "not panic",
+        [N1, ROOT, Q7, Q71, Q72],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+    (
+        "case10: root queue's capability > cluster total resource, but should not panic",
+        [N1, hq("root", "", None, _res("16", "16Gi")), hq("q10", "root", None, _res("10", "4Gi"))],
+        {"binds": {}, "pipelined": [], "evicted": []},
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("objects", "expected"), [c[1:] for c in HIERARCHY_CASES], ids=[c[0] for c in HIERARCHY_CASES]
 )
@@ -561,6 +587,357 @@ def test_capacity_with_hierarchy_case6_enqueue_checks_every_ancestor() -> None:
     sched.run_session()
     phases = {g["metadata"]["name"]: g["status"]["phase"] for g in sched.informers.store.list("PodGroup")}
     assert phases == {"pg10": "Inqueue", "pg11": "Pending"}
+
+
+# -- Volcano's Test_capacityPlugin_AncestorReclaimScenarios ------------------------------------- #
+
+A100 = "nvidia.com/a100"
+HCA = "rdma/hca"
+ONE_A100 = {"cpu": "1", "memory": "1Gi", A100: "1", HCA: "1"}
+N_A100 = sn("n1", {"cpu": "16", "memory": "16Gi", A100: "4", HCA: "1001", "pods": "11"})
+N_SMALL = node("n1", "2", "2Gi")
+
+
+def ancestor_tier(level: int, with_priority: bool) -> list[dict[str, Any]]:
+    capacity = plugin(
+        "capacity", "allocatable", "preemptive", "reclaimable", "queue_order", "hierarchy", "job_enqueued"
+    )
+    capacity["arguments"] = {"ancestorReclaimLevel": level}
+    tier = [capacity, plugin("predicates", "predicate"), plugin("gang", "job_starving")]
+    if with_priority:
+        tier.append(plugin("priority", "job_order", "task_order"))
+    return tier
+
+
+def project_tree() -> list[dict[str, Any]]:
+    return [
+        ROOT2,
+        hq("project1_root", "root", {A100: "1"}, {A100: "2"}),
+        hq("project1_non-preemptable", "project1_root", {A100: "1"}, {A100: "1"}),
+        hq("project1_preemptable", "project1_root", None, None),
+        hq("project2_root", "root", {A100: "3"}, {A100: "4"}),
+        hq("project2_non-preemptable", "project2_root", {A100: "3"}, {A100: "3"}),
+        hq("project2_preemptable", "project2_root", None, None),
+    ]
+
+
+def level_tree() -> list[dict[str, Any]]:
+    return [
+        ROOT,
+        hq("grand-a", "root", _res("2", "2Gi"), _res("4", "4Gi")),
+        hq("parent-a", "grand-a", _res("2", "2Gi"), _res("2", "2Gi")),
+        hq("queue-a", "parent-a", _res("2", "2Gi"), _res("2", "2Gi")),
+        hq("grand-b", "root", _res("3", "3Gi"), _res("4", "4Gi")),
+        hq("parent-b", "grand-b", _res("1", "1Gi"), _res("2", "2Gi")),
+        hq("queue-b", "parent-b", _res("1", "1Gi"), _res("2", "2Gi")),
+    ]
+
+
+def victim_and_reclaimer(victim_queue: str, reclaimer_queue: str) -> list[dict[str, Any]]:
+    return [
+        p("p-victim", "n1", "pg-victim", "2", "2Gi"),
+        p("p-reclaimer", "", "pg-reclaimer", "2", "2Gi"),
+        pg("pg-victim", victim_queue, "Running"),
+        pg("pg-reclaimer", reclaimer_queue, "Inqueue"),
+    ]
+
+
+NOTHING = {"binds": {}, "pipelined": [], "evicted": []}
+
+# (name, ancestorReclaimLevel, with priority, objects, expected)
+ANCESTOR_CASES: list[tuple[str, int, bool, list[dict[str, Any]], dict[str, Any]]] = [
+    (
+        "case1: Can reclaim based on parent deserved when ancestorReclaimLevel is 1",
+        1,
+        True,
+        [
+            N_A100,
+            ROOT2,
+            hq("case1_queue1", "root", {A100: "1"}, None),
+            hq("case1_queue11", "case1_queue1", None, None),
+            hq("case1_queue2", "root", None, None),
+            pg("pg1", "case1_queue2", "Running"),
+            pg("pg2", "case1_queue11", "Inqueue"),
+            sp("p1", "n1", "pg1", {"cpu": "1", "memory": "1Gi", A100: "4", HCA: "1"}),
+            sp("p2", "", "pg2", ONE_A100),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg2", "n1")], "evicted": ["ns1/p1"]},
+    ),
+    (
+        "case2: Cross-parent reclaim pipelines project1 pending job when project2 child and parent are "
+        "both over deserved",
+        1,
+        True,
+        [
+            N_A100,
+            *project_tree(),
+            *(pg(f"pg{i}", "project2_preemptable", "Running") for i in range(1, 5)),
+            pg("pg5", "project1_preemptable", "Pending"),
+            sp("p1", "n1", "pg1", ONE_A100, priority=2),
+            sp("p2", "n1", "pg2", ONE_A100, priority=2),
+            sp("p3", "n1", "pg3", ONE_A100, priority=2),
+            sp("p4", "n1", "pg4", ONE_A100, priority=1),
+            sp("p5", "", "pg5", ONE_A100),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg5", "n1")], "evicted": ["ns1/p4"]},
+    ),
+    (
+        "case3: Cross-parent reclaim can evict sibling-queue victim first",
+        1,
+        True,
+        [
+            N_A100,
+            *project_tree(),
+            *(pg(f"pg{i}", "project2_preemptable", "Running") for i in range(1, 4)),
+            pg("pg4_reclaimed", "project2_preemptable", "Inqueue"),
+            pg("pg5_pipelined", "project1_preemptable", "Running"),
+            pg("pg6", "project2_non-preemptable", "Pending"),
+            sp("p1", "n1", "pg1", ONE_A100, priority=2),
+            sp("p2", "n1", "pg2", ONE_A100, priority=2),
+            sp("p3", "n1", "pg3", ONE_A100, priority=2),
+            sp("p4", "", "pg4_reclaimed", ONE_A100),
+            sp("p5", "n1", "pg5_pipelined", ONE_A100),
+            sp("p6", "", "pg6", ONE_A100),
+        ],
+        {"binds": {}, "pipelined": [("ns1/pg6", "n1")], "evicted": ["ns1/p3"]},
+    ),
+    (
+        "case4: Cross-parent reclaim is blocked when victim child is not over deserved",
+        1,
+        True,
+        [
+            sn("n1", {"cpu": "8", "memory": "8Gi", A100: "1", HCA: "1001", "pods": "11"}),
+            ROOT2,
+            hq("case4_parent1", "root", {A100: "1"}, None),
+            hq("case4_child1", "case4_parent1", {A100: "1"}, None),
+            hq("case4_child1_sibling", "case4_parent1", None, None),
+            hq("case4_parent2", "root", {A100: "1"}, None),
+            hq("case4_child2", "case4_parent2", {A100: "1"}, None),
+            pg("pg1", "case4_child1", "Running"),
+            pg("pg2", "case4_child2", "Pending"),
+            pg("pg3", "case4_child1_sibling", "Running"),
+            sp("p1", "n1", "pg1", ONE_A100),
+            sp("p2", "", "pg2", ONE_A100),
+            sp("p3", "n1", "pg3", ONE_A100, preemptable="false"),
+        ],
+        NOTHING,
+    ),
+    (
+        "case5: level 0 allows reclaim based on leaf-level deserved checks",
+        0,
+        False,
+        [N_SMALL, *level_tree(), *victim_and_reclaimer("queue-b", "queue-a")],
+        {"binds": {}, "pipelined": [("ns1/pg-reclaimer", "n1")], "evicted": ["ns1/p-victim"]},
+    ),
+    (
+        "case6: level 1 allows reclaim when parent-level check passes",
+        1,
+        False,
+        [N_SMALL, *level_tree(), *victim_and_reclaimer("queue-b", "queue-a")],
+        {"binds": {}, "pipelined": [("ns1/pg-reclaimer", "n1")], "evicted": ["ns1/p-victim"]},
+    ),
+    (
+        "case7: level 2 blocks reclaim when grandparent-level check fails",
+        2,
+        False,
+        [N_SMALL, *level_tree(), *victim_and_reclaimer("queue-b", "queue-a")],
+        NOTHING,
+    ),
+    (
+        "case8: level 1 blocks sibling reclaim when leaf deserved is unset and no ancestor gate applies",
+        1,
+        False,
+        [
+            N_SMALL,
+            ROOT,
+            hq("parent", "root", _res("4", "4Gi"), _res("4", "4Gi")),
+            hq("queue-a", "parent", None, None),
+            hq("queue-b", "parent", None, None),
+            *victim_and_reclaimer("queue-b", "queue-a"),
+        ],
+        NOTHING,
+    ),
+    (
+        "case9: level 2 blocks reclaim when leaf deserved is unset and queues share grandparent",
+        2,
+        False,
+        [
+            N_SMALL,
+            ROOT,
+            hq("grand", "root", _res("2", "2Gi"), _res("2", "2Gi")),
+            hq("parent-a", "grand", None, None),
+            hq("queue-a", "parent-a", None, None),
+            hq("parent-b", "grand", None, None),
+            hq("queue-b", "parent-b", None, None),
+            *victim_and_reclaimer("queue-b", "queue-a"),
+        ],
+        NOTHING,
+    ),
+    (
+        "case10: level 2 blocks reclaim in unbalanced shared-grandparent tree when leaf deserved is unset",
+        2,
+        False,
+        [
+            N_SMALL,
+            ROOT,
+            hq("grand", "root", _res("1", "1Gi"), _res("2", "2Gi")),
+            hq("parent-deep", "grand", _res("1", "1Gi"), _res("2", "2Gi")),
+            hq("queue-deep", "parent-deep", None, None),
+            hq("queue-shallow", "grand", None, None),
+            *victim_and_reclaimer("queue-deep", "queue-shallow"),
+        ],
+        NOTHING,
+    ),
+    (
+        "case11: unbalanced level2 blocks reclaim when depth-2 ancestor is not over deserved",
+        2,
+        False,
+        [
+            sn("n1", {"cpu": "4", "memory": "4Gi", "pods": "10", A100: "2"}),
+            ROOT,
+            hq("shallow-parent", "root", {A100: "1"}, None),
+            hq("queue-shallow", "shallow-parent", {A100: "1"}, None),
+            hq("deep-grand", "root", {A100: "2"}, None),
+            hq("deep-parent", "deep-grand", {A100: "1"}, None),
+            hq("queue-deep", "deep-parent", {A100: "1"}, None),
+            sp("p-victim", "n1", "pg-victim", {"cpu": "1", "memory": "1Gi", A100: "2"}),
+            sp("p-reclaimer", "", "pg-reclaimer", {"cpu": "1", "memory": "1Gi", A100: "1"}),
+            pg("pg-victim", "queue-deep", "Running"),
+            pg("pg-reclaimer", "queue-shallow", "Inqueue"),
+        ],
+        NOTHING,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("level", "with_priority", "objects", "expected"),
+    [c[1:] for c in ANCESTOR_CASES],
+    ids=[c[0] for c in ANCESTOR_CASES],
+)
+def test_capacity_ancestor_reclaim(
+    level: int, with_priority: bool, objects: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    assert outcome(objects, "enqueue, reclaim, allocate", ancestor_tier(level, with_priority)) == expected
+
+
+# -- Volcano's Test_updateQueueAttrShare -------------------------------------------------------- #
+
+GI = 2**30
+SHARE_SPACE = ResourceSpace((CPU, MEMORY, PODS))
+
+
+def res(cpu: float, mem_gi: float) -> Vector:
+    return SHARE_SPACE.from_dict({CPU: cpu * 1000, MEMORY: mem_gi * GI})
+
+
+EMPTY = SHARE_SPACE.zeros()
+
+# (name, deserved, allocated, request, share)
+SHARE_CASES: list[tuple[str, Vector, Vector, Vector, float]] = [
+    ("best-effort queue with allocated resources", EMPTY, res(1, 1), EMPTY, 1.0),
+    ("best-effort queue with pending requests only (no allocated)", EMPTY, EMPTY, res(1, 1), 1.0),
+    ("best-effort queue with both allocated and request", EMPTY, res(1, 1), res(0.5, 0.5), 1.0),
+    ("best-effort queue completely idle", EMPTY, EMPTY, EMPTY, 1.0),
+    ("queue with deserved but no allocated", res(2, 2), EMPTY, EMPTY, 0.0),
+    ("queue with deserved, allocated < deserved (CPU dimension)", res(2, 2), res(1, 1), EMPTY, 0.5),
+    ("queue with deserved, allocated = deserved", res(2, 2), res(2, 2), EMPTY, 1.0),
+    ("queue with deserved, allocated > deserved (CPU dimension)", res(2, 2), res(3, 2), EMPTY, 1.5),
+    ("queue with deserved, memory is dominant resource", res(2, 4), res(1, 3), EMPTY, 0.75),
+    ("queue with deserved, CPU is dominant resource", res(2, 4), res(1.5, 2), EMPTY, 0.75),
+    ("queue with deserved, allocated exceeds on both dimensions", res(2, 2), res(3, 3), EMPTY, 1.5),
+    (
+        "queue with deserved, request should not affect share calculation",
+        res(2, 2),
+        res(1, 1),
+        res(1, 1),
+        0.5,
+    ),
+    ("queue with deserved but zero values", res(0, 0), res(1, 1), EMPTY, 1.0),
+    ("queue with deserved, allocated is zero", res(2, 2), res(0, 0), EMPTY, 0.0),
+    ("best-effort queue with only CPU allocated", EMPTY, res(1, 0), EMPTY, 1.0),
+    ("best-effort queue with only memory allocated", EMPTY, res(0, 1), EMPTY, 1.0),
+    ("best-effort queue with only CPU request (no allocated)", EMPTY, EMPTY, res(1, 0), 1.0),
+]
+
+
+@pytest.mark.parametrize(
+    ("deserved", "allocated", "requested", "share"),
+    [c[1:] for c in SHARE_CASES],
+    ids=[c[0] for c in SHARE_CASES],
+)
+def test_capacity_queue_share(deserved: Vector, allocated: Vector, requested: Vector, share: float) -> None:
+    zero = SHARE_SPACE.zeros()
+    attr = CapacityAttr(
+        "test-queue",
+        deserved.copy(),
+        allocated.copy(),
+        requested.copy(),
+        zero,
+        zero,
+        zero,
+        zero,
+        zero,
+        pods=2,
+    )
+    attr.update_share()
+    assert attr.share == share
+
+
+def test_a_queue_owed_only_pods_is_best_effort() -> None:
+    """Volcano counts a queue whose deserved names nothing but ``pods`` as owed nothing."""
+    zero = SHARE_SPACE.zeros()
+    deserved = SHARE_SPACE.from_dict({PODS: 10})
+    attr = CapacityAttr(
+        "q", deserved, SHARE_SPACE.from_dict({PODS: 2}), zero, zero, zero, zero, zero, zero, pods=2
+    )
+    attr.update_share()
+    assert attr.share == 1.0
+
+
+# -- Volcano's Test_buildHierarchicalQueueAttrs_nilSafety and double-counting regression -------- #
+
+NIL_SAFETY_TIER = [
+    plugin("capacity", "allocatable", "reclaimable", "queue_order", "hierarchy", "job_enqueued"),
+    plugin("predicates", "predicate"),
+    plugin("gang", "job_starving"),
+]
+N4 = node("n1", "4", "4Gi")
+NIL_SAFETY_CASES: list[tuple[str, list[dict[str, Any]]]] = [
+    ("no-panic when root queue is absent (empty ssn.Queues)", [N4]),
+    (
+        "no-panic when job references a deleted queue",
+        [N4, ROOT, p("orphan", "", "pg-orphan", "1", "1Gi"), pg("pg-orphan", "deleted-queue", "Inqueue")],
+    ),
+]
+
+
+@pytest.mark.parametrize("objects", [c[1] for c in NIL_SAFETY_CASES], ids=[c[0] for c in NIL_SAFETY_CASES])
+def test_capacity_hierarchy_without_the_queues_it_names(objects: list[dict[str, Any]]) -> None:
+    assert outcome(objects, "allocate", NIL_SAFETY_TIER) == NOTHING
+
+
+def test_no_double_counting_for_inqueue_job_with_binding_tasks() -> None:
+    """Volcano's TestNoDoubleCountingForInqueueJobWithBindingTasks (capacity): a gang bound in one
+    session while its PodGroup is still Inqueue reserves nothing more in the next, so a one-cpu job
+    still fits the queue's four."""
+    objects = [
+        node("n1", "4", "8Gi"),
+        q("q1", None, _res("4", "8Gi")),
+        with_min(pg("pgA", "q1", "Inqueue", min_member=3), "3", "3Gi"),
+        *(p(f"pA{i}", "", "pgA", "1", "1Gi") for i in (1, 2, 3)),
+    ]
+    tier = [plugin("capacity", "allocatable", "overused", "job_enqueued")]
+    sched = scheduler_on(objects, {"actions": "allocate", "tiers": [{"plugins": tier}]})
+    sched.run_session()
+    store = sched.informers.store
+    assert all(store.get("Pod", NS, f"pA{i}")["spec"].get("nodeName") == "n1" for i in (1, 2, 3))
+    sched.conf = batch_conf_from_dict({"actions": "enqueue, allocate", "tiers": [{"plugins": tier}]})
+    store.create(admitted(store, with_min(pg("pgB", "q1", "Pending"), "1", "1Gi")))
+    store.create(admitted(store, p("pB1", "", "pgB", "1", "1Gi")))
+    sched.informers.pump()
+    sched.run_session()
+    assert store.get("Pod", NS, "pB1")["spec"].get("nodeName") == "n1"
 
 
 def test_queue_report_shows_the_tree_with_subtree_totals() -> None:
@@ -618,6 +995,54 @@ def test_hierarchy_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert queues["eng"]["allocated"]["cpu"] == 12000 and queues["eng"]["parent"] == "root"
     assert queues["train"]["allocated"]["cpu"] == 10000 and queues["train"]["parent"] == "eng"
     assert queues["root"]["allocated"]["cpu"] == 14000 and "parent" not in queues["root"]
+
+
+# -- capacity beside proportion ---------------------------------------------------------------- #
+
+
+def _two_weighted_queues() -> list[dict[str, Any]]:
+    """q1 (weight 1) and q2 (weight 3) both want the whole 4-cpu node: proportion owes q1 1 cpu;
+    capacity, with no capability set, lets either queue take the node."""
+    return [
+        node("n1", "4", "8Gi"),
+        queue("q1", 1, deserved={"cpu": "3", "memory": "3Gi"}),
+        queue("q2", 3),
+        pg("big", "q1", "Inqueue"),
+        p("big-0", "", "big", "2", "1Gi"),
+        pg("rest", "q2", "Inqueue"),
+        *(p(f"rest-{i}", "", "rest", "1", "1Gi") for i in range(4)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "big_bound"),
+    [
+        (["capacity"], True),
+        (["proportion"], False),
+        (["proportion", "capacity"], False),
+        (["capacity", "proportion"], False),
+    ],
+)
+def test_beside_proportion_a_task_must_be_allocatable_to_both(plugins: list[str], big_bound: bool) -> None:
+    tier = [plugin(name, "allocatable", "queue_order") for name in plugins]
+    sched = scheduler_on(_two_weighted_queues(), {"actions": "allocate", "tiers": [{"plugins": tier}]})
+    sched.run_session()
+    node_name = sched.informers.store.get("Pod", NS, "big-0")["spec"].get("nodeName")
+    assert bool(node_name) is big_bound
+
+
+@pytest.mark.parametrize(
+    ("order", "q1_deserved_cpu"), [(["proportion", "capacity"], 3000), (["capacity", "proportion"], 1000)]
+)
+def test_beside_proportion_the_report_shows_the_later_plugins_deserved(
+    order: list[str], q1_deserved_cpu: int
+) -> None:
+    """capacity reads q1's deserved from its spec (3 cpu); proportion shares the node by weight (1)."""
+    tier = [plugin(name, "allocatable", "queue_order") for name in order]
+    sched = scheduler_on(_two_weighted_queues(), {"actions": "allocate", "tiers": [{"plugins": tier}]})
+    sched.run_session()
+    q1 = next(r for r in sched.queue_report_list() if r.name == "q1")
+    assert q1.deserved["cpu"] == q1_deserved_cpu
 
 
 # -- invariants --------------------------------------------------------------------------------- #

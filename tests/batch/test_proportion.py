@@ -1,6 +1,7 @@
 """The proportion plugin (Volcano ``plugins/proportion``): deserved shares by weight, capability,
 guarantee and request; queue order, overused, allocatable, reclaimable and jobEnqueueable; the
-per-queue numbers left on the session; Volcano's enqueue/allocate cases; and a property: whatever
+per-queue numbers left on the session; the tables of Volcano v1.15.1's ``proportion_test.go`` (case
+names verbatim); and a property: whatever
 the workload, no queue ends up holding more than its capability.
 """
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.api.quantity import parse_quantity
 from kubesched.batch.framework import close_session
@@ -19,7 +21,20 @@ from kubesched.batch.plugins.proportion import ProportionPlugin
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.batch.session import Session
 from kubesched.batch.statement import Statement
-from kubesched.batch.testing import node, one_tier, open_on, plugin, pod, pod_group, queue, run, scheduler_on
+from kubesched.batch.testing import (
+    node,
+    one_tier,
+    open_on,
+    plugin,
+    pod,
+    pod_group,
+    priority_class,
+    queue,
+    run,
+    scheduler_on,
+)
+from kubesched.plugins.testing import node_dict
+from kubesched.runtime.metrics import SchedulerMetrics
 
 
 def open_with(
@@ -239,71 +254,168 @@ ENQUEUE_ALLOCATE_BASE = [
 ALL_ON = [plugin("proportion", "allocatable", "overused", "job_enqueued")]
 ENQUEUEABLE = [plugin("proportion", "job_enqueued")]
 ALLOCATABLE = [plugin("proportion", "allocatable")]
+CLOSED_Q3 = [
+    node("n1", "2", "2G"),
+    node("n2", "2", "2G"),
+    queue("q3", 1, capability={"cpu": "3", "memory": "3G"}, state="Closed"),
+    _with_min(pod_group("pg6", "q3", 1, "Pending"), "1", "1G"),
+    pod("pod6", "", "pg6", "1", "1G"),
+]
 
-ENQUEUE_ALLOCATE_CASES = [
+# Volcano v1.15.1 TestEnqueueAndAllocable: (name, objects, tier, binds)
+ENQUEUE_ALLOCATE_CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]] = [
     (
-        "memory beyond deserved: a job asking only cpu is admitted and allocated",
-        [pod("pod3", "", "pg3", "1", "0"), _with_min(pod_group("pg3", "q1", 1, "Pending"), "1", "0")],
+        "case0: memory exceed derserved, job only request cpu can be enqueued and allocated",
+        [
+            *ENQUEUE_ALLOCATE_BASE,
+            pod("pod3", "", "pg3", "1", "0"),
+            _with_min(pod_group("pg3", "q1", 1, "Pending"), "1", "0"),
+        ],
         ALL_ON,
         {"c1/pod3": "n1"},
     ),
     (
-        "cpu beyond deserved: a job asking only memory is admitted and allocated",
-        [pod("pod4", "", "pg4", "0", "1G"), _with_min(pod_group("pg4", "q2", 1, "Pending"), "0", "1G")],
+        "case1: cpu exceed derserved, job only request memory can be enqueued and allocated",
+        [
+            *ENQUEUE_ALLOCATE_BASE,
+            pod("pod4", "", "pg4", "0", "1G"),
+            _with_min(pod_group("pg4", "q2", 1, "Pending"), "0", "1G"),
+        ],
         ALL_ON,
         {"c1/pod4": "n2"},
     ),
     (
-        "beyond capability: not admitted",
-        [pod("pod5", "", "pg5", "1", "1G"), _with_min(pod_group("pg5", "q1", 1, "Pending"), "1", "1G")],
+        "case2: exceed capacity, can not enqueue",
+        [
+            *ENQUEUE_ALLOCATE_BASE,
+            pod("pod5", "", "pg5", "1", "1G"),
+            _with_min(pod_group("pg5", "q1", 1, "Pending"), "1", "1G"),
+        ],
         ENQUEUEABLE,
         {},
     ),
     (
-        "beyond deserved: not allocated",
-        [pod("pod5", "", "pg5", "1", "1G"), _with_min(pod_group("pg5", "q1", 1, "Pending"), "1", "1G")],
+        "case3: exceed deserved, can not allocate",
+        [
+            *ENQUEUE_ALLOCATE_BASE,
+            pod("pod5", "", "pg5", "1", "1G"),
+            _with_min(pod_group("pg5", "q1", 1, "Pending"), "1", "1G"),
+        ],
         ALLOCATABLE,
         {},
     ),
+    ("case4: queue with  non-open state, can not enqueue", CLOSED_Q3, ENQUEUEABLE, {}),
 ]
 
 
-def test_volcano_enqueue_and_allocatable_cases() -> None:
-    for name, extra, plugins, expected in ENQUEUE_ALLOCATE_CASES:
-        sched = run(ENQUEUE_ALLOCATE_BASE + extra, "enqueue, allocate", plugins)
-        assert _bound(sched) == expected, name
+@pytest.mark.parametrize(
+    ("objects", "plugins", "binds"),
+    [c[1:] for c in ENQUEUE_ALLOCATE_CASES],
+    ids=[c[0] for c in ENQUEUE_ALLOCATE_CASES],
+)
+def test_volcano_enqueue_and_allocatable(
+    objects: list[dict[str, Any]], plugins: list[dict[str, Any]], binds: dict[str, str]
+) -> None:
+    assert _bound(run(objects, "enqueue, allocate", plugins)) == binds
 
 
-def test_volcano_closed_queue_admits_nothing() -> None:
-    objects = [
-        node("n1", "2", "2G"),
-        node("n2", "2", "2G"),
-        queue("q3", 1, capability={"cpu": "3", "memory": "3G"}, state="Closed"),
-        _with_min(pod_group("pg6", "q3", 1, "Pending"), "1", "1G"),
-        pod("pod6", "", "pg6", "1", "1G"),
-    ]
-    assert _bound(run(objects, "enqueue, allocate", ENQUEUEABLE)) == {}
+# Volcano v1.15.1 TestAllocate: three queues of priority 5, 1 and 10 (capability one node each); one
+# node is free: the priority-10 queue's pod gets it.
+ALLOCATE_CASES = [
+    (
+        "case0: Pods are assigned according to the order of Queue Priority in which PGs are placed",
+        [
+            node("n1", "2", "4Gi"),
+            node("n2", "2", "4Gi"),
+            pod("p1", "n1", "pg1", "2", "4Gi"),
+            pod("p2", "", "pg2", "2", "4Gi"),
+            pod("p3", "", "pg3", "2", "4Gi"),
+            pod_group("pg1", "q1", 1, "Running"),
+            pod_group("pg2", "q2", 1, "Inqueue"),
+            pod_group("pg3", "q3", 1, "Inqueue"),
+            queue("q1", 1, priority=5, capability={"cpu": "2", "memory": "4Gi"}),
+            queue("q2", 1, priority=1, capability={"cpu": "2", "memory": "4Gi"}),
+            queue("q3", 1, priority=10, capability={"cpu": "2", "memory": "4Gi"}),
+        ],
+        {"c1/p3": "n2"},
+    )
+]
 
 
-def test_volcano_allocate_follows_queue_priority() -> None:
-    """Three queues of priority 5, 1 and 10 (capability one node each); one node is free: the
-    priority-10 queue's pod gets it."""
-    objects = [
-        node("n1", "2", "4Gi"),
-        node("n2", "2", "4Gi"),
-        pod("p1", "n1", "pg1", "2", "4Gi"),
-        pod("p2", "", "pg2", "2", "4Gi"),
-        pod("p3", "", "pg3", "2", "4Gi"),
-        pod_group("pg1", "q1", 1, "Running"),
-        pod_group("pg2", "q2", 1, "Inqueue"),
-        pod_group("pg3", "q3", 1, "Inqueue"),
-        queue("q1", 1, priority=5, capability={"cpu": "2", "memory": "4Gi"}),
-        queue("q2", 1, priority=1, capability={"cpu": "2", "memory": "4Gi"}),
-        queue("q3", 1, priority=10, capability={"cpu": "2", "memory": "4Gi"}),
-    ]
+@pytest.mark.parametrize(
+    ("objects", "binds"), [c[1:] for c in ALLOCATE_CASES], ids=[c[0] for c in ALLOCATE_CASES]
+)
+def test_volcano_allocate(objects: list[dict[str, Any]], binds: dict[str, str]) -> None:
     sched = run(objects, "allocate, reclaim", [plugin("proportion", "queue_order")])
-    assert _bound(sched) == {"c1/p3": "n2"}
+    assert _bound(sched) == binds
     assert sched.evicted == []
+
+
+# Volcano v1.15.1 TestProportion: the queue's allocated gauge follows its PodGroups as they are
+# deleted. (Volcano's running pods carry no node; here they run on the nodes their affinity allows.)
+def _worker(name: str, node_name: str, group: str, cpu: str) -> dict[str, Any]:
+    d = pod(name, node_name, group, cpu, f"{cpu}k")
+    d["metadata"]["labels"] = {"role": "worker"}
+    return d
+
+
+PROPORTION_NODES = [
+    node_dict("node1", {"cpu": "4", "memory": "4k", "pods": "15"}, labels={"selector": "worker"}),
+    node_dict("node2", {"cpu": "3", "memory": "3k", "pods": "15"}),
+    node_dict("node3", {"cpu": "4", "memory": "4k", "pods": "15", "nvidia.com/gpu": "8", "rdma/hca": "1k"}),
+]
+PROPORTION_BASE = [
+    priority_class("p1", 1),
+    priority_class("p2", 2),
+    _worker("worker-1", "node1", "pg1", "3"),
+    _worker("worker-2", "node1", "pg1", "5"),
+    _worker("worker-3", "node1", "pg2", "4"),
+    pod_group("pg1", "q1", 2, "Inqueue", "p2", ns="c1"),
+    pod_group("pg2", "q1", 1, "Inqueue", "p1", ns="c1"),
+    queue("q1", 0),
+    queue("q2", 0, capability={"cpu": "2", "memory": "2k", "pods": "10", "nvidia.com/gpu": "4"}),
+]
+RDMA_DEMO = [
+    pod_group("pg3", "q2", 1, "Inqueue", "p1", ns="c1"),
+    pod("rdma-demo", "node3", "pg3", "1", "1k"),
+]
+RDMA_DEMO[0]["spec"]["minResources"] = {"cpu": "1", "memory": "1k", "nvidia.com/gpu": "1", "rdma/hca": "1"}
+RDMA_DEMO[1]["spec"]["containers"][0]["resources"] = {
+    "requests": {"cpu": "1", "memory": "1k", "nvidia.com/gpu": "1", "rdma/hca": "1"}
+}
+
+PROPORTION_CASES = [
+    ("pod-deallocate", [*PROPORTION_NODES[:2], *PROPORTION_BASE]),
+    ("realcapability-test", [*PROPORTION_NODES, *PROPORTION_BASE, *RDMA_DEMO]),
+]
+
+
+@pytest.mark.parametrize("objects", [c[1] for c in PROPORTION_CASES], ids=[c[0] for c in PROPORTION_CASES])
+def test_volcano_proportion_queue_allocated_follows_deletions(objects: list[dict[str, Any]]) -> None:
+    tier = [
+        plugin("proportion", "predicate"),
+        plugin("gang", "job_ready", "job_pipelined"),
+        plugin("priority", "job_order"),
+    ]
+    sched = scheduler_on(objects, one_tier("allocate", tier))
+    metrics = SchedulerMetrics(process=False)
+    metrics.attach_batch(sched)
+    store = sched.informers.store
+
+    def allocated_cpu() -> float:
+        sched.informers.pump()
+        sched.run_session()
+        for family in text_string_to_metric_families(metrics.exposition().decode()):
+            for s in family.samples:
+                if s.name == "volcano_queue_allocated_milli_cpu" and s.labels.get("queue_name") == "q1":
+                    return float(s.value)
+        return 0.0
+
+    assert allocated_cpu() == 12000
+    store.delete("PodGroup", "c1", "pg1")
+    assert allocated_cpu() == 4000
+    store.delete("PodGroup", "c1", "pg2")
+    assert allocated_cpu() == 0
 
 
 def test_volcano_no_double_counting_of_admitted_jobs_holding_resources() -> None:

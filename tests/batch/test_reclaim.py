@@ -1,8 +1,9 @@
-"""The reclaim action, end to end through the batch scheduler: cases of Volcano's
-``actions/reclaim/reclaim_test.go`` (same pods, nodes, queues and expected victims), plus gang and
-queue-reclaimability guarantees.
+"""The reclaim action, end to end through the batch scheduler: the table of Volcano v1.15.1's
+``actions/reclaim/reclaim_test.go`` (same pods, nodes, queues and expected victims, case names
+verbatim), plus gang and queue-reclaimability guarantees.
 
-As in Volcano's test, the tier enables only the switches the test names (every other switch off).
+As in Volcano's test, the tier enables only the switches the test names (every other switch off),
+and only the plugins a case registers take part.
 """
 
 from __future__ import annotations
@@ -11,25 +12,46 @@ from typing import Any
 
 import pytest
 
-from kubesched.batch.testing import node, plugin, pod, pod_group, priority_class, queue, run
+from kubesched.batch.testing import node, plugin, pod, pod_group, priority_class, queue, registered, run
 
-# -- Volcano's table ---------------------------------------------------------------------------- #
+# -- Volcano's table (v1.15.1 actions/reclaim/reclaim_test.go) --------------------------------- #
 
+# One tier for every case; each case registers its own plugins, and only those take part.
 TIER = [
     plugin("conformance", "reclaimable"),
     plugin("gang", "reclaimable", "job_starving"),
     plugin("proportion", "reclaimable", "queue_order", "preemptive"),
+    plugin("capacity", "reclaimable", "queue_order", "preemptive"),
     plugin("priority", "reclaimable", "job_order", "task_order"),
 ]
-PRIORITIES = [
+BASIC = frozenset({"conformance", "gang", "proportion"})
+WITH_PRIORITY = BASIC | {"priority"}
+LOW_MID_HIGH = [
     priority_class("low-priority", 100),
     priority_class("mid-priority", 500),
     priority_class("high-priority", 1000),
 ]
 
-CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
+
+def _overusing_q1(q2_state: str = "Open") -> list[dict[str, Any]]:
+    return [
+        pod_group("pg1", "q1", 1, "Running", "low-priority"),
+        pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
+        pod("preemptee1", "n1", "pg1", preemptable="false"),
+        pod("preemptee2", "n1", "pg1", preemptable="true"),
+        pod("preemptee3", "n1", "pg1", preemptable="false"),
+        pod("preemptor1", "", "pg2"),
+        node("n1", "3", "3Gi"),
+        queue("q1"),
+        queue("q2", state=q2_state),
+    ]
+
+
+# (name, registered plugins, objects, expected victims)
+CASES: list[tuple[str, frozenset[str], list[dict[str, Any]], list[str]]] = [
     (
         "Two Queue with one Queue overusing resource, should reclaim",
+        BASIC,
         [
             pod_group("pg1", "q1", 1, "Inqueue", "low-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
@@ -45,7 +67,9 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
     (
         "sort reclaimees when reclaiming from overusing queue",
+        WITH_PRIORITY,
         [
+            *LOW_MID_HIGH,
             pod_group("pg1", "q1", 1, "Inqueue", "mid-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "low-priority"),
             pod_group("pg3", "q3", 1, "Inqueue", "high-priority"),
@@ -63,6 +87,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
     (
         "sort reclaimees when reclaiming from overusing queues with different queue priority",
+        BASIC,
         [
             pod_group("pg1", "q1", 1, "Inqueue", "mid-priority"),
             pod_group("pg2", "q2", 1, "Inqueue", "mid-priority"),
@@ -81,10 +106,12 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
     (
         "can not reclaim resources when task preemption policy is never",
+        BASIC,
         [
-            priority_class("never-high", 1000, never=True),
+            priority_class("low-priority", 100),
+            priority_class("high-priority", 1000, never=True),
             pod_group("pg1", "q1", 0, "Inqueue", "low-priority"),
-            pod_group("pg2", "q2", 0, "Inqueue", "never-high"),
+            pod_group("pg2", "q2", 0, "Inqueue", "high-priority"),
             pod("preemptee1", "n1", "pg1", preemptable="true"),
             pod("preemptor1", "", "pg2", never=True),
             node("n1", "1", "1Gi", pods="1"),
@@ -95,22 +122,21 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
     (
         "can not reclaim resources when queue is not open(proportion plugin)",
-        [
-            pod_group("pg1", "q1", 1, "Running", "low-priority"),
-            pod_group("pg2", "q2", 1, "Inqueue", "high-priority"),
-            pod("preemptee1", "n1", "pg1", preemptable="false"),
-            pod("preemptee2", "n1", "pg1", preemptable="true"),
-            pod("preemptee3", "n1", "pg1", preemptable="false"),
-            pod("preemptor1", "", "pg2"),
-            node("n1", "3", "3Gi"),
-            queue("q1"),
-            queue("q2", state="Closed"),
-        ],
+        BASIC,
+        _overusing_q1("Closed"),
+        [],
+    ),
+    (
+        "can not reclaim resources when queue is not open(capacity plugin)",
+        frozenset({"conformance", "gang", "capacity"}),
+        _overusing_q1("Closed"),
         [],
     ),
     (
         "Node available resources should be included in reclaimed resources",
+        WITH_PRIORITY,
         [
+            *LOW_MID_HIGH,
             pod_group("pg1", "q1", 0, "Running", "mid-priority"),
             pod_group("pg2", "q2", 0, "Running", "mid-priority"),
             pod_group("pg3", "q3", 1, "Inqueue", "mid-priority"),
@@ -126,10 +152,13 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
     (
         "Reclaim succeeds for second task when first task has PreemptionPolicy=Never",
+        WITH_PRIORITY,
         [
-            priority_class("never-high", 1000, never=True),
+            priority_class("low-priority", 100),
+            priority_class("high-priority-no-preempt", 1000, never=True),
+            priority_class("high-priority-can-preempt", 900),
             pod_group("pg-victim", "q1", 1, "Running", "low-priority"),
-            pod_group("pg-preemptor", "q2", 2, "Inqueue", "never-high"),
+            pod_group("pg-preemptor", "q2", 2, "Inqueue", "high-priority-no-preempt"),
             pod("victim-pod-no", "n1", "pg-victim", preemptable="false"),
             pod("victim-pod", "n1", "pg-victim", preemptable="true"),
             pod("preemptor-task1-non-preemptable", "", "pg-preemptor", never=True),
@@ -142,6 +171,7 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ),
     (
         "only commit evictions on the node where reclaim succeeds",
+        BASIC,
         [
             pod_group("pg-victim", "q1", 0, "Running", "low-priority"),
             pod_group("pg-preemptor", "q2", 1, "Inqueue", "low-priority"),
@@ -156,46 +186,22 @@ CASES: list[tuple[str, list[dict[str, Any]], list[str]]] = [
 ]
 
 
-@pytest.mark.parametrize(("objects", "evicted"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_volcano_reclaim_cases(objects: list[dict[str, Any]], evicted: list[str]) -> None:
-    sched = run(PRIORITIES + objects, "reclaim", TIER)
-    assert sorted(sched.evicted) == sorted(evicted)
-
-
-# Volcano's table runs this case with capacity in proportion's place (kubesched refuses a conf
-# naming both).
-CAPACITY_TIER = [
-    plugin("conformance", "reclaimable"),
-    plugin("gang", "reclaimable", "job_starving"),
-    plugin("capacity", "reclaimable", "queue_order", "preemptive"),
-    plugin("priority", "reclaimable", "job_order", "task_order"),
-]
-CAPACITY_CASES = [
-    (
-        "can not reclaim resources when queue is not open(capacity plugin)",
-        next(c[1] for c in CASES if c[0].endswith("(proportion plugin)")),
-        [],
-    )
-]
-
-
-@pytest.mark.parametrize(
-    ("objects", "evicted"), [c[1:] for c in CAPACITY_CASES], ids=[c[0] for c in CAPACITY_CASES]
-)
-def test_volcano_reclaim_cases_with_capacity(objects: list[dict[str, Any]], evicted: list[str]) -> None:
-    sched = run(PRIORITIES + objects, "reclaim", CAPACITY_TIER)
+@pytest.mark.parametrize(("plugins", "objects", "evicted"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_volcano_reclaim(plugins: frozenset[str], objects: list[dict[str, Any]], evicted: list[str]) -> None:
+    sched = run(objects, "reclaim", registered(TIER, plugins))
     assert sorted(sched.evicted) == sorted(evicted)
 
 
 def test_an_open_queue_reclaims_with_capacity() -> None:
     """The same cluster with q2 Open and owed 1 cpu / 1G: capacity lets it reclaim the preemptable
     pod (q1 has no deserved, so everything it holds is on loan)."""
-    objects = next(c[1] for c in CASES if c[0].endswith("(proportion plugin)"))
     objects = [
         o if o.get("metadata", {}).get("name") != "q2" else queue("q2", deserved={"cpu": "1", "memory": "1G"})
-        for o in objects
+        for o in _overusing_q1()
     ]
-    sched = run(PRIORITIES + objects, "reclaim", CAPACITY_TIER)
+    sched = run(
+        LOW_MID_HIGH + objects, "reclaim", registered(TIER, {"conformance", "gang", "capacity", "priority"})
+    )
     assert sched.evicted == ["c1/preemptee2"]
 
 

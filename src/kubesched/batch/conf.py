@@ -82,6 +82,33 @@ SUPPORTED_PLUGINS = frozenset(
 )
 
 
+#: The ``preempt`` action's argument turning on Volcano's dry-run (topology-aware) preemption.
+TOPOLOGY_AWARE_PREEMPTION = "enableTopologyAwarePreemption"
+
+
+def argument_bool(arguments: dict[str, Any], key: str, default: bool) -> bool:
+    """An action argument as Volcano's ``Arguments.GetBool`` reads it: a bool, or a string that
+    parses as one; anything else leaves the default."""
+    value = arguments.get(key)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("1", "t", "true"):
+            return True
+        if text in ("0", "f", "false"):
+            return False
+    return default
+
+
+def argument_int(arguments: dict[str, Any], key: str, default: int) -> int:
+    """An action argument as Volcano's ``Arguments.GetInt`` reads it: an integer, else the default."""
+    value = arguments.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return default
+
+
 #: Switches of Volcano's ``PluginOption``: (YAML key as Volcano spells it, attribute, default).
 #: Volcano defaults every switch to true except hierarchy and cluster order, which stay unset.
 SWITCHES: tuple[tuple[str, str, bool], ...] = (
@@ -145,6 +172,8 @@ SWITCH_KEYS: dict[str, tuple[str, str]] = {}
 for _key, _attr, _ in SWITCHES:
     for _prefix in ("enable", "enabled"):
         SWITCH_KEYS[_prefix + feature_name(_key)] = (_key, _attr)
+# Volcano's own YAML tag for the cluster-order switch starts with a capital letter.
+SWITCH_KEYS["EnabledClusterOrder"] = ("enabledClusterOrder", "cluster_order")
 ATTR_TO_KEY = {attr: key for key, attr, _ in SWITCHES}
 PLUGIN_KEYS = ("name", "arguments", *(key for key, _, _ in SWITCHES))
 TOP_KEYS = ("actions", "tiers", "configurations", "metrics")

@@ -3,13 +3,15 @@
 
 Rules reproduced from Volcano's loader: every switch left unset counts as enabled, except
 ``enableHierarchy`` and ``enabledClusterOrder`` which Volcano leaves unset (off); ``drf`` with
-hierarchy and ``proportion`` in the same tier conflict. kubesched is stricter than Volcano where that
-helps users: an unknown action, plugin, switch or key is a :class:`ConfigError` naming the file and
-field, with a did-you-mean hint. The document's shape (keys, lists, mappings, switch types) is checked
-by pydantic models (:class:`BatchConfDoc` and the models under it) before Volcano's rules apply.
-Volcano plugins and actions kubesched does not provide are accepted and flagged (``supported=False``,
-:attr:`BatchConf.unsupported_actions`) so the runtime can report them; switches for features
-kubesched lacks are accepted and reported in :attr:`BatchConf.warnings`.
+hierarchy and ``proportion`` in the same tier conflict, the only combination of plugins Volcano
+refuses (``capacity`` and ``proportion`` load together, in one tier or in several). kubesched is
+stricter than Volcano where that helps users: an unknown action, plugin, switch or key is a
+:class:`ConfigError` naming the file and field, with a did-you-mean hint. The document's shape
+(keys, lists, mappings, switch types) is checked by pydantic models (:class:`BatchConfDoc` and the
+models under it) before Volcano's rules apply. Volcano plugins and actions kubesched does not
+provide are accepted and flagged (``supported=False``, :attr:`BatchConf.unsupported_actions`) so
+the runtime can report them; switches for features kubesched lacks are accepted and reported in
+:attr:`BatchConf.warnings`.
 """
 
 from __future__ import annotations
@@ -262,20 +264,6 @@ class _Parser:
                     "proportion and drf with enableHierarchy conflict; use one of them", f"{field}.plugins"
                 )
             tiers.append(Tier(plugins=plugins))
-        # Both plugins size queues and would each veto by their own rules; Volcano documents them as
-        # mutually exclusive.
-        where = {
-            name: [i for i, t in enumerate(tiers) if any(p.name == name for p in t.plugins)]
-            for name in ("capacity", "proportion")
-        }
-        if where["capacity"] and where["proportion"]:
-            cap = ", ".join(f"tiers[{i}]" for i in where["capacity"])
-            prop = ", ".join(f"tiers[{i}]" for i in where["proportion"])
-            raise self.fail(
-                f"capacity ({cap}) and proportion ({prop}) cannot be used together; "
-                "capacity replaces proportion",
-                "tiers",
-            )
         return tiers
 
     def check_arguments(self, name: str, arguments: dict[str, Any], field: str) -> None:

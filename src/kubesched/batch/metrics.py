@@ -168,13 +168,21 @@ class VolcanoMetrics:
             per_queue = counts.get(job.queue)
             if key is not None and per_queue is not None:
                 per_queue[key] += 1
-        shares: Mapping[str, Mapping[str, Any]] = getattr(ssn, "queue_shares", None) or {}
+        # Left by proportion or capacity; absent when the conf has neither.
+        shares: Mapping[str, Mapping[str, Any]] | None = getattr(ssn, "queue_shares", None)
         for name in names:
             gauges["weight"].labels(name).set(ssn.queues[name].weight)
             for key, n in counts[name].items():
                 gauges[key].labels(name).set(n)
+            if shares is None:
+                continue
             share = shares.get(name)
             if share is None:
+                # A queue with no job this session holds and asks for nothing (Volcano's plugins
+                # zero these two and leave its other figures as they were).
+                for kind in ("allocated", "request"):
+                    gauges[f"{kind}_cpu"].labels(name).set(0)
+                    gauges[f"{kind}_memory"].labels(name).set(0)
                 continue
             for kind in ("allocated", "request", "deserved"):
                 values = share.get(kind) or {}

@@ -41,6 +41,17 @@ class Statement:
         self.operations.append(Operation(Op.EVICT, task, reason, previous, ssn.verdict_for(task)))
         ssn.touched.append(task)
 
+    def restore(self, task: TaskInfo) -> None:
+        """Undo this statement's eviction of ``task`` alone, as if it had never been evicted (a
+        dry run adds a victim back to see whether the preemptor still fits without its room)."""
+        for i in range(len(self.operations) - 1, -1, -1):
+            o = self.operations[i]
+            if o.op is Op.EVICT and o.task is task:
+                del self.operations[i]
+                self._unevict(o)
+                return
+        raise ValueError(f"task {task.name} was not evicted by this statement")
+
     def _unevict(self, o: Operation) -> None:
         ssn = self.ssn
         task = o.task

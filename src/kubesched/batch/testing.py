@@ -122,13 +122,26 @@ def plugin(name: str, *switches: str) -> dict[str, Any]:
     return out
 
 
+def registered(plugins: list[dict[str, Any]], names: set[str] | frozenset[str]) -> list[dict[str, Any]]:
+    """The entries of ``plugins`` whose plugin is among ``names``.
+
+    Volcano's unit tests register a plugin set per case and share one tier between cases; its
+    session opens only the plugins it has a builder for, so the others in the tier take no part.
+    """
+    return [p for p in plugins if p["name"] in names]
+
+
 def one_tier(actions: str, plugins: list[dict[str, Any]]) -> dict[str, Any]:
     """A batch conf (as its YAML would parse) with ``actions`` and every plugin in one tier."""
     return {"actions": actions, "tiers": [{"plugins": plugins}]}
 
 
 def store_of(objects: list[dict[str, Any]]) -> MemoryStore:
-    store = MemoryStore()
+    """A store holding ``objects``. Uids follow the order of creation (kinds in ``_CREATE_ORDER``,
+    then list order), so ties that fall back to the uid break the same way on every run; Volcano's
+    test objects get their uid from their namespace and name, so listing a table's pods by name
+    keeps its order."""
+    store = MemoryStore(uid_seed=0)
     for kind in _CREATE_ORDER:
         for obj in objects:
             if obj["kind"] == kind:

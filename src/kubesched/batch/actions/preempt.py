@@ -12,6 +12,10 @@ A job's statement commits only if the job is then pipelined (gang), otherwise ev
 is restored. A second pass lets each starving job's pending tasks preempt lower-priority tasks of
 the same job, committing task by task.
 
+With ``enableTopologyAwarePreemption`` (the action's arguments) a task's victims come from a dry
+run on candidate nodes instead (:class:`DryRunPreemption`): only the victims the placement needs are
+evicted, on the node whose victims matter least.
+
 Vectorized: per preemptor, the predicates run once over all nodes and the resources the filter
 could free are summed per node with ``bincount``; nodes that could not hold the task even with every
 admitted victim gone are never visited.
@@ -24,16 +28,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from kubesched.batch.actions.util import PriorityQueue
+from kubesched.batch.conf import TOPOLOGY_AWARE_PREEMPTION, argument_bool, argument_int
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Session
 from kubesched.batch.shares import MIN_RESOURCE, Amounts, Vector, fits_rows
 from kubesched.batch.statement import Statement
+from kubesched.plugins.defaultpreemption.victims import start_time
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
@@ -125,6 +132,14 @@ class EvictionCandidates:
         if i is not None:
             self.alive[i] = False
             self._gone.add(i)
+
+    def restore(self, stmt: Statement, task: TaskInfo) -> None:
+        """Take back ``stmt``'s eviction of ``task``: it runs again and may be chosen again."""
+        stmt.restore(task)
+        i = self.position.get(task.uid)
+        if i is not None:
+            self.alive[i] = True
+            self._gone.discard(i)
 
     def revive(self) -> None:
         """Re-read the tasks marked gone: a discarded statement put them back."""
@@ -235,7 +250,17 @@ def may_preempt(task: TaskInfo) -> bool:
 class PreemptAction:
     name = "preempt"
 
+    def __init__(self) -> None:
+        #: Volcano's topology-aware mode: each task's victims come from a dry run on candidate nodes.
+        self.dry_run: DryRunPreemption | None = None
+
     def execute(self, ssn: Session) -> None:
+        args = ssn.conf.action_arguments(self.name)
+        self.dry_run = (
+            DryRunPreemption.from_arguments(args)
+            if argument_bool(args, TOPOLOGY_AWARE_PREEMPTION, False)
+            else None
+        )
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
         pending: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -270,7 +295,7 @@ class PreemptAction:
                 tasks = pending[job.uid]
                 other_jobs = in_queue & (victims.job != victims.job_index(job.uid))
                 while ssn.job_starving(job) and not tasks.empty():
-                    self.preempt(ssn, stmt, tasks.pop(), queue, victims, other_jobs)
+                    self.preempt(ssn, stmt, tasks.pop(), queue, victims, other_jobs, self.dry_run)
                 if ssn.job_pipelined(job):
                     stmt.commit()
                 else:
@@ -282,7 +307,7 @@ class PreemptAction:
                 tasks = task_queue(ssn, job.pending_tasks())
                 while not tasks.empty():
                     stmt = Statement(ssn)
-                    if not self.preempt(ssn, stmt, tasks.pop(), queue, victims, same_job):
+                    if not self.preempt(ssn, stmt, tasks.pop(), queue, victims, same_job, self.dry_run):
                         stmt.discard()
                         victims.revive()
                         break
@@ -296,6 +321,7 @@ class PreemptAction:
         queue: QueueInfo,
         victims: EvictionCandidates,
         mask: BoolArray,
+        dry_run: DryRunPreemption | None = None,
     ) -> bool:
         """Try to place ``preemptor`` by evicting tasks selected by ``mask``; True when pipelined."""
         if not may_preempt(preemptor):
@@ -310,6 +336,8 @@ class PreemptAction:
         if len(slots) == 0:
             return False
         slots = ssn.node_slots[slots]
+        if dry_run is not None:
+            return dry_run.preempt(ssn, stmt, preemptor, queue, victims, mask, slots)
         scores = ssn.node_order(preemptor, slots)
         order = slots[np.argsort(-scores, kind="stable")]
 
@@ -357,3 +385,137 @@ class PreemptAction:
             node_stmt.discard()
             victims.revive()
         return False
+
+
+# ------------------------------------------------------------------------------------------------ #
+# Topology-aware mode
+
+
+@dataclass(frozen=True, slots=True)
+class DryRunPreemption:
+    """Volcano's topology-aware preemption (kube-scheduler's way): on candidate nodes, a dry run
+    finds the fewest victims that let the preemptor in; the best node by its victims is chosen, and
+    only then are they evicted.
+
+    On one node the dry run evicts the admissible victims lowest-ranked first until the preemptor
+    fits the node and its queue and passes the predicates; the node is no candidate when it still
+    fails the predicates with all of them gone. Then each victim, highest-ranked first, is put back
+    and stays when the preemptor still fits, so no eviction is kept that the placement does not
+    need. Nodes are tried from a random one on, as many as the candidate count asks
+    (``minCandidateNodesPercentage`` of the nodes, within ``minCandidateNodesAbsolute`` and
+    ``maxCandidateNodesAbsolute``). The chosen node has the lowest highest victim priority, then the
+    lowest sum of priorities, the fewest victims, the latest start among its highest-priority
+    victims, and the first found.
+
+    As in Volcano, the end of the dry run checks the predicates but not the queue: a preemptor its
+    queue still refuses with every victim gone keeps them all as victims and is placed anyway.
+    """
+
+    min_percentage: int = 10
+    min_absolute: int = 1
+    max_absolute: int = 100
+
+    @classmethod
+    def from_arguments(cls, args: dict[str, Any]) -> DryRunPreemption:
+        return cls(
+            argument_int(args, "minCandidateNodesPercentage", 10),
+            argument_int(args, "minCandidateNodesAbsolute", 1),
+            argument_int(args, "maxCandidateNodesAbsolute", 100),
+        )
+
+    def candidates_wanted(self, nodes: int) -> int:
+        n = nodes * self.min_percentage // 100
+        n = max(n, self.min_absolute)
+        n = min(n, self.max_absolute)
+        return min(n, nodes)
+
+    def preempt(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        preemptor: TaskInfo,
+        queue: QueueInfo,
+        victims: EvictionCandidates,
+        mask: BoolArray,
+        slots: IntArray,
+    ) -> bool:
+        """Place ``preemptor`` on the best of the candidate nodes among ``slots`` (node order)."""
+        wanted = self.candidates_wanted(len(slots))
+        offset = int(ssn.rng.integers(len(slots)))
+        found: list[tuple[int, list[TaskInfo]]] = []
+        for i in range(len(slots)):
+            slot = int(slots[(offset + i) % len(slots)])
+            chosen = self.victims_on_node(ssn, preemptor, queue, victims, mask, slot)
+            if chosen:
+                found.append((slot, chosen))
+                if len(found) >= wanted:
+                    break
+        if not found:
+            return False
+        slot, chosen = min(found, key=_candidate_rank)
+        node_stmt = Statement(ssn)
+        for victim in chosen:
+            victims.evict(node_stmt, victim, "preempt")
+        node_stmt.pipeline(preemptor, slot)
+        stmt.merge(node_stmt)
+        return True
+
+    @staticmethod
+    def victims_on_node(
+        ssn: Session,
+        preemptor: TaskInfo,
+        queue: QueueInfo,
+        victims: EvictionCandidates,
+        mask: BoolArray,
+        slot: int,
+    ) -> list[TaskInfo]:
+        """The fewest victims on ``slot`` that let ``preemptor`` in, highest-ranked first (empty:
+        the node is no candidate). The session is left as it was."""
+        demand = Demand(preemptor)
+        admissible = ssn.preemptable(preemptor, victims.on_node(slot, mask))
+        freeing = ssn.space.zeros()
+        for v in admissible:
+            freeing += v.resreq
+        if not demand.fits(ssn.node_future_idle(slot) + freeing):
+            return []
+
+        def fits() -> bool:
+            return (
+                ssn.allocatable_for(queue, preemptor)
+                and demand.fits(ssn.node_future_idle(slot))
+                and bool(ssn.predicate(preemptor).passed[slot])
+            )
+
+        trial = Statement(ssn)
+        removed: list[TaskInfo] = []
+        for victim in sorted(admissible, key=victim_order(ssn, preemptor)):
+            removed.append(victim)
+            victims.evict(trial, victim, "preempt")
+            if fits():
+                break
+        chosen: list[TaskInfo] = []
+        if removed and bool(ssn.predicate(preemptor).passed[slot]):
+            for victim in reversed(removed):
+                victims.restore(trial, victim)
+                if not fits():
+                    victims.evict(trial, victim, "preempt")
+                    chosen.append(victim)
+        trial.discard()
+        victims.revive()
+        return chosen
+
+
+def _candidate_rank(candidate: tuple[int, list[TaskInfo]]) -> tuple[int, int, int, float]:
+    """Smaller is better (kube-scheduler's ``pickOneNodeForPreemption``): the priority of the first
+    victim (the highest-ranked one kept), the sum of priorities, the number of victims, then the
+    latest earliest start among the victims of the highest priority."""
+    chosen = candidate[1]
+    priorities = [t.pod.priority for t in chosen]
+    highest = max(priorities)
+    earliest = min(start_time(t.pod) for t, p in zip(chosen, priorities, strict=True) if p == highest)
+    # Each priority is lifted by 2^31 before summing, so more victims never make a smaller sum, even
+    # with negative priorities.
+    return (priorities[0], sum(p + _PRIORITY_LIFT for p in priorities), len(chosen), -earliest)
+
+
+_PRIORITY_LIFT = 2**31

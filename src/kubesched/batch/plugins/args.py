@@ -1,38 +1,54 @@
-"""Reading Volcano plugin arguments, which arrive as YAML scalars of any type (Volcano's
-``Arguments.GetInt`` / ``GetFloat64`` / ``GetBool`` accept numbers and numeric strings)."""
+"""Reading Volcano plugin arguments as Volcano's ``Arguments`` getters do.
+
+The conf's YAML gives each argument a type: an integer, a float, a bool or a string. Volcano's
+``GetInt`` takes an integer only, ``GetFloat64`` a float or an integer, ``GetBool`` a bool or a
+string Go's ``strconv.ParseBool`` reads; anything else is logged and the default kept, so a conf
+with a mistyped argument still loads and runs (a quoted number does not count as one).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubesched.errors import InputError
+log = logging.getLogger(__name__)
+
+#: Arguments already reported: plugins are built every session, and each would repeat it.
+_reported: set[tuple[str, str, str]] = set()
+
+#: What Go's ``strconv.ParseBool`` accepts.
+_BOOLS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def _ignored(plugin: str, key: str, value: Any, kind: str) -> None:
+    entry = (plugin, key, repr(value))
+    if entry not in _reported:
+        _reported.add(entry)
+        log.warning("%s.arguments.%s: could not read %r as %s; the default is kept", plugin, key, value, kind)
 
 
 def get_int(args: Mapping[str, Any], key: str, default: int, *, plugin: str) -> int:
     value = args.get(key)
     if value is None:
         return default
-    if isinstance(value, bool):
-        raise InputError(f"must be an integer, got {value!r}", field=f"{plugin}.arguments.{key}")
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise InputError(f"must be an integer, got {value!r}", field=f"{plugin}.arguments.{key}") from None
+    _ignored(plugin, key, value, "an integer")
+    return default
 
 
 def get_float(args: Mapping[str, Any], key: str, default: float, *, plugin: str) -> float:
     value = args.get(key)
     if value is None:
         return default
-    if isinstance(value, bool):
-        raise InputError(f"must be a number, got {value!r}", field=f"{plugin}.arguments.{key}")
-    try:
-        return float(str(value).strip()) if not isinstance(value, int | float) else float(value)
-    except ValueError:
-        raise InputError(f"must be a number, got {value!r}", field=f"{plugin}.arguments.{key}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    _ignored(plugin, key, value, "a number")
+    return default
 
 
 def get_bool(args: Mapping[str, Any], key: str, default: bool, *, plugin: str) -> bool:
@@ -41,9 +57,7 @@ def get_bool(args: Mapping[str, Any], key: str, default: bool, *, plugin: str) -
         return default
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "t"):
-        return True
-    if text in ("false", "0", "f"):
-        return False
-    raise InputError(f"must be true or false, got {value!r}", field=f"{plugin}.arguments.{key}")
+    if isinstance(value, str) and value in _BOOLS:
+        return _BOOLS[value]
+    _ignored(plugin, key, value, "true or false")
+    return default

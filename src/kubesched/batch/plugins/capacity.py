@@ -9,16 +9,23 @@ guarantee, within its capability; its deserved is clipped to that and raised to 
 The plugin registers:
 
 * queue order: higher ``spec.priority`` first, then the smaller share (``allocated / deserved`` in
-  the queue's most used dimension; a queue without deserved has share 1), a queue with deserved
+  the queue's most used dimension; a queue owed nothing but pods has share 1), a queue with deserved
   first on a tie;
 * allocatable: the queue is Open and its allocation plus the task stays within its real capability
   in every dimension the task asks for (with a hierarchy: for the queue and each ancestor, and only
   leaf queues allocate);
 * preemptive (reclaim): the queue is Open, within its real capability with the task, and at or below
-  its deserved with the task in at least one dimension the task asks for;
-* reclaimable: a running task may be reclaimed from a queue holding more than its deserved in a
-  dimension the task uses (or from a queue with no deserved in the task's dimensions), never taking
-  that queue below its guarantee; each victim counts off before the next is judged;
+  its deserved with the task in at least one dimension the task asks for; with
+  ``ancestorReclaimLevel`` (hierarchy only), an ancestor that many levels up or nearer (the root
+  aside) at or below its own deserved with the task will do as well;
+* reclaimable: a running task that holds something the reclaimer asks for may be reclaimed from a
+  queue owed nothing the task holds, or holding more than its deserved in a dimension the task uses
+  (cpu or memory it is owed, a scalar its deserved names; never ``pods``), never taking that queue
+  below its guarantee; each victim counts off before the next is judged. With
+  ``ancestorReclaimLevel`` N, each of the victim's ancestors up to N levels (the root and those it
+  shares with the reclaimer at the same level aside) must hold more than its deserved in such a
+  dimension too, and a queue owed nothing keeps its tasks from a reclaimer under a common ancestor
+  whose own queue is owed nothing it asks for;
 * job enqueueable: the queue is Open (and a leaf) and its allocated, inqueue-reserved and requested
   resources, less its jobs' elastic part, stay within the real capability, for the queue and each
   ancestor;
@@ -53,6 +60,7 @@ from kubesched.api.volcano import ROOT_QUEUE
 from kubesched.batch.actions.preempt import victim_order
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import PERMIT, REJECT, JobInfo, QueueInfo, TaskInfo
+from kubesched.batch.plugins.args import get_int
 from kubesched.batch.plugins.proportion import QUOTA_INSUFFICIENT, _LazyReport, format_resource_names
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import Event, EventHandler, Session
@@ -70,7 +78,8 @@ def _warn_once(message: str) -> None:
         log.warning("%s", message)
 
 
-#: The queue every other queue descends from when the hierarchy is on.
+#: The argument saying how many levels of ancestors reclaim weighs besides the leaf queues.
+ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 
 
 @dataclass(slots=True, eq=False)
@@ -86,15 +95,26 @@ class CapacityAttr:
     capability: Vector
     real_capability: Vector
     guarantee: Vector
+    #: Scalar dimensions ``deserved`` names (a 0/1 mask), even at zero: reclaim compares a scalar
+    #: only where the queue states a deserved amount for it.
+    deserved_keys: Vector = field(default_factory=lambda: np.zeros(0))
     parent: str = ""
     #: Ancestor names, root first, parent last.
     ancestors: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     share: float = 0.0
+    #: Where ``pods`` sits in the vectors (-1: nowhere).
+    pods: int = -1
 
     def update_share(self) -> None:
+        """Volcano ``updateQueueAttrShare``: a queue owed nothing but pods is best effort (share 1,
+        so queues owed something and below it go first); otherwise its most used dimension among
+        those it is owed, ``pods`` included."""
         mask = self.deserved >= MIN_RESOURCE
-        if not mask.any():
+        owed = mask.copy()
+        if self.pods >= 0:
+            owed[self.pods] = False
+        if not owed.any():
             self.share = 1.0
             return
         self.share = max(0.0, float(np.max(self.allocated[mask] / self.deserved[mask])))
@@ -107,6 +127,16 @@ def _named(space: ResourceSpace, resources: Any) -> Vector:
     for name, q in (resources or {}).items():
         if name in space.names and float(q) >= MIN_RESOURCE:
             vec[space.index(name)] = 1.0
+    return vec
+
+
+def _keys(space: ResourceSpace, *resource_lists: Any) -> Vector:
+    """Which dimensions of ``space`` the resource lists name, whatever the quantity, as a 0/1 mask."""
+    vec = space.zeros()
+    for resources in resource_lists:
+        for name in resources or {}:
+            if name in space.names:
+                vec[space.index(name)] = 1.0
     return vec
 
 
@@ -132,6 +162,32 @@ def _less_equal_partly(space: ResourceSpace, used: Vector, limit: Vector, reques
     return bool(np.any(dims & ok))
 
 
+def _exceeds_deserved(space: ResourceSpace, allocated: Vector, attr: CapacityAttr, request: Vector) -> bool:
+    """Volcano ``GreaterPartlyWithRelevantDimensions``: ``allocated`` is above the queue's deserved
+    (strictly, no tolerance) in a dimension the request uses and the queue is owed something in:
+    cpu or memory with a deserved amount of at least the tolerance, a scalar that deserved names
+    (even at zero), never ``pods``."""
+    dims = (request > 0) & (allocated > attr.deserved)
+    owed = attr.deserved >= MIN_RESOURCE
+    for dim in (CPU, MEMORY):
+        if dim in space.names:
+            i = space.index(dim)
+            dims[i] &= bool(owed[i])
+    scalar = np.ones(len(space), dtype=np.bool_)
+    for dim in (CPU, MEMORY, PODS):
+        if dim in space.names:
+            scalar[space.index(dim)] = False
+    dims &= ~scalar | (attr.deserved_keys > 0)
+    if PODS in space.names:
+        dims[space.index(PODS)] = False
+    return bool(np.any(dims))
+
+
+def _intersects(a: Vector, b: Vector) -> bool:
+    """Volcano ``Intersection``: a dimension both resources hold at least the tolerance of."""
+    return bool(np.any((a >= MIN_RESOURCE) & (b >= MIN_RESOURCE)))
+
+
 class CapacityPlugin:
     name = "capacity"
 
@@ -139,6 +195,12 @@ class CapacityPlugin:
         self.option = option
         self.attrs: dict[str, CapacityAttr] = {}
         self.hierarchy = option.hierarchy
+        level = get_int(option.arguments, ANCESTOR_RECLAIM_LEVEL, 0, plugin=self.name)
+        if level < 0:
+            _warn_once(f"capacity: {ANCESTOR_RECLAIM_LEVEL} should be non-negative, got {level}; using 0")
+            level = 0
+        #: How many levels of ancestors (parent = 1) reclaim also weighs, with the hierarchy on.
+        self.ancestor_level = level if self.hierarchy else 0
         #: False when the queue tree is unusable: the session then refuses everything.
         self.ready = True
         #: Why the queue tree is unusable, or the hierarchy's warnings.
@@ -159,6 +221,8 @@ class CapacityPlugin:
             capability=_vector(space, queue.queue.capability),
             real_capability=zero.copy(),
             guarantee=np.array(queue.guarantee, dtype=np.float64),
+            deserved_keys=_keys(space, queue.queue.deserved, queue.queue.guarantee),
+            pods=space.index(PODS) if PODS in space.names else -1,
         )
 
     def _queue_totals(self, ssn: Session) -> QueueTotals:
@@ -219,6 +283,8 @@ class CapacityPlugin:
                 zero.copy(),
                 zero.copy(),
                 zero.copy(),
+                deserved_keys=zero.copy(),
+                pods=space.index(PODS) if PODS in space.names else -1,
             )
         # Parents and ancestors.
         for name in sorted(self.attrs):
@@ -290,6 +356,9 @@ class CapacityPlugin:
         if attr.name == ROOT_QUEUE:
             attr.guarantee = total_guarantee
             attr.deserved = total_deserved
+            attr.deserved_keys = space.zeros()
+            for child_name in attr.children:
+                attr.deserved_keys = np.maximum(attr.deserved_keys, self.attrs[child_name].deserved_keys)
         for child_name in attr.children:
             child = self.attrs[child_name]
             real = np.maximum(attr.real_capability - total_guarantee, 0.0) + child.guarantee
@@ -405,19 +474,61 @@ class CapacityPlugin:
         attr = self.attrs.get(queue.name)
         if attr is None:
             return False
+        space = ssn.space
         future = attr.allocated + task.resreq
-        if insufficient_dims(ssn.space, future, attr.real_capability, task.resreq):
+        if insufficient_dims(space, future, attr.real_capability, task.resreq):
             return False
-        return _less_equal_partly(ssn.space, future, attr.deserved, task.resreq)
+        if _less_equal_partly(space, future, attr.deserved, task.resreq):
+            return True
+        # A queue at its own deserved may still reclaim while an ancestor within the configured
+        # levels is below the deserved of its subtree.
+        for ancestor in self._ancestors_within(attr):
+            if _less_equal_partly(space, ancestor.allocated + task.resreq, ancestor.deserved, task.resreq):
+                return True
+        return False
+
+    def _ancestor_at(self, attr: CapacityAttr, depth: int) -> str | None:
+        """The ancestor ``depth`` levels up (1: the parent), or None above the root."""
+        if depth <= 0 or depth > len(attr.ancestors):
+            return None
+        return attr.ancestors[-depth]
+
+    def _ancestors_within(self, attr: CapacityAttr) -> list[CapacityAttr]:
+        """The ancestors below the root within ``ancestorReclaimLevel`` levels, nearest first."""
+        out: list[CapacityAttr] = []
+        for depth in range(1, self.ancestor_level + 1):
+            name = self._ancestor_at(attr, depth)
+            if name is not None and name != ROOT_QUEUE:
+                out.append(self.attrs[name])
+        return out
+
+    def _share_ancestor(self, left: CapacityAttr, right: CapacityAttr) -> bool:
+        """Whether the two queues have a common ancestor below the root within the levels weighed
+        (each counted from its own leaf)."""
+        mine = {a.name for a in self._ancestors_within(left)}
+        return any(a.name in mine for a in self._ancestors_within(right))
 
     def reclaimable(
         self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
     ) -> tuple[list[TaskInfo], int]:
         if not self.ready:
             return [], REJECT
+        reclaimer_job = ssn.jobs.get(reclaimer.job)
+        reclaimer_attr = self.attrs.get(reclaimer_job.queue) if reclaimer_job is not None else None
+        if reclaimer_attr is None:
+            return [], REJECT
         space = ssn.space
         reclaimer_dims = _relevant(space, (reclaimer.init_resreq >= MIN_RESOURCE).astype(np.float64))
+        # Queue name → its allocation less the victims chosen so far, for leaves and for the
+        # ancestors weighed alike.
         running: dict[str, Vector] = {}
+
+        def allocation(of: CapacityAttr) -> Vector:
+            alloc = running.get(of.name)
+            if alloc is None:
+                alloc = running[of.name] = of.allocated.copy()
+            return alloc
+
         victims: list[TaskInfo] = []
         for task in sorted(reclaimees, key=victim_order(ssn, reclaimer)):
             job = ssn.jobs.get(task.job)
@@ -427,25 +538,49 @@ class CapacityPlugin:
             if attr is None:
                 continue
             uses = task.resreq >= MIN_RESOURCE
+            # Only a task holding something the reclaimer asks for can make room for it.
             if not np.any(_relevant(space, uses.astype(np.float64)) * reclaimer_dims > 0):
                 continue
-            alloc = running.get(job.queue)
-            if alloc is None:
-                alloc = running[job.queue] = attr.allocated.copy()
+            alloc = allocation(attr)
             rest = alloc - task.resreq
-            # The queue keeps its guarantee (Volcano ``LessEqual`` with a zero default: no tolerance).
+            # The queue keeps its guarantee (Volcano ``LessEqual`` with a zero default).
             if np.any((attr.guarantee > rest) & ~(np.abs(attr.guarantee - rest) < MIN_RESOURCE)):
                 continue
-            deserved_dims = attr.deserved >= MIN_RESOURCE
-            # A queue owed nothing in the task's dimensions holds them all on loan; otherwise it
-            # must hold more than deserved in one of them.
-            if np.any(uses & deserved_dims):
-                relevant = (task.resreq > 0) & deserved_dims
-                if not np.any(relevant & (alloc > attr.deserved)):
+            if not _intersects(task.resreq, attr.deserved):
+                # The queue is owed nothing the task holds: it holds all of it on loan. Queues under
+                # a common ancestor within the weighed levels are left alone when the reclaimer's
+                # own queue is owed nothing it asks for either: neither side has a claim there.
+                if (
+                    self.ancestor_level > 0
+                    and self._share_ancestor(reclaimer_attr, attr)
+                    and not _intersects(reclaimer.resreq, reclaimer_attr.deserved)
+                ):
                     continue
-            alloc -= task.resreq
+            elif not _exceeds_deserved(space, alloc, attr, task.resreq):
+                continue
+            checked = self._ancestors_to_check(reclaimer_attr, attr)
+            if any(
+                _intersects(task.resreq, a.deserved)
+                and not _exceeds_deserved(space, allocation(a), a, task.resreq)
+                for a in checked
+            ):
+                continue
+            for a in (attr, *checked):
+                allocation(a)[:] -= task.resreq
             victims.append(task)
         return victims, PERMIT
+
+    def _ancestors_to_check(self, reclaimer: CapacityAttr, victim: CapacityAttr) -> list[CapacityAttr]:
+        """The victim's ancestors, level by level within ``ancestorReclaimLevel``, that must hold
+        more than their deserved too: those below the root that are not the reclaimer's ancestor at
+        the same level (a subtree both queues share has nothing to give back to itself)."""
+        out: list[CapacityAttr] = []
+        for depth in range(1, self.ancestor_level + 1):
+            name = self._ancestor_at(victim, depth)
+            if name is None or name == ROOT_QUEUE or name == self._ancestor_at(reclaimer, depth):
+                continue
+            out.append(self.attrs[name])
+        return out
 
     def job_enqueueable(self, ssn: Session, job: JobInfo) -> int:
         if not self.ready:
