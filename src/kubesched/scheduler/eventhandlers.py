@@ -1,10 +1,13 @@
-"""What the informers' Pod and Node events do to the kube-scheduler's queue (upstream
+"""What the informers' Pod, Node and storage events do to the kube-scheduler's queue (upstream
 ``pkg/scheduler/eventhandlers.go``).
 
 The scheduler cache has every change already when these handlers run (its feed subscribed to the
 informers first, and is shared with the batch scheduler), so they only move pods in the scheduling
 queue: a new pending pod is added, a node or an assigned pod that changed moves the pods it may help
 out of unschedulablePods, and a stored opportunistic batch goes stale when the nodes change under it.
+A storage object (claim, volume, class, CSI node or driver, capacity, attachment) that was added,
+changed or deleted moves the pods whose rejecting plugins registered for it, as upstream subscribes
+only to the kinds some plugin names.
 
 The handlers are functions of the scheduler, taken in as its methods by
 :class:`~kubesched.scheduler.scheduler.Scheduler` and registered on the informers once.
@@ -12,14 +15,20 @@ The handlers are functions of the scheduler, taken in as its methods by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.affinity_terms import AffinityTerm, parse_pod_affinity_terms
 from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.outcome import PodOutcome
-from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, QueuedPodInfo
+from kubesched.framework.types import (
+    ASSIGNED_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueuedPodInfo,
+)
 from kubesched.queue.scheduling_queue import pod_update_events
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -31,6 +40,43 @@ NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
+
+#: The storage kinds whose events the scheduler follows when one of its plugins registers for them.
+STORAGE_KINDS = (
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+)
+_STORAGE_ACTIONS = {
+    EventType.ADDED: ActionType.ADD,
+    EventType.MODIFIED: ActionType.UPDATE,
+    EventType.DELETED: ActionType.DELETE,
+}
+
+
+def storage_kinds_registered(events: Iterable[Mapping[str, Iterable[ClusterEventWithHint]]]) -> list[str]:
+    """The storage kinds some plugin of some profile names in its registrations (a wildcard names
+    none: upstream subscribes only to what the plugins that can reject a pod ask for)."""
+    named = {e.event.resource for per_profile in events for regs in per_profile.values() for e in regs}
+    return [kind for kind in STORAGE_KINDS if kind in named]
+
+
+def on_storage(sched: Scheduler, change: Change[Any]) -> None:
+    """A storage object changed: ask the unschedulable pods' plugins whether that may help."""
+    view = change.view
+    if view is None:
+        return  # did not parse: the informer logged it
+    event = ClusterEvent(change.kind, _STORAGE_ACTIONS[change.type])
+    if change.type == EventType.ADDED:
+        sched.queue.move_all_to_active_or_backoff(event, None, view)
+    elif change.type == EventType.DELETED:
+        sched.queue.move_all_to_active_or_backoff(event, view, None)
+    else:
+        sched.queue.move_all_to_active_or_backoff(event, change.old_view, view)
 
 
 def invalidate_batches(sched: Scheduler) -> None:

@@ -132,6 +132,9 @@ class Scheduler:
         informers.informer("Node").add_handler(self._on_node)
         self._pods = informers.informer("Pod")
         self._pods.add_handler(self._on_pod)
+        profile_events = [fwk.events_to_register() for fwk in self.profiles.values()]
+        for kind in eventhandlers.storage_kinds_registered(profile_events):
+            informers.informer(kind).add_handler(self._on_storage, replay=False)
 
     # -- queue and lifecycle ----------------------------------------------------------------------
     def responsible_for(self, pod: Pod) -> bool:
@@ -167,6 +170,7 @@ class Scheduler:
     _invalidate_batches = eventhandlers.invalidate_batches
     _on_node = eventhandlers.on_node
     _on_pod = eventhandlers.on_pod
+    _on_storage = eventhandlers.on_storage
     _assigned_pod_updated = eventhandlers.assigned_pod_updated
     _cross_topology_check = eventhandlers.cross_topology_check
 
