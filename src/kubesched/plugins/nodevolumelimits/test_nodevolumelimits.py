@@ -863,3 +863,26 @@ def test_csi_limit_stops_a_nodes_pods_at_its_count() -> None:
         "Scheduled",
         by_name[placed[0].name].node,
     )
+
+
+def test_preemption_frees_a_volume_slot() -> None:
+    """A node full of volumes for the driver is a preemption candidate: the lower-priority pod
+    holding the slot is evicted and the important pod takes the node."""
+    sim = Simulation(registry=default_registry())
+    sim.store.create(
+        {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": NODE_ALLOCATABLE}}
+    )
+    sim.store.create(csinode_dict("n1", {EBS: 1}))
+    for i in range(2):
+        for obj in bound_claim(f"data-{i}", f"pv-{i}", csi=(EBS, f"vol-{i}")):
+            sim.store.create(obj)
+    low = sim_pod("low", "data-0")
+    low["spec"]["priority"] = 0
+    sim.store.create(low)
+    assert [(o.name, o.status) for o in sim.run().outcomes] == [("low", "Scheduled")]
+    high = sim_pod("high", "data-1")
+    high["spec"]["priority"] = 100
+    sim.store.create(high)
+    result = sim.run()
+    assert {(o.name, o.status, o.node) for o in result.outcomes} >= {("high", "Scheduled", "n1")}
+    assert "default/low" in result.evicted

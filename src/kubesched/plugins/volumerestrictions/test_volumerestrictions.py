@@ -453,3 +453,22 @@ def test_missing_claim_waits_for_it_through_the_simulation() -> None:
         sim.store.create(obj)
     result = sim.run()
     assert [(o.name, o.status) for o in result.outcomes] == [("web", "Scheduled")]
+
+
+def test_preemption_takes_a_read_write_once_pod_claim() -> None:
+    """The claim's user is a preemption victim: removing it (``remove_pod``) clears the conflict,
+    so the more important pod evicts it and runs."""
+    sim = Simulation(registry=default_registry())
+    sim.store.create(node_manifest("n1"))
+    for obj in bound_claim("data", "pv-data", access_modes=[READ_WRITE_ONCE_POD]):
+        sim.store.create(obj)
+    low = sim_pod("low", claim_volume("data"))
+    low["spec"]["priority"] = 0
+    sim.store.create(low)
+    assert [(o.name, o.status) for o in sim.run().outcomes] == [("low", "Scheduled")]
+    high = sim_pod("high", claim_volume("data"))
+    high["spec"]["priority"] = 100
+    sim.store.create(high)
+    result = sim.run()
+    assert ("high", "Scheduled", "n1") in {(o.name, o.status, o.node) for o in result.outcomes}
+    assert "default/low" in result.evicted

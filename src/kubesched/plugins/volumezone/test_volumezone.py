@@ -25,6 +25,8 @@ import pytest
 
 from kubesched.api.objects import BETA_REGION_LABEL, BETA_ZONE_LABEL, REGION_LABEL, ZONE_LABEL, Pod
 from kubesched.api.storage import BINDING_IMMEDIATE, BINDING_WAIT_FOR_FIRST_CONSUMER, PersistentVolume
+from kubesched.errors import InputError
+from kubesched.framework.config import config_from_dict
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueueingHint
@@ -463,3 +465,39 @@ def test_zonal_volumes_keep_pods_in_their_zone() -> None:
         assert node_zone.get(by_name[name].node or "") == zone
     assert by_name["lost"].status == "Unschedulable"
     assert by_name["lost"].message.startswith(f"0/4 nodes are available: 4 {ERR_REASON_CONFLICT}.")
+
+
+def profile_config(profile: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [profile],
+    }
+
+
+def test_enabled_at_filter_alone() -> None:
+    """With its PreFilter disabled the plugin still keeps pods in their volume's zone (Filter looks
+    the volumes up itself); pods without volumes are unaffected."""
+    registry = default_registry()
+    config = config_from_dict(
+        profile_config({"plugins": {"preFilter": {"disabled": [{"name": "VolumeZone"}]}}}), registry
+    )
+    sim = Simulation(config, registry)
+    for name, zone in (("a1", "zone-a"), ("a2", "zone-a"), ("a3", "zone-a"), ("b1", "zone-b")):
+        sim.store.create(node_manifest(name, zone))
+    for obj in bound_claim("data-db", "pv-db", labels={ZONE_LABEL: "zone-b"}):
+        sim.store.create(obj)
+    sim.store.create(sim_pod("db", "data-db"))
+    plain = dict(pod_with_volumes("plain").raw)
+    plain["metadata"] = {"name": "plain", "namespace": "default"}
+    sim.store.create(plain)
+    result = {o.name: o for o in sim.run().outcomes}
+    assert (result["db"].status, result["db"].node) == ("Scheduled", "b1")
+    assert result["plain"].status == "Scheduled"
+
+
+def test_takes_no_args() -> None:
+    with pytest.raises(InputError, match="takes no args"):
+        config_from_dict(
+            profile_config({"pluginConfig": [{"name": "VolumeZone", "args": {"x": 1}}]}), default_registry()
+        )
