@@ -269,6 +269,18 @@ class PersistentVolumeClaim:
         """The class as upstream's ``GetPersistentVolumeClaimClass`` returns it ("" for none)."""
         return self.storage_class or ""
 
+    @property
+    def controller_uid(self) -> str:
+        """The uid of the owner reference marked ``controller: true`` ("" when none): a generic
+        ephemeral volume's claim is controlled by its pod (upstream ``metav1.IsControlledBy``)."""
+        refs = (self.raw.get("metadata") or {}).get("ownerReferences")
+        if not isinstance(refs, list):
+            return ""
+        for ref in refs:
+            if isinstance(ref, Mapping) and ref.get("controller") is True:
+                return str(ref.get("uid") or "")
+        return ""
+
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> PersistentVolumeClaim:
         meta = as_mapping(obj.get("metadata"), "metadata")
@@ -469,6 +481,8 @@ class VolumeAttachment:
     pv_name: str
     attached: bool
     raw: Mapping[str, Any] = field(repr=False)
+    #: ``spec.source.inlineVolumeSpec.csi.driver``: the driver of a migrated inline volume ("" else).
+    inline_driver: str = ""
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> VolumeAttachment:
@@ -482,6 +496,8 @@ class VolumeAttachment:
         if not isinstance(node_name, str) or not node_name:
             raise InputError("a VolumeAttachment needs a nodeName", field="spec.nodeName")
         source = as_mapping(spec.get("source"), "spec.source")
+        inline = as_mapping(source.get("inlineVolumeSpec"), "spec.source.inlineVolumeSpec")
+        inline_csi = as_mapping(inline.get("csi"), "spec.source.inlineVolumeSpec.csi")
         return cls(
             name=object_name(meta),
             attacher=attacher,
@@ -489,6 +505,7 @@ class VolumeAttachment:
             pv_name=_str(source, "persistentVolumeName", "spec.source"),
             attached=status.get("attached") is True,
             raw=obj,
+            inline_driver=_str(inline_csi, "driver", "spec.source.inlineVolumeSpec.csi"),
         )
 
 

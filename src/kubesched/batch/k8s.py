@@ -56,14 +56,17 @@ def session_snapshot(ssn: Session) -> Snapshot:
     return snap
 
 
-def build(name: str, ssn: Session, raw_args: dict[str, Any] | None = None) -> Any | None:
-    """An instance of the in-tree plugin ``name`` (``None`` when kubesched has no such plugin)."""
+def build(
+    name: str, ssn: Session, raw_args: dict[str, Any] | None = None, *, handle: Handle | None = None
+) -> Any | None:
+    """An instance of the in-tree plugin ``name`` (``None`` when kubesched has no such plugin),
+    given ``handle`` or the session's."""
     registry = _registry()
     if name not in registry:
         return None
     # Parsed once per plugin and arguments (the plugins do not write to their args).
     args = _args(name, json.dumps(raw_args, sort_keys=True))
-    return registry[name].factory(args, session_handle(ssn))
+    return registry[name].factory(args, handle if handle is not None else session_handle(ssn))
 
 
 def session_handle(ssn: Session) -> Handle:

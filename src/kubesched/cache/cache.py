@@ -22,6 +22,7 @@ from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.node_tree import NodeTree
 from kubesched.cache.pod_index import PodIndex
+from kubesched.cache.volume_index import VolumeIndex
 from kubesched.gpu.cards import GpuCards
 
 
@@ -61,6 +62,8 @@ class SchedulerCache:
         self._generation = itertools.count(1)
         #: Per-slot pod aggregates for topology plugins, kept in step with every pod change below.
         self.pod_index = PodIndex()
+        #: Which pods use which claims and inline disks, for the volume plugins (same updates).
+        self.volume_index = VolumeIndex()
         #: Milli-GPU left per card of every node, for GPU-sharing plugins (kubesched.gpu).
         self.gpu_cards = GpuCards()
 
@@ -135,6 +138,7 @@ class SchedulerCache:
         info = self._info(node_name)
         info.add_pod(pod)
         self.pod_index.add(pod, self._slots[node_name])
+        self.volume_index.add(pod, self._slots[node_name])
         self._touch(node_name, info)
         self._pods[pod.uid] = PodState(pod, node_name, assumed=True)
 
@@ -162,6 +166,7 @@ class SchedulerCache:
         info = self._info(pod.node_name)
         info.add_pod(pod)
         self.pod_index.add(pod, self._slots[pod.node_name])
+        self.volume_index.add(pod, self._slots[pod.node_name])
         self._touch(pod.node_name, info)
         self._pods[pod.uid] = PodState(pod, pod.node_name, assumed=False)
 
@@ -193,6 +198,7 @@ class SchedulerCache:
             # Same footprint (the usual confirm after bind): no row to rewrite.
             info.pods[pod.uid] = pod
         self.pod_index.update(pod, self._slots[st.node_name])
+        self.volume_index.update(pod, self._slots[st.node_name])
         st.pod = pod
 
     def _remove(self, st: PodState) -> None:
@@ -202,6 +208,7 @@ class SchedulerCache:
             self._touch(st.node_name, info)
             self._maybe_drop(st.node_name, info)
         self.pod_index.remove(st.pod)
+        self.volume_index.remove(st.pod)
         del self._pods[st.pod.uid]
 
     def pods(self) -> list[PodState]:
@@ -217,6 +224,7 @@ class SchedulerCache:
             weakref.finalize(snapshot, self._lags.pop, id(snapshot), None)
         table = snapshot.table
         snapshot.pod_index = self.pod_index
+        snapshot.volume_index = self.volume_index
         snapshot.gpu_cards = self.gpu_cards
         for name in lag.dirty:
             info = self.node_infos.get(name)
@@ -257,6 +265,8 @@ class Snapshot:
         self.node_infos: dict[str, NodeInfo] = {}
         #: The cache's pod index (shared, like the NodeInfos); set by ``update_snapshot``.
         self.pod_index = PodIndex()
+        #: The cache's claim and inline-disk index (shared); set by ``update_snapshot``.
+        self.volume_index = VolumeIndex()
         #: The cache's per-card GPU state (shared); set by ``update_snapshot``.
         self.gpu_cards = GpuCards()
 

@@ -18,10 +18,13 @@ from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.volumerestrictions import VolumeRestrictions
+from kubesched.plugins.volumezone import VolumeZone
 
 IN_TREE: tuple[Any, ...] = (
     SchedulingGates,
@@ -32,6 +35,9 @@ IN_TREE: tuple[Any, ...] = (
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeZone,
     PodTopologySpread,
     NodeResourcesBalancedAllocation,
     InterPodAffinity,

@@ -1,13 +1,19 @@
 """predicates: kube-scheduler's node filters, reused (Volcano ``plugins/predicates``).
 
 Runs, in Volcano's order, the pod-count check (``node(s) pod number exceeded``), NodeUnschedulable,
-NodeAffinity, NodePorts, TaintToleration, InterPodAffinity and PodTopologySpread (the last two
-when kubesched has them), with upstream's reason strings. As in Volcano a node collects the reasons
-of every failing filter up to the first *unresolvable* one.
+NodeAffinity, NodePorts, TaintToleration, InterPodAffinity, NodeVolumeLimits, VolumeZone,
+PodTopologySpread and VolumeBinding (each when kubesched has it), with upstream's reason strings. As
+in Volcano a node collects the reasons of every failing filter up to the first *unresolvable* one.
+Volcano runs no VolumeRestrictions, and neither does this plugin.
 
 Arguments (Volcano's): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
-``predicate.PodTopologySpreadEnable`` (all default true).
+``predicate.NodeVolumeLimitsEnable``, ``predicate.VolumeZoneEnable``,
+``predicate.PodTopologySpreadEnable``, ``predicate.VolumeBindingEnable`` (all default true).
+
+Volcano adds the tasks it allocates to its node infos (and takes evicted ones out): NodeVolumeLimits
+here reads node infos of its own, copies of the session's that the allocate and deallocate events
+keep in step, so a gang's members count each other's volumes.
 
 Speed: within a session the static filters (NodeUnschedulable, NodeAffinity, TaintToleration) see
 the same nodes throughout; their combined verdict is computed once per pod spec
@@ -20,7 +26,7 @@ accounting: pods placed or pipelined count, evicted ones do not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,12 +36,15 @@ from kubesched.batch import k8s
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import TaskInfo
 from kubesched.batch.plugins.args import get_bool
-from kubesched.batch.session import BoolArray, Session
+from kubesched.batch.session import BoolArray, Event, EventHandler, Session
+from kubesched.cache.cache import Snapshot
+from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import PODS_COL, NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.types import FilterResult, NodeFailure
 from kubesched.plugins.nodeports import ERR_REASON as NODE_PORTS_REASON
 from kubesched.plugins.nodeports import conflicting_nodes
+from kubesched.plugins.nodevolumelimits import counts_volumes
 
 #: Volcano ``api.NodePodNumberExceeded``.
 POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
@@ -45,13 +54,21 @@ _SWITCHES = (
     ("NodePorts", "predicate.NodePortsEnable"),
     ("TaintToleration", "predicate.TaintTolerationEnable"),
     ("InterPodAffinity", "predicate.PodAffinityEnable"),
+    ("NodeVolumeLimits", "predicate.NodeVolumeLimitsEnable"),
+    ("VolumeZone", "predicate.VolumeZoneEnable"),
     ("PodTopologySpread", "predicate.PodTopologySpreadEnable"),
+    ("VolumeBinding", "predicate.VolumeBindingEnable"),
 )
 #: Filters before NodePorts, and after it (NodePorts itself is checked per task: ports change).
 _BEFORE_PORTS = ("NodeUnschedulable", "NodeAffinity")
 _AFTER_PORTS = ("TaintToleration",)
-#: Filters that read other pods (run last, after the static ones, in Volcano's order).
-_POD_FILTERS = ("InterPodAffinity", "PodTopologySpread")
+#: Filters that read other pods or the volumes (run last, after the static ones, in Volcano's order).
+#: VolumeBinding (``kubesched.plugins.volumebinding``) runs here once it is registered: Volcano runs
+#: its PreFilter and Filter here, its Reserve on allocate and PreBind before the bind (see
+#: docs/volumes.md).
+_POD_FILTERS = ("InterPodAffinity", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "VolumeBinding")
+#: Filters whose verdict changes with any task placed or evicted when the pod has volumes.
+_VOLUME_FILTERS = ("NodeVolumeLimits", "VolumeBinding")
 
 #: What a pod-reading filter's verdict for one spec depends on (see :class:`_Dynamic`).
 _NOTHING, _TERMS, _PODS = 0, 1, 2
@@ -96,22 +113,78 @@ class PredicatesPlugin:
         self._dynamic_cache: dict[Any, _Dynamic] = {}
         self._filters: dict[str, Any] = {}
         self._ssn: Session | None = None
+        self._volume_snapshot: Snapshot | None = None
+        self._copied: set[str] = set()
+        #: Task uid → the node its allocate event put it on (in ``_volume_snapshot``).
+        self._placed: dict[str, str] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
         self._cache = {}
         self._dynamic_cache = {}
+        self._snapshot = k8s.session_snapshot(ssn)
+        self._volume_snapshot = None
+        self._placed = {}
         for name in (*_BEFORE_PORTS, *_AFTER_PORTS, *_POD_FILTERS):
             if self.enabled.get(name):
-                plugin = k8s.build(name, ssn)
+                handle = None
+                if name == "NodeVolumeLimits":
+                    handle = replace(k8s.session_handle(ssn), snapshot=self._volumes_snapshot())
+                plugin = k8s.build(name, ssn, handle=handle)
                 if plugin is not None:
                     self._filters[name] = plugin
-        self._snapshot = k8s.session_snapshot(ssn)
+        if self._volume_snapshot is not None:
+            ssn.add_event_handler(EventHandler(self._on_allocate, self._on_deallocate))
         ssn.add_predicate_fn(self.name, self.predicate, self.predicate_mask)
+
+    # -- the session's placements, for the filters that count other pods' volumes -----------------
+    def _volumes_snapshot(self) -> Snapshot:
+        """The session's nodes with node infos of their own, which the allocate and deallocate
+        events change (the session's are the scheduler cache's)."""
+        snap = Snapshot()
+        snap.table = self._snapshot.table
+        snap.node_infos = dict(self._snapshot.node_infos)
+        snap.pod_index = self._snapshot.pod_index
+        self._volume_snapshot = snap
+        self._copied = set()
+        return snap
+
+    def _own_info(self, node: str) -> NodeInfo | None:
+        snap = self._volume_snapshot
+        assert snap is not None
+        info = snap.node_infos.get(node)
+        if info is None or node in self._copied:
+            return info
+        info = info.clone()
+        snap.node_infos[node] = info
+        self._copied.add(node)
+        return info
+
+    def _on_allocate(self, event: Event) -> None:
+        task = event.task
+        if not task.pod.volumes or not task.node_name:
+            return
+        info = self._own_info(task.node_name)
+        if info is not None:
+            info.add_pod(task.pod)
+            self._placed[task.uid] = task.node_name
+
+    def _on_deallocate(self, event: Event) -> None:
+        task = event.task
+        if not task.pod.volumes:
+            return
+        # An allocation undone has lost its node name by now; an evicted pod still has its own.
+        node = self._placed.pop(task.uid, None) or task.node_name
+        info = self._own_info(node) if node else None
+        if info is not None:
+            info.remove_pod(task.pod)
 
     @staticmethod
     def _key(task: TaskInfo) -> Any:
-        return task.spec_key if task.spec_key is not None else task.uid
+        # A generic ephemeral volume's claim is named after its pod: equal specs, different claims.
+        if task.spec_key is None or any(v.ephemeral for v in task.pod.volumes):
+            return task.uid
+        return task.spec_key
 
     def _run(
         self, names: tuple[str, ...], task: TaskInfo, alive: BoolArray, failing: BoolArray
@@ -165,6 +238,13 @@ class PredicatesPlugin:
                 # Its own required terms count matching pods; else only existing pods' anti-affinity.
                 own = terms.required_affinity or terms.required_anti_affinity
                 depends = _PODS if own else _TERMS
+        if (
+            depends < _PODS
+            and any(name in self._filters for name in _VOLUME_FILTERS)
+            and any(counts_volumes(v) for v in pod.volumes)
+        ):
+            # The tasks placed count their volumes (and take the claims' volumes).
+            depends = _PODS
         spread = self._filters.get("PodTopologySpread")
         if spread is not None and depends < _PODS:
             try:
@@ -239,3 +319,5 @@ class PredicatesPlugin:
         self._dynamic_cache = {}
         self._filters = {}
         self._ssn = None
+        self._volume_snapshot = None
+        self._placed = {}

@@ -1,0 +1,452 @@
+"""NodeVolumeLimits: at most a CSINode's ``allocatable.count`` volumes of each CSI driver per node
+(upstream ``nodevolumelimits``, the CSI plugin ``CSILimits``).
+
+Volumes are counted by unique name ``<driver>/<volumeHandle>``, so a volume shared by several pods of a
+node counts once:
+
+* a ``persistentVolumeClaim`` or generic ``ephemeral`` volume (whose claim ``<pod>-<volume>`` must be
+  controlled by the pod) counts with its bound PV's CSI driver and handle; a PV of an in-tree source
+  whose CSI migration is on for the node counts under the CSI driver it migrates to, with the
+  handle csi-translation-lib gives it; a claim not bound yet (or bound to a missing PV) counts under
+  its StorageClass's provisioner with a handle of its own; a claim without class, or of a missing
+  class, does not count;
+* an inline in-tree volume counts when its migration is on for the node
+  (:func:`~.translation.migrated_plugins`);
+* VolumeAttachments of the node (``spec.nodeName``) of a CSI PV count for their attacher, unless a
+  pod of the node already counted that volume.
+
+A node rejects the pod when, for a driver it has a limit for, the volumes already counted plus the
+pod's new ones exceed the limit: ``node(s) exceed max volume count`` (Unschedulable). A missing claim
+of the pod is ``looking up PVC <ns>/<name>: persistentvolumeclaim "<name>" not found``
+(UnschedulableAndUnresolvable, every node); an ephemeral claim the pod does not own, or an inline
+volume that cannot be translated, fails the cycle with an error, as upstream.
+
+Speed: PreFilter returns Skip for a pod with no claim, ephemeral or migratable inline volume. Filter
+looks only at nodes whose CSINode limits a driver the pod uses (an index of the CSINode informer);
+what a node's pods already count is kept per node and recomputed only when the node's pods, or the
+claims, volumes and classes, changed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import weakref
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.api.storage import (
+    IN_TREE_CSI_DRIVERS,
+    IN_TREE_PLUGIN_NAMES,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodVolume,
+    StorageClass,
+    VolumeAttachment,
+)
+from kubesched.cache.cache import Snapshot
+from kubesched.cache.node_info import NodeInfo
+from kubesched.cache.node_table import NodeTable
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import SignFragment
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterResult,
+    PreFilterResult,
+    QueueingHint,
+)
+from kubesched.plugins.nodevolumelimits.translation import (
+    ALWAYS_MIGRATED,
+    PORTWORX_PLUGIN,
+    TranslationError,
+    inline_volume_handle,
+    kind_of_plugin,
+    migrated_plugins,
+    pv_volume_handle,
+)
+from kubesched.store.informers import Change, Informer, InformerFactory
+
+NAME = "NodeVolumeLimits"
+
+#: Upstream ``ErrReasonMaxVolumeCountExceeded``.
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+
+#: CSINode informer index: the drivers a node has a count limit for.
+LIMITED_DRIVERS_INDEX: Final = "kubesched.io/limited-csi-drivers"
+#: VolumeAttachment informer index: the node the volume is attached to (upstream ``va.spec.nodename``).
+ATTACHMENT_NODE_INDEX: Final = "spec.nodeName"
+
+#: The migration states a node can be in (see :func:`migrated_plugins`).
+_NO_CSINODE: Final[frozenset[str]] = frozenset()
+_WITH_PORTWORX: Final = ALWAYS_MIGRATED | {PORTWORX_PLUGIN}
+
+#: Volume name → CSI driver, as upstream's ``filterAttachableVolumes`` fills its map.
+Volumes = dict[str, str]
+
+
+class ClaimNotFound(Exception):
+    """A claim of the pod being scheduled is missing (UnschedulableAndUnresolvable)."""
+
+
+class VolumeError(Exception):
+    """A volume that makes the Filter fail with an error, as upstream's ``AsStatus(err)``."""
+
+
+def counts_volumes(volume: PodVolume) -> bool:
+    """Whether a volume may count against a limit (what upstream's PreFilter looks for)."""
+    kind = volume.source_kind
+    return kind in ("persistentVolumeClaim", "ephemeral") or kind in IN_TREE_PLUGIN_NAMES
+
+
+def unique_name(driver: str, handle: str) -> str:
+    return f"{driver}/{handle}"
+
+
+def _limited_drivers(csinode: CSINode) -> Iterable[str]:
+    return [name for name, d in csinode.drivers.items() if d.allocatable_count is not None]
+
+
+def _attachment_node(va: VolumeAttachment) -> Iterable[str]:
+    return [va.node_name]
+
+
+class _StorageWatch:
+    """Per informer factory: the listers NodeVolumeLimits reads, indexed, and a counter bumped on
+    every change of a claim, volume or class (what a node's counted volumes depend on). Shared by
+    every instance of the plugin over that factory, so a batch session building one does not
+    subscribe again."""
+
+    def __init__(self, informers: InformerFactory) -> None:
+        self.version = 0
+        self.claims: Informer[PersistentVolumeClaim] = informers.informer("PersistentVolumeClaim")
+        self.volumes: Informer[PersistentVolume] = informers.informer("PersistentVolume")
+        self.classes: Informer[StorageClass] = informers.informer("StorageClass")
+        self.csinodes: Informer[CSINode] = informers.informer("CSINode")
+        self.attachments: Informer[VolumeAttachment] = informers.informer("VolumeAttachment")
+        self.csinodes.add_index(LIMITED_DRIVERS_INDEX, _limited_drivers)
+        self.attachments.add_index(ATTACHMENT_NODE_INDEX, _attachment_node)
+        for informer in (self.claims, self.volumes, self.classes):
+            informer.add_handler(self._changed, replay=False)
+
+    def _changed(self, change: Change[Any]) -> None:
+        self.version += 1
+
+
+_WATCHES: weakref.WeakKeyDictionary[InformerFactory, _StorageWatch] = weakref.WeakKeyDictionary()
+
+
+def storage_watch(informers: InformerFactory) -> _StorageWatch:
+    watch = _WATCHES.get(informers)
+    if watch is None:
+        watch = _WATCHES[informers] = _StorageWatch(informers)
+    return watch
+
+
+@dataclass(slots=True)
+class _Counted:
+    """What the pods of one node count, and what it was computed from."""
+
+    uids: frozenset[str]
+    migrated: frozenset[str]
+    version: int
+    volumes: Volumes
+
+
+class NodeVolumeLimits:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+        #: Unbound claims count under this prefix, so they never match a real volume handle.
+        self.random_volume_id_prefix = secrets.token_hex(16)
+        self._watch: _StorageWatch | None = None
+        self._counted: dict[str, _Counted] = {}
+
+    @property
+    def watch(self) -> _StorageWatch:
+        if self._watch is None:
+            self._watch = storage_watch(self.handle.informers)
+        return self._watch
+
+    # -- batching --------------------------------------------------------------------------------
+    def sign_pod(self, pod: Pod) -> tuple[tuple[SignFragment, ...], Status | None]:
+        """A pod with volumes that may count depends on the other pods' volumes: not signed. Any
+        other pod is skipped by PreFilter, so it signs nothing."""
+        if pod.volumes and any(counts_volumes(v) for v in pod.volumes):
+            return (), Status.unschedulable("pods with attachable volumes are not signable")
+        return (), None
+
+    # -- events ----------------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Any new CSINode may have room; a larger limit, a deleted pod or attachment with volumes may
+        # free some; a missing claim may appear.
+        return [
+            ClusterEventWithHint(ClusterEvent("CSINode", ActionType.ADD)),
+            ClusterEventWithHint(
+                ClusterEvent("CSINode", ActionType.UPDATE), self.is_schedulable_after_csi_node_updated
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.DELETE), self.is_schedulable_after_pod_deleted
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), self.is_schedulable_after_pvc_added
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("VolumeAttachment", ActionType.DELETE),
+                self.is_schedulable_after_volume_attachment_deleted,
+            ),
+        ]
+
+    def is_schedulable_after_pod_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when the deleted pod was on a node and had a volume that may count."""
+        if not isinstance(old, Pod):
+            return QueueingHint.QUEUE
+        if not old.volumes or not old.node_name:
+            return QueueingHint.QUEUE_SKIP
+        if any(counts_volumes(v) for v in old.volumes):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pvc_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when the new claim is one the pod's claim or ephemeral volumes name."""
+        if not isinstance(new, PersistentVolumeClaim):
+            return QueueingHint.QUEUE
+        if new.namespace != pod.namespace:
+            return QueueingHint.QUEUE_SKIP
+        for v in pod.volumes:
+            if v.source_kind in ("persistentVolumeClaim", "ephemeral") and v.claim_name == new.name:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_volume_attachment_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when the attachment was of the PV one of the pod's claims is bound to, or of an
+        inline volume of the CSI driver one of the pod's inline volumes migrates to."""
+        if not isinstance(old, VolumeAttachment):
+            return QueueingHint.QUEUE
+        claims = self.watch.claims if self.handle is not None else None
+        for v in pod.volumes:
+            if v.source_kind == "persistentVolumeClaim" and claims is not None and old.pv_name:
+                claim = claims.get(pod.namespace, v.claim_name)
+                if claim is not None and claim.volume_name == old.pv_name:
+                    return QueueingHint.QUEUE
+            driver = IN_TREE_CSI_DRIVERS.get(v.source_kind)
+            if driver is not None and old.inline_driver == driver:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_csi_node_updated(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when a driver's limit went up or away, or the migrated plugins changed."""
+        if not isinstance(old, CSINode) or not isinstance(new, CSINode):
+            return QueueingHint.QUEUE
+        if old.migrated_plugins != new.migrated_plugins:
+            return QueueingHint.QUEUE
+        for name, before in old.drivers.items():
+            if before.allocatable_count is None:
+                continue
+            after = new.drivers.get(name)
+            if after is None or after.allocatable_count is None:
+                return QueueingHint.QUEUE
+            if after.allocatable_count > before.allocatable_count:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    # -- PreFilter -------------------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if pod.volumes and any(counts_volumes(v) for v in pod.volumes):
+            return None, None
+        return None, Status(Code.SKIP)
+
+    # -- counting --------------------------------------------------------------------------------
+    def attachable_volumes(self, pod: Pod, migrated: frozenset[str], new_pod: bool, out: Volumes) -> None:
+        """Upstream ``filterAttachableVolumes``: add the pod's volumes that count to ``out``.
+        ``migrated`` are the in-tree plugins whose migration is on for the node. For the pod being
+        scheduled a missing claim raises :class:`ClaimNotFound`; for a pod already on the node it
+        does not count."""
+        watch = self.watch
+        for v in pod.volumes:
+            kind = v.source_kind
+            if kind not in ("persistentVolumeClaim", "ephemeral"):
+                self._inline(v, migrated, out)
+                continue
+            name = v.claim_name
+            if not name:
+                raise VolumeError("PersistentVolumeClaim had no name")
+            claim = watch.claims.get(pod.namespace, name)
+            if claim is None:
+                if new_pod:
+                    raise ClaimNotFound(
+                        f'looking up PVC {pod.namespace}/{name}: persistentvolumeclaim "{name}" not found'
+                    )
+                continue
+            if kind == "ephemeral":
+                owner = claim.controller_uid
+                if claim.namespace != pod.namespace or not owner or owner != pod.uid:
+                    raise VolumeError(
+                        f"PVC {claim.namespace}/{claim.name} was not created for pod "
+                        f"{pod.namespace}/{pod.name} (pod is not owner)"
+                    )
+            driver, handle = self._driver_info(claim, migrated)
+            if driver and handle:
+                out[unique_name(driver, handle)] = driver
+
+    def _inline(self, volume: PodVolume, migrated: frozenset[str], out: Volumes) -> None:
+        """Upstream ``checkAttachableInlineVolume``."""
+        kind = volume.source_kind
+        plugin = IN_TREE_PLUGIN_NAMES.get(kind)
+        if plugin is None or plugin not in migrated:
+            return
+        try:
+            handle = inline_volume_handle(kind, volume.source)
+        except TranslationError as exc:
+            raise VolumeError(f"converting volume({volume.name}) from inline to csi: {exc}") from None
+        driver = IN_TREE_CSI_DRIVERS[kind]
+        out[unique_name(driver, handle)] = driver
+
+    def _driver_info(self, claim: PersistentVolumeClaim, migrated: frozenset[str]) -> tuple[str, str]:
+        """Upstream ``getCSIDriverInfo``: the driver and handle of the claim's volume."""
+        if not claim.volume_name:
+            return self._driver_info_from_class(claim, migrated)
+        pv = self.watch.volumes.get(None, claim.volume_name)
+        if pv is None:
+            # Deleted, or the claim is pre-bound to a PV not created yet: count by class.
+            return self._driver_info_from_class(claim, migrated)
+        if pv.source_kind == "csi":
+            driver, handle = pv.source.get("driver"), pv.source.get("volumeHandle")
+            return (driver if isinstance(driver, str) else "", handle if isinstance(handle, str) else "")
+        plugin = IN_TREE_PLUGIN_NAMES.get(pv.source_kind)
+        if plugin is None or plugin not in migrated:
+            return "", ""
+        try:
+            return IN_TREE_CSI_DRIVERS[pv.source_kind], pv_volume_handle(pv)
+        except TranslationError:
+            return "", ""
+
+    def _driver_info_from_class(
+        self, claim: PersistentVolumeClaim, migrated: frozenset[str]
+    ) -> tuple[str, str]:
+        """Upstream ``getCSIDriverInfoFromSC``: the class's provisioner and a handle of the claim's own."""
+        class_name = claim.class_name
+        if not class_name:
+            # Immediate binding then, so the claim is bound before any pod using it is scheduled.
+            return "", ""
+        sc = self.watch.classes.get(None, class_name)
+        if sc is None:
+            return "", ""
+        handle = f"{self.random_volume_id_prefix}-{claim.namespace}/{claim.name}"
+        kind = kind_of_plugin(sc.provisioner)
+        if kind is not None:
+            if sc.provisioner not in migrated:
+                return "", ""
+            return IN_TREE_CSI_DRIVERS[kind], handle
+        return sc.provisioner, handle
+
+    def _node_volumes(self, name: str, info: NodeInfo, migrated: frozenset[str]) -> Volumes:
+        """What the pods of a node count (cached while its pods and the storage objects stay)."""
+        version = self.watch.version
+        counted = self._counted.get(name)
+        if (
+            counted is not None
+            and counted.migrated == migrated
+            and counted.version == version
+            and counted.uids == info.pods.keys()
+        ):
+            return counted.volumes
+        volumes: Volumes = {}
+        for p in info.pods.values():
+            if p.volumes:
+                self.attachable_volumes(p, migrated, False, volumes)
+        self._counted[name] = _Counted(frozenset(info.pods), migrated, version, volumes)
+        return volumes
+
+    def _attachments(self, node: str) -> Volumes:
+        """Upstream ``getNodeVolumeAttachmentInfo``: volumes of CSI PVs attached to the node."""
+        out: Volumes = {}
+        watch = self.watch
+        for va in watch.attachments.by_index(ATTACHMENT_NODE_INDEX, node):
+            if not va.attacher or not va.pv_name:
+                continue
+            pv = watch.volumes.get(None, va.pv_name)
+            if pv is None or pv.source_kind != "csi":
+                continue
+            handle = pv.source.get("volumeHandle")
+            out[unique_name(va.attacher, handle if isinstance(handle, str) else "")] = va.attacher
+        return out
+
+    # -- Filter ----------------------------------------------------------------------------------
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
+        capacity = table.capacity
+        if not pod.volumes:
+            return FilterResult.all_pass(capacity)
+        try:
+            # The pod's own claims are looked up whatever the node: a missing one fails everywhere.
+            self.attachable_volumes(pod, _NO_CSINODE, True, {})
+        except ClaimNotFound as exc:
+            return FilterResult.reject(np.ones(capacity, dtype=np.bool_), str(exc), unresolvable=True)
+        watch = self.watch
+        new_by_state: dict[frozenset[str], Volumes] = {}
+        for migrated in (ALWAYS_MIGRATED, _WITH_PORTWORX):
+            volumes: Volumes = {}
+            try:
+                self.attachable_volumes(pod, migrated, True, volumes)
+            except VolumeError:
+                # Upstream meets this error on the first node with a CSINode; without any, no node
+                # turns migration on and the volume is never translated.
+                if len(watch.csinodes):
+                    raise
+            new_by_state[migrated] = volumes
+        drivers = {d for volumes in new_by_state.values() for d in volumes.values()}
+        if not drivers:
+            return FilterResult.all_pass(capacity)
+        csinodes: dict[str, CSINode] = {}
+        for driver in drivers:
+            for csinode in watch.csinodes.by_index(LIMITED_DRIVERS_INDEX, driver):
+                csinodes[csinode.name] = csinode
+        if not csinodes:
+            return FilterResult.all_pass(capacity)
+        infos = self.handle.snapshot.node_infos
+        failing = np.zeros(capacity, dtype=np.bool_)
+        for name, csinode in csinodes.items():
+            slot = table.slot_of.get(name)
+            info = infos.get(name)
+            if slot is None or slot >= capacity or not table.valid[slot] or info is None:
+                continue
+            migrated = migrated_plugins(csinode)
+            if self._exceeds(name, info, csinode, migrated, dict(new_by_state[migrated])):
+                failing[slot] = True
+        if not failing.any():
+            return FilterResult.all_pass(capacity)
+        return FilterResult.reject(failing, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+
+    def _exceeds(
+        self, name: str, info: NodeInfo, csinode: CSINode, migrated: frozenset[str], new: Volumes
+    ) -> bool:
+        """Whether the node's limits are exceeded with the pod's new volumes ``new``."""
+        limits = {
+            d: c.allocatable_count for d, c in csinode.drivers.items() if c.allocatable_count is not None
+        }
+        if not new or not any(driver in limits for driver in new.values()):
+            return False
+        attached = self._node_volumes(name, info, migrated)
+        used: Counter[str] = Counter()
+        for volume, driver in attached.items():
+            # A volume the node's pods already use costs nothing more.
+            new.pop(volume, None)
+            used[driver] += 1
+        for volume, driver in self._attachments(name).items():
+            if volume not in attached:
+                used[driver] += 1
+        for driver, count in Counter(new.values()).items():
+            limit = limits.get(driver)
+            if limit is not None and used[driver] + count > limit:
+                return True
+        return False
