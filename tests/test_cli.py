@@ -494,3 +494,14 @@ def test_table_shows_every_status_without_markup_residue(capsys) -> None:
     assert rc == 0
     assert "Bound" in out
     assert "[]" not in out
+
+
+@pytest.mark.parametrize("name", ["csi-pvs", "migrated-in-tree-pvs"])
+def test_bench_volume_workloads_stop_each_node_at_its_csi_limit(name: str) -> None:
+    """scheduler_perf's nodes attach 39 EBS volumes each (CSINode): the 40th pod with a volume on a
+    node is refused by NodeVolumeLimits, whether its volume is CSI or migrated in-tree."""
+    from kubesched.bench.volumes import EBS_ATTACHABLE
+    from kubesched.bench.workloads import WORKLOADS
+
+    res = WORKLOADS[name](nodes=2, existing_pods=0, pods=100)
+    assert res.scheduled == 2 * EBS_ATTACHABLE
