@@ -22,6 +22,7 @@ from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.volumebinding import VolumeBinding
 
 IN_TREE: tuple[Any, ...] = (
     SchedulingGates,
@@ -32,6 +33,7 @@ IN_TREE: tuple[Any, ...] = (
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeBinding,
     PodTopologySpread,
     NodeResourcesBalancedAllocation,
     InterPodAffinity,

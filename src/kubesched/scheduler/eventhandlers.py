@@ -12,14 +12,20 @@ The handlers are functions of the scheduler, taken in as its methods by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.affinity_terms import AffinityTerm, parse_pod_affinity_terms
 from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.outcome import PodOutcome
-from kubesched.framework.types import ASSIGNED_POD, ActionType, ClusterEvent, QueuedPodInfo
+from kubesched.framework.types import (
+    ASSIGNED_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueuedPodInfo,
+)
 from kubesched.queue.scheduling_queue import pod_update_events
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -116,6 +122,43 @@ def on_pod(sched: Scheduler, change: Change[Pod]) -> None:
         )
     elif change.old is not None and _spec_or_labels_changed(change.old, change.obj):
         sched.queue.update(pod, change.old_view)
+
+
+#: Kinds besides Node and Pod a plugin may register events for (the volume plugins'): the scheduler
+#: follows those some plugin of a profile registered, as upstream's ``addAllEventHandlers``.
+FOLLOWED_KINDS = (
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+)
+
+
+def registered_kinds(profile_events: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]]) -> list[str]:
+    """The :data:`FOLLOWED_KINDS` some plugin of some profile registered an event for."""
+    wanted = {
+        reg.event.resource
+        for events in profile_events.values()
+        for registrations in events.values()
+        for reg in registrations
+    }
+    return [kind for kind in FOLLOWED_KINDS if kind in wanted]
+
+
+def on_cluster_object(sched: Scheduler, change: Change[Any]) -> None:
+    """A change of a followed kind moves the pods whose rejecting plugins registered for it (their
+    hints decide with the object's views before and after)."""
+    sched._invalidate_batches()
+    if change.type == EventType.ADDED:
+        event, old, new = ClusterEvent(change.kind, ActionType.ADD), None, change.view
+    elif change.type == EventType.DELETED:
+        event, old, new = ClusterEvent(change.kind, ActionType.DELETE), change.view, None
+    else:
+        event, old, new = ClusterEvent(change.kind, ActionType.UPDATE), change.old_view, change.view
+    sched.queue.move_all_to_active_or_backoff(event, old, new)
 
 
 def assigned_pod_updated(sched: Scheduler, old: Pod, pod: Pod) -> None:
