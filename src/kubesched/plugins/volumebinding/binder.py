@@ -211,7 +211,12 @@ class _Nodes:
         return mask
 
     def affinity_mask(self, pv: PersistentVolume) -> BoolArray:
-        """Where ``pv``'s node affinity holds, read as CSI on nodes that migrated its plugin."""
+        """Where ``pv``'s node affinity holds as written (how volumes are matched to claims)."""
+        return node_affinity_mask(self.table, pv.node_affinity)
+
+    def translated_affinity_mask(self, pv: PersistentVolume) -> BoolArray:
+        """Where a bound ``pv``'s node affinity holds, read as CSI on nodes that migrated its
+        plugin (upstream translates only the volumes of bound claims)."""
         mask = node_affinity_mask(self.table, pv.node_affinity)
         plugin = migrated_plugin(pv)
         if plugin is not None:
@@ -224,7 +229,7 @@ class _Nodes:
         """The slots a local volume (one term, one ``In`` requirement) is reachable from; None for
         any other affinity."""
         affinity = pv.node_affinity
-        if affinity is None or len(affinity.terms) != 1 or migrated_plugin(pv) is not None:
+        if affinity is None or len(affinity.terms) != 1:
             return None
         term = affinity.terms[0]
         if len(term.match_expressions) != 1:
@@ -456,7 +461,7 @@ class VolumeBinder:
             except NotFoundError:
                 culprits[ERR_REASON_PV_NOT_EXIST][alive] = claim_index(claim)
                 return
-            mask = nodes.affinity_mask(pv)
+            mask = nodes.translated_affinity_mask(pv)
             conflict = alive & ~mask
             if conflict.any():
                 culprits[ERR_REASON_NODE_CONFLICT][conflict] = claim_index(claim)
