@@ -99,15 +99,15 @@ def reference(
                 found_all = True
                 bindings: list[tuple[str, str]] = []
                 for claim in sorted(to_match, key=lambda c: c.request):
-                    pv = match_one(
+                    matched = match_one(
                         claim, claims.unbound_volumes_delay_binding.get(claim.class_name, []), node, chosen
                     )
-                    if pv is None:
+                    if matched is None:
                         to_provision.append(claim)
                         found_all = False
                         continue
-                    chosen[pv.name] = pv
-                    bindings.append((claim.name, pv.name))
+                    chosen[matched.name] = matched
+                    bindings.append((claim.name, matched.name))
                 unbound_ok = found_all
                 static = bindings or None
             if to_provision:
