@@ -5,6 +5,7 @@ and Score. ``Test_PreBindPreFlight`` has no counterpart: kubesched's framework h
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.storage import BINDING_IMMEDIATE, BINDING_WAIT_FOR_FIRST_CONSUMER
+from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.plugin_args import UtilizationShapePoint, VolumeBindingArgs
 from kubesched.framework.status import Code
@@ -467,3 +469,72 @@ def test_volume_binding(case: Case) -> None:
     assert pre_score is None
     assert case.scores is not None
     assert plugin.score_nodes(state, case.pod, table, slots).tolist() == case.scores
+
+
+# -- Reserve / Unreserve through the assume caches --------------------------------------------------
+
+
+def _two_claims_one_volume() -> tuple[VolumeBinding, Any, Pod, Pod]:
+    case = Case(
+        "one volume",
+        make_pod("pod-a").with_pvc_volume("pvc-a").pod,
+        [node("node-a")],
+        [make_pvc("pvc-a", WAIT_SC).obj, make_pvc("pvc-b", WAIT_SC).obj],
+        [local_pv("pv-a", WAIT_SC, "1Gi", "node-a")],
+    )
+    plugin, snapshot, _ = build(case)
+    return plugin, snapshot, case.pod, make_pod("pod-b").with_pvc_volume("pvc-b").pod
+
+
+def _filter(plugin: VolumeBinding, pod: Pod, snapshot: Any, state: CycleState) -> dict[str, Any]:
+    _, status = plugin.pre_filter(state, pod, snapshot)
+    assert status is None
+    return node_statuses(plugin.filter_nodes(state, pod, snapshot.table), snapshot)
+
+
+def test_a_reserved_volume_is_not_offered_to_the_next_pod() -> None:
+    plugin, snapshot, first, second = _two_claims_one_volume()
+    state_a = CycleState()
+    assert _filter(plugin, first, snapshot, state_a) == {"node-a": None}
+    assert plugin.reserve(state_a, first, "node-a") is None
+    # The second pod's cycle sees pv-a pre-bound to pvc-a in the cache.
+    state_b = CycleState()
+    got = _filter(plugin, second, snapshot, state_b)["node-a"]
+    assert got is not None and got.reasons == [ERR_REASON_BIND_CONFLICT]
+    # Unreserve gives it back.
+    plugin.unreserve(state_a, first, "node-a")
+    assert _filter(plugin, second, snapshot, CycleState()) == {"node-a": None}
+
+
+def test_pre_bind_writes_the_reserved_volume_and_fails_when_nobody_binds_it() -> None:
+    plugin, snapshot, first, _ = _two_claims_one_volume()
+    state = CycleState()
+    _filter(plugin, first, snapshot, state)
+    assert plugin.reserve(state, first, "node-a") is None
+    assert plugin.handle is not None
+    store = plugin.handle.informers.store
+    plugin.handle.informers.informer("Pod")  # the pod must exist while its volumes are bound
+    store.create(copy.deepcopy(dict(first.raw)))
+    plugin.handle.informers.pump()
+    status = plugin.pre_bind(state, first, "node-a")
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == "binding volumes: context deadline exceeded"
+    written = store.get("PersistentVolume", None, "pv-a")
+    assert written is not None and written["spec"]["claimRef"]["name"] == "pvc-a"
+
+
+def test_pods_with_claims_are_not_batched() -> None:
+    plugin = VolumeBinding()
+    assert plugin.sign_pod(make_pod("plain").with_empty_dir_volume().pod) == ((), None)
+    _, status = plugin.sign_pod(make_pod("stateful").with_pvc_volume("data").pod)
+    assert status is not None and not status.ok
+
+
+def test_shape_needs_the_storage_capacity_scoring_gate() -> None:
+    handle = store_handle(MemoryStore())
+    args = VolumeBindingArgs(shape=DEFAULT_SHAPE)
+    with pytest.raises(InputError, match="turn on the feature gate StorageCapacityScoring"):
+        VolumeBinding(args, handle)
+    handle.feature_gates = {"StorageCapacityScoring": True}
+    assert VolumeBinding(args, handle).scorer is not None
+    assert VolumeBinding(VolumeBindingArgs(), handle).scorer is not None  # the default shape
