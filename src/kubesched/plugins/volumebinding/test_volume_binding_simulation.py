@@ -264,3 +264,26 @@ def test_explain_names_the_claim_behind_a_rejection() -> None:
     assert got.explain["filter"]["n2"]["VolumeBinding"] == (
         'node(s) had volume node affinity conflict (persistentvolumeclaim "default/data")'
     )
+
+
+def test_a_pod_waiting_for_its_claim_is_scheduled_once_the_claim_appears() -> None:
+    sim = simulation(LOCAL, *NODES[:1], local_pv("pv-n1", "n1"), pod("web", "data"))
+    FakeVolumeController(sim)
+    got = outcomes(sim)["web"]
+    assert got.status == "Unschedulable"
+    assert got.message.startswith('0/1 nodes are available: persistentvolumeclaim "data" not found.')
+    # The claim's creation is a PersistentVolumeClaim/Add VolumeBinding registered for, with a hint
+    # that answers Queue for a claim the pod names.
+    sim.store.create(claim("data"))
+    got = outcomes(sim)["web"]
+    assert (got.status, got.node) == ("Scheduled", "n1")
+    assert bound_volume(sim, "data") == "pv-n1"
+
+
+def test_an_unrelated_claim_does_not_wake_the_pod() -> None:
+    sim = simulation(LOCAL, *NODES[:1], pod("web", "data"))
+    first = outcomes(sim)["web"]
+    sim.store.create(claim("other"))
+    again = outcomes(sim)["web"]
+    assert again.status == "Unschedulable"
+    assert again.attempts == first.attempts
