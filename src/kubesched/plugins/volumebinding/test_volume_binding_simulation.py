@@ -13,7 +13,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from kubesched.api.storage import BIND_COMPLETED_ANNOTATION, SELECTED_NODE_ANNOTATION
+from kubesched.errors import InputError
+from kubesched.framework.config import config_from_dict
 from kubesched.framework.outcome import PodOutcome
 from kubesched.plugins import default_registry
 from kubesched.plugins.volumebinding.test_utils import (
@@ -287,3 +291,32 @@ def test_an_unrelated_claim_does_not_wake_the_pod() -> None:
     again = outcomes(sim)["web"]
     assert again.status == "Unschedulable"
     assert again.attempts == first.attempts
+
+
+def _config(args: dict[str, Any], gates: dict[str, bool] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"pluginConfig": [{"name": "VolumeBinding", "args": args}]}],
+    }
+    if gates is not None:
+        doc["featureGates"] = gates
+    return doc
+
+
+def test_volume_binding_args_from_the_configuration() -> None:
+    registry = default_registry()
+    config = config_from_dict(_config({"bindTimeoutSeconds": 30}), registry)
+    sim = Simulation(config, registry)
+    # (The plugin's class is not compared: this module's import mode loads the package again.)
+    plugin: Any = sim.scheduler.profiles["default-scheduler"].plugins["VolumeBinding"]
+    assert plugin.binder is not None and plugin.binder.bind_timeout == 30
+    assert plugin.scorer is None  # StorageCapacityScoring is off by default in v1.35
+    shaped = _config({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]})
+    with pytest.raises(InputError, match="turn on the feature gate StorageCapacityScoring"):
+        Simulation(config_from_dict(shaped, registry), registry)
+    gated = config_from_dict({**shaped, "featureGates": {"StorageCapacityScoring": True}}, registry)
+    plugin = Simulation(gated, registry).scheduler.profiles["default-scheduler"].plugins["VolumeBinding"]
+    assert plugin.scorer is not None
+    with pytest.raises(InputError, match="bindTimeoutSeconds"):
+        config_from_dict(_config({"bindTimeoutSeconds": -1}), registry)
