@@ -360,7 +360,9 @@ def _filter_result(outcome: VolumeOutcome, capacity: int) -> FilterResult:
     upstream's order, each split by the claim it is about so that explain can name it."""
     failures: list[NodeFailure] = []
     for reason in REASONS:
-        culprit = outcome.culprits[reason]
+        culprit = outcome.culprits.get(reason)
+        if culprit is None:
+            continue
         hit = culprit >= 0
         if not hit.any():
             continue

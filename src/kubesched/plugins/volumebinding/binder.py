@@ -214,15 +214,18 @@ class _Nodes:
         """Where ``pv``'s node affinity holds as written (how volumes are matched to claims)."""
         return node_affinity_mask(self.table, pv.node_affinity)
 
-    def translated_affinity_mask(self, pv: PersistentVolume) -> BoolArray:
+    def translated_affinity_mask(self, pv: PersistentVolume) -> BoolArray | None:
         """Where a bound ``pv``'s node affinity holds, read as CSI on nodes that migrated its
-        plugin (upstream translates only the volumes of bound claims)."""
-        mask = node_affinity_mask(self.table, pv.node_affinity)
+        plugin (upstream translates only the volumes of bound claims); None when that is every
+        node."""
+        affinity = pv.node_affinity
         plugin = migrated_plugin(pv)
-        if plugin is not None:
-            translated = translated_node_affinity(pv)
-            if translated != pv.node_affinity:
-                mask = np.where(self.migrated(plugin), node_affinity_mask(self.table, translated), mask)
+        translated = translated_node_affinity(pv) if plugin is not None else affinity
+        if affinity is None and translated is None:
+            return None
+        mask = node_affinity_mask(self.table, affinity)
+        if plugin is not None and translated != affinity:
+            mask = np.where(self.migrated(plugin), node_affinity_mask(self.table, translated), mask)
         return mask
 
     def affinity_slots(self, pv: PersistentVolume) -> IntArray | None:
@@ -238,6 +241,19 @@ class _Nodes:
         if req.operator != "In":
             return None
         return self.slots_with(req.key, req.values)
+
+
+class _Culprits(dict[str, IntArray]):
+    """Per reason, per slot, the index of the claim it is about (-1: the reason does not apply);
+    a reason's array is made when first asked for (most pods fit everywhere)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = capacity
+
+    def __missing__(self, reason: str) -> IntArray:
+        array = self[reason] = np.full(self.capacity, -1, dtype=np.int64)
+        return array
 
 
 @dataclass(slots=True)
@@ -266,7 +282,8 @@ class VolumeOutcome:
     """Upstream ``FindPodVolumes`` for every slot of one table."""
 
     slot_of: Mapping[str, int]
-    #: Per reason, per slot, the index of the claim it is about (-1: the reason does not apply).
+    #: Per reason that applies anywhere, per slot, the index of the claim it is about (-1: the
+    #: reason does not apply there).
     culprits: dict[str, IntArray]
     claims: list[PersistentVolumeClaim]
     #: Slots where a claim's selected node is another node: nothing is matched or provisioned.
@@ -283,7 +300,7 @@ class VolumeOutcome:
         return out
 
     def reasons(self, slot: int) -> list[str]:
-        return [r for r in REASONS if self.culprits[r][slot] >= 0]
+        return [r for r in REASONS if r in self.culprits and self.culprits[r][slot] >= 0]
 
     def pod_volumes(self, slot: int) -> PodVolumes:
         """The node's ``PodVolumes`` as upstream's per-node ``FindPodVolumes`` returns them."""
@@ -378,9 +395,9 @@ class VolumeBinder:
         """Upstream ``FindPodVolumes`` for every slot of ``table`` (or ``candidates`` of them; the
         other slots get no answer). Raises :class:`BinderError` where upstream returns an error."""
         capacity = table.capacity
-        nodes = _Nodes(table, self.informers, table.valid.copy() if candidates is None else candidates)
+        nodes = _Nodes(table, self.informers, table.valid if candidates is None else candidates)
         all_claims: list[PersistentVolumeClaim] = []
-        culprits = {r: np.full(capacity, -1, dtype=np.int64) for r in REASONS}
+        culprits = _Culprits(capacity)
 
         indexes: dict[int, int] = {}
 
@@ -441,7 +458,8 @@ class VolumeBinder:
             self._check_volume_provisions(provisions, nodes, culprits, claim_index)
             decided = np.zeros(capacity, dtype=np.bool_)
             for reason in (ERR_REASON_BIND_CONFLICT, ERR_REASON_NOT_ENOUGH_SPACE):
-                decided |= needs_provisioning & (culprits[reason] >= 0)
+                if reason in culprits:
+                    decided |= needs_provisioning & (culprits[reason] >= 0)
             out.provisioning_ok = needs_provisioning & ~decided
         return out
 
@@ -462,6 +480,8 @@ class VolumeBinder:
                 culprits[ERR_REASON_PV_NOT_EXIST][alive] = claim_index(claim)
                 return
             mask = nodes.translated_affinity_mask(pv)
+            if mask is None:
+                continue  # reachable from every node
             conflict = alive & ~mask
             if conflict.any():
                 culprits[ERR_REASON_NODE_CONFLICT][conflict] = claim_index(claim)
