@@ -7,12 +7,13 @@ API server kubesched serves or a real cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubesched.cache.cache import Snapshot
+from kubesched.framework.config.defaults import FEATURE_GATE_DEFAULTS
 from kubesched.framework.waiting_pods import WaitingPods
 from kubesched.store.informers import InformerFactory
 from kubesched.store.ports import Ports
@@ -42,3 +43,9 @@ class Handle:
     #: scheduler sets it: on a virtual clock the informers are pumped until nothing changes, on the
     #: wall clock it polls, pumping the informers itself when it runs on the driver's thread.
     wait_for_cluster: ClusterWait = check_once
+    #: Feature gates set explicitly for the scheduler (the rest keep their defaults).
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+
+    def gate_enabled(self, name: str) -> bool:
+        """Whether a feature gate is on: as set for the scheduler, else its default."""
+        return self.feature_gates.get(name, FEATURE_GATE_DEFAULTS.get(name, False))

@@ -71,7 +71,16 @@ log = logging.getLogger(__name__)
 #: In-tree Filter plugins that read only NodeTable columns (resources, labels, taints, ports) —
 #: their verdict on a node with extra pods follows from adjusting that node's row.
 TABLE_ONLY_FILTERS = frozenset(
-    {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"}
+    {
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        # Its answer depends on the node's labels and on volumes, never on the pods on the node.
+        "VolumeBinding",
+    }
 )
 
 #: What a plugin without ``events_to_register`` is registered for: any change to anything.
@@ -781,6 +790,6 @@ def _overlay_result(
     if base is None or other is None:
         return base if other is None else other
     keep = ~rows
-    failures = [NodeFailure(f.reason, f.nodes & keep, f.unresolvable) for f in base.failures]
-    failures += [NodeFailure(f.reason, f.nodes & rows, f.unresolvable) for f in other.failures]
+    failures = [NodeFailure(f.reason, f.nodes & keep, f.unresolvable, f.detail) for f in base.failures]
+    failures += [NodeFailure(f.reason, f.nodes & rows, f.unresolvable, f.detail) for f in other.failures]
     return FilterResult(np.where(rows, other.passed, base.passed), [f for f in failures if f.nodes.any()])

@@ -148,6 +148,9 @@ class NodeFailure:
     reason: str
     nodes: BoolArray
     unresolvable: bool = False
+    #: What the reason is about, for explain only (the claim a volume reason comes from); the
+    #: reason alone is what messages and the histogram show, as upstream.
+    detail: str = ""
 
 
 @dataclass(slots=True)
@@ -172,6 +175,10 @@ class FilterResult:
 
     def reasons_for(self, slot: int) -> list[str]:
         return [f.reason for f in self.failures if f.nodes[slot]]
+
+    def explained_reasons_for(self, slot: int) -> list[str]:
+        """:meth:`reasons_for`, each with its detail when it has one."""
+        return [f"{f.reason} ({f.detail})" if f.detail else f.reason for f in self.failures if f.nodes[slot]]
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
 from kubesched.plugins.volumezone import VolumeZone
 
@@ -37,6 +38,7 @@ IN_TREE: tuple[Any, ...] = (
     NodeResourcesFit,
     VolumeRestrictions,
     NodeVolumeLimits,
+    VolumeBinding,
     VolumeZone,
     PodTopologySpread,
     NodeResourcesBalancedAllocation,

@@ -68,6 +68,8 @@ def add_resource_handlers(sched: Scheduler, events: Iterable[ClusterEvent]) -> N
     for kind in followed_kinds(events):
 
         def on_change(change: Change[Any], kind: str = kind) -> None:
+            # Plugins may sign pods by what such objects say; a stored batch no longer holds.
+            sched._invalidate_batches()
             event = ClusterEvent(kind, _ACTIONS[change.type])
             old = change.old_view if change.type != EventType.DELETED else change.view
             new = change.view if change.type != EventType.DELETED else None

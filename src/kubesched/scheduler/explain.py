@@ -80,7 +80,7 @@ class ExplainRecorder:
                 if res is None:
                     continue
                 if first_fail == i:
-                    plugins[name] = ", ".join(res.reasons_for(slot)) or "rejected"
+                    plugins[name] = ", ".join(res.explained_reasons_for(slot)) or "rejected"
                     break
                 plugins[name] = PASSED
             out[node] = plugins

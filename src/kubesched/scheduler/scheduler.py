@@ -85,19 +85,28 @@ class Scheduler:
         self.feed = feed if feed is not None else CacheFeed(informers)
         self.cache = self.feed.cache
         self.snapshot = Snapshot()
-        self.handle = Handle(informers, ports, self.snapshot, now, self.rng, config.parallelism)
+        self.handle = Handle(
+            informers,
+            ports,
+            self.snapshot,
+            now,
+            self.rng,
+            config.parallelism,
+            feature_gates=config.feature_gates,
+        )
         # Every profile filters with the same nominated pods (upstream: one nominator per scheduler).
         nominator = Nominator()
         self.profiles: dict[str, Framework] = {
             p.scheduler_name: Framework(p, registry, self.handle, nominator) for p in config.profiles
         }
         first = next(iter(self.profiles.values()))
+        profile_events = {name: fwk.events_to_register() for name, fwk in self.profiles.items()}
         self.queue = SchedulingQueue(
             first.queue_sort_key(),
             now,
             pre_enqueue=self._pre_enqueue,
-            plugin_events=first.events_to_register(),
-            profile_events={name: fwk.events_to_register() for name, fwk in self.profiles.items()},
+            plugin_events=profile_events[first.profile_name],
+            profile_events=profile_events,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             nominator=nominator,

@@ -45,6 +45,8 @@ DEFAULT_MULTI_POINT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = (
 FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
     # Beta and on by default since v1.35 (KEP-5598).
     "OpportunisticBatching": True,
+    # Alpha (off) from v1.33 until v1.36 (KEP-4049): VolumeBinding's storage capacity score.
+    "StorageCapacityScoring": False,
 }
 
 
