@@ -609,7 +609,8 @@ class PersistentVolumeController:
         )
         obj = copy.deepcopy(dict(claim.raw))
         obj.setdefault("spec", {})["storageClassName"] = newest.name
-        self._write_claim(obj)
+        # Not into the cache: the claim's event then syncs it again, now with its class.
+        self.store.update(obj)
         return True
 
     def _classes(self) -> list[StorageClass]:
