@@ -255,6 +255,7 @@ class PersistentVolumeController:
         self._due_claims: dict[ClaimKey, None] = {}
         self._syncing = False
         self._pods = informers.informer("Pod")
+        self._pods.add_handler(self._on_pod, replay=False)
         informers.informer("StorageClass").add_handler(self._on_class)
         informers.informer("PersistentVolume").add_handler(self._on_volume)
         informers.informer("PersistentVolumeClaim").add_handler(self._on_claim)
@@ -295,6 +296,30 @@ class PersistentVolumeController:
         name = str((change.obj.get("metadata") or {}).get("name"))
         for key, claim in self._claims.items():
             if claim.class_name == name and BIND_COMPLETED_ANNOTATION not in claim.annotations:
+                self._due_claims[key] = None
+        self._maybe_sync()
+
+    def _on_pod(self, change: Change[Any]) -> None:
+        # Upstream's periodic resync tells a claim waiting for its first consumer about the pods
+        # that came to use it; here a new pod that names claims does.
+        if change.type != EventType.ADDED:
+            return
+        spec = change.obj.get("spec") or {}
+        volumes = spec.get("volumes")
+        if not volumes or spec.get("nodeName") or not isinstance(volumes, list):
+            return
+        namespace = str((change.obj.get("metadata") or {}).get("namespace") or "default")
+        for volume in volumes:
+            source = volume.get("persistentVolumeClaim") if isinstance(volume, Mapping) else None
+            if not isinstance(source, Mapping):
+                continue
+            key = (namespace, str(source.get("claimName")))
+            claim = self._claims.get(key)
+            if (
+                claim is not None
+                and not claim.volume_name
+                and SELECTED_NODE_ANNOTATION not in claim.annotations
+            ):
                 self._due_claims[key] = None
         self._maybe_sync()
 

@@ -25,6 +25,9 @@ from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
+from kubesched.controllers.persistentvolume import PersistentVolumeController
+from kubesched.controllers.provisioner import Provisioner
+from kubesched.controllers.statefulset import create_missing_claims, ordinal_of
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.outcome import PENDING, PodOutcome
@@ -87,6 +90,7 @@ class Simulation:
         metrics: MetricsRecorder | None = None,
         batch_conf: BatchConf | None = None,
         schedule_period: float | None = None,
+        volume_controllers: bool = True,
     ) -> None:
         self.clock = SimulatedClock()
         self.store = MemoryStore(now=self.clock.now, uid_seed=0)
@@ -112,6 +116,14 @@ class Simulation:
         self._timeline: list[tuple[float, int, str, dict[str, Any]]] = []
         self._timeline_seq = itertools.count()
         self.informers.informer("Pod").add_handler(self._on_pod, replay=False)
+        # The cluster's half of volume binding: kube-controller-manager's PersistentVolume
+        # controller and an external provisioner. They work inside the informers' handlers, so a
+        # scheduler waiting in PreBind (which pumps the informers) sees its claims bound.
+        self.volume_controller: PersistentVolumeController | None = None
+        self.provisioner: Provisioner | None = None
+        if volume_controllers:
+            self.volume_controller = PersistentVolumeController(self.store, self.informers, synchronous=True)
+            self.provisioner = Provisioner(self.store, self.informers, synchronous=True)
         self.completed: list[PodOutcome] = []
         #: Pods bound in the input (``spec.nodeName``), by uid: what their kubelet made of them.
         self.pinned: dict[str, PodOutcome] = {}
@@ -154,6 +166,8 @@ class Simulation:
 
     def _create(self, obj: dict[str, Any]) -> None:
         """Create one object; a pod bound in the input is first admitted by its node's kubelet."""
+        if obj.get("kind") == "Pod":
+            self._create_template_claims(obj)
         spec = obj.get("spec") or {}
         node_name = spec.get("nodeName") if obj.get("kind") == "Pod" else None
         phase = (obj.get("status") or {}).get("phase")
@@ -194,6 +208,42 @@ class Simulation:
         created = self.store.create(obj)
         outcome.uid = str(created["metadata"]["uid"])
         self.pinned[outcome.uid] = outcome
+
+    def _create_template_claims(self, pod: dict[str, Any]) -> None:
+        """A StatefulSet's pod given in the input gets the claims of the set's volume claim
+        templates that its volumes name and that do not exist yet, as the StatefulSet controller
+        makes them before the pod."""
+        meta = pod.get("metadata") or {}
+        refs = meta.get("ownerReferences")
+        volumes = (pod.get("spec") or {}).get("volumes")
+        if not refs or not volumes or not isinstance(refs, list) or not isinstance(volumes, list):
+            return
+        owner = next(
+            (
+                r
+                for r in refs
+                if isinstance(r, dict) and r.get("kind") == "StatefulSet" and r.get("controller")
+            ),
+            None,
+        )
+        if owner is None:
+            return
+        namespace = meta.get("namespace") or "default"
+        sts = self.store.get("StatefulSet", namespace, str(owner.get("name")))
+        if sts is None:
+            return
+        ordinal = ordinal_of(str(owner.get("name")), str(meta.get("name")))
+        if ordinal < 0:
+            return
+        named = {
+            str((v.get("persistentVolumeClaim") or {}).get("claimName"))
+            for v in volumes
+            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
+        }
+        for error in create_missing_claims(
+            self.store, sts, ordinal, str(meta.get("name")), self._create, only=named
+        ):
+            self.warnings.append(f"pod {namespace}/{meta.get('name')}: {error}")
 
     def _known_outcome(self, uid: str) -> PodOutcome | None:
         outcome = self.scheduler.outcomes.get(uid)
