@@ -260,3 +260,14 @@ def test_without_volume_controllers_nothing_is_bound() -> None:
     sim.informers.pump()
     assert "status" not in _claims(sim)["ready"]
     assert sim.store.list("PersistentVolume") == []
+
+
+def test_malformed_templates_make_no_claims_and_no_traceback() -> None:
+    sim = Simulation()
+    sts = statefulset()
+    sts["spec"]["replicas"] = "three"
+    sts["spec"]["volumeClaimTemplates"] = [{"spec": {}}, "data", {"metadata": {"name": 7}}]
+    sts["spec"]["persistentVolumeClaimRetentionPolicy"] = "Delete"
+    _load(sim, node("n1", "a"), sts, member(0))
+    assert _claims(sim) == {}
+    sim.run()

@@ -48,11 +48,29 @@ def claim_name(template: str, set_name: str, ordinal: int) -> str:
 def retention_policy(sts: Obj) -> tuple[str, str]:
     """``(whenDeleted, whenScaled)``; ``Retain`` for what the set leaves unset."""
     policy = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    if not isinstance(policy, Mapping):
+        return RETAIN, RETAIN
     return str(policy.get("whenDeleted") or RETAIN), str(policy.get("whenScaled") or RETAIN)
 
 
 def templates(sts: Obj) -> list[Mapping[str, Any]]:
-    return [t for t in (sts.get("spec") or {}).get("volumeClaimTemplates") or [] if isinstance(t, Mapping)]
+    """The set's claim templates that name a claim (what the API server's validation lets through)."""
+    raw = (sts.get("spec") or {}).get("volumeClaimTemplates")
+    if not isinstance(raw, list):
+        return []
+    return [
+        t
+        for t in raw
+        if isinstance(t, Mapping)
+        and isinstance(t.get("metadata"), Mapping)
+        and isinstance(t["metadata"].get("name"), str)
+        and isinstance(t.get("spec") or {}, Mapping)
+    ]
+
+
+def _replicas(sts: Obj) -> int:
+    replicas = (sts.get("spec") or {}).get("replicas", 1)
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
 
 
 def claims_for(sts: Obj, ordinal: int, pod: Obj | None = None) -> dict[str, dict[str, Any]]:
@@ -61,20 +79,23 @@ def claims_for(sts: Obj, ordinal: int, pod: Obj | None = None) -> dict[str, dict
     meta = sts.get("metadata") or {}
     set_name = str(meta.get("name"))
     selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if not isinstance(selector, Mapping):
+        selector = {}
     when_deleted, when_scaled = retention_policy(sts)
-    replicas = int((sts.get("spec") or {}).get("replicas", 1))
+    replicas = _replicas(sts)
     out: dict[str, dict[str, Any]] = {}
     for template in templates(sts):
-        tmeta = template.get("metadata") or {}
-        name = str(tmeta.get("name") or "")
+        tmeta = template["metadata"]
+        name = str(tmeta["name"])
         if not name:
             continue
+        labels = tmeta.get("labels")
         claim_meta: dict[str, Any] = {
             "name": claim_name(name, set_name, ordinal),
             "namespace": meta.get("namespace") or "default",
-            "labels": {**(tmeta.get("labels") or {}), **selector},
+            "labels": {**(labels if isinstance(labels, Mapping) else {}), **selector},
         }
-        if tmeta.get("annotations"):
+        if isinstance(tmeta.get("annotations"), Mapping) and tmeta["annotations"]:
             claim_meta["annotations"] = dict(tmeta["annotations"])
         owners: list[dict[str, Any]] = []
         if when_deleted == DELETE and (when_scaled != DELETE or ordinal < replicas):
