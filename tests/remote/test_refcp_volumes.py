@@ -218,6 +218,10 @@ def _settled(volumes: dict[str, Any], claims: dict[str, Any], phase: int) -> boo
     def claim_phase(name: str) -> str | None:
         return (claims[name].get("status") or {}).get("phase") if name in claims else None
 
+    if phase == 0:
+        return len(volumes) == len([o for o in OBJECTS if o["kind"] == "PersistentVolume"]) and all(
+            pv_phase(name) == "Available" for name in volumes
+        )
     if phase == 1:
         return (
             all(claim_phase(c) == "Bound" for c in ("c-free", "c-s", "c-pre", "c-want", *DELETED_CLAIMS))
@@ -305,8 +309,15 @@ class Served:
 
 
 def _play(cluster: Real | Served) -> None:
+    # Volumes first, until the controller has seen them all: a claim synced before its volume is
+    # known would take whatever else matches, and the comparison would compare a race.
     for obj in OBJECTS:
-        cluster.create(copy.deepcopy(obj))
+        if obj["kind"] != "PersistentVolumeClaim":
+            cluster.create(copy.deepcopy(obj))
+    cluster.settle(0)
+    for obj in OBJECTS:
+        if obj["kind"] == "PersistentVolumeClaim":
+            cluster.create(copy.deepcopy(obj))
     cluster.settle(1)
     volumes, claims = cluster.state()
     cluster.update(_prebind(volumes["pv-local2"], claims["c-sched"]))
@@ -405,7 +416,7 @@ def test_a_statefulset_with_local_volumes_through_run(
     placed = {"lv-0a": "node-0", "lv-0b": "node-0", "lv-1": "node-1", "lv-2": "node-2"}
     for name, node_name in placed.items():
         real.create(volume(name, "10Gi", "local-storage", node=node_name))
-    start_runner(refcp_cm)
+    start_runner(refcp_cm, port=0)  # no health port: other runs on this machine may hold the default
     template = {
         "metadata": {"labels": {"app": "db"}},
         "spec": {"containers": [{"name": "db", "image": "db", "resources": {"requests": {"cpu": "100m"}}}]},
