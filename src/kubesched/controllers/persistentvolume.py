@@ -358,13 +358,13 @@ class PersistentVolumeController:
                 if self._due_volumes:
                     name = next(iter(self._due_volumes))
                     del self._due_volumes[name]
-                    volume = self._volumes.get(name)
+                    volume = self._latest_volume(name)
                     if volume is not None:
                         self._guarded(self.sync_volume, volume)
                 elif self._due_claims:
                     key = next(iter(self._due_claims))
                     del self._due_claims[key]
-                    claim = self._claims.get(key)
+                    claim = self._latest_claim(*key)
                     if claim is not None:
                         self._guarded(self.sync_claim, claim)
                 else:
@@ -411,7 +411,7 @@ class PersistentVolumeController:
                 )
             self.update_claim_status(claim, CLAIM_PENDING, None)
             return
-        volume = self._volumes.get(claim.volume_name)
+        volume = self._latest_volume(claim.volume_name)
         if volume is None:
             # The claim asks for a volume that does not exist (yet): it waits.
             self.update_claim_status(claim, CLAIM_PENDING, None)
@@ -447,7 +447,7 @@ class PersistentVolumeController:
                 "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
             )
             return
-        volume = self._volumes.get(claim.volume_name)
+        volume = self._latest_volume(claim.volume_name)
         if volume is None:
             self._claim_lost(
                 claim, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!"
@@ -475,10 +475,7 @@ class PersistentVolumeController:
             # Unused, or pre-bound to a claim whose sync will finish the binding.
             self.update_volume_phase(volume, PV_AVAILABLE, "")
             return
-        claim = self._claims.get((ref.namespace, ref.name))
-        if claim is None and volume.phase not in (PV_RELEASED, PV_FAILED):
-            # The cache may lag behind a claim made just now: ask the store before releasing.
-            claim = self._claim_from_store(ref.namespace, ref.name)
+        claim = self._latest_claim(ref.namespace, ref.name)
         if claim is not None and claim.uid != ref.uid:
             # The claim the volume pointed to was deleted and another made under its name.
             claim = None
@@ -515,10 +512,32 @@ class PersistentVolumeController:
         else:
             self.unbind_volume(volume)
 
-    def _claim_from_store(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
+    def _latest_volume(self, name: str) -> PersistentVolume | None:
+        """The volume as the store holds it now. The informers may still be delivering older
+        versions (in the simulation the controller works inside their handlers); acting on one of
+        those would undo what a newer version says, as upstream's controller asks the API server
+        before it releases a volume."""
+        obj = self.store.get("PersistentVolume", None, name)
+        if obj is None:
+            return None
+        cached = self._volumes.get(name)
+        if cached is not None and cached.raw is obj:
+            return cached
+        try:
+            volume = PersistentVolume.from_dict(obj)
+        except InputError:
+            return None
+        self._store_volume(volume)
+        return volume
+
+    def _latest_claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
+        """The claim as the store holds it now (see :meth:`_latest_volume`)."""
         obj = self.store.get("PersistentVolumeClaim", namespace, name)
         if obj is None:
             return None
+        cached = self._claims.get((namespace, name))
+        if cached is not None and cached.raw is obj:
+            return cached
         try:
             claim = PersistentVolumeClaim.from_dict(obj)
         except InputError:
