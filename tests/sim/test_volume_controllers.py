@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.manifests import LoadResult, ManifestObject
-from kubesched.api.storage import BOUND_BY_CONTROLLER_ANNOTATION, SELECTED_NODE_ANNOTATION
+from kubesched.api.storage import (
+    BIND_COMPLETED_ANNOTATION,
+    BOUND_BY_CONTROLLER_ANNOTATION,
+    SELECTED_NODE_ANNOTATION,
+)
 from kubesched.sim.simulation import Simulation
 
 ZONE = "topology.kubernetes.io/zone"
@@ -271,3 +275,39 @@ def test_malformed_templates_make_no_claims_and_no_traceback() -> None:
     _load(sim, node("n1", "a"), sts, member(0))
     assert _claims(sim) == {}
     sim.run()
+
+
+def test_a_clusters_dump_of_a_bound_claim_stays_bound() -> None:
+    sim = Simulation()
+    pv = local_volume("pv-n1", "n1")
+    pv["spec"]["claimRef"] = {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": "default",
+        "name": "data",
+        "uid": "1f0a3c4e-0000-4000-8000-00000000d474",
+    }
+    pv["metadata"]["annotations"] = {BOUND_BY_CONTROLLER_ANNOTATION: "yes"}
+    pv["status"] = {"phase": "Bound"}
+    bound = claim("data", "local")
+    bound["metadata"]["uid"] = "1f0a3c4e-0000-4000-8000-00000000d474"
+    bound["metadata"]["annotations"] = {
+        BIND_COMPLETED_ANNOTATION: "yes",
+        BOUND_BY_CONTROLLER_ANNOTATION: "yes",
+    }
+    bound["spec"]["volumeName"] = "pv-n1"
+    bound["status"] = {"phase": "Bound"}
+    _load(
+        sim,
+        node("n1", "a"),
+        storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer"),
+        pv,
+        bound,
+    )
+    sim.run()
+    got = _claims(sim)["data"]
+    volume = sim.store.get("PersistentVolume", None, "pv-n1")
+    # Every object got a new uid; the volume's reference followed its claim's.
+    assert volume["spec"]["claimRef"]["uid"] == got["metadata"]["uid"] != bound["metadata"]["uid"]
+    assert (got["status"]["phase"], volume["status"]["phase"]) == ("Bound", "Bound")
+    assert [e["reason"] for e in sim.store.list("Event")] == []

@@ -119,6 +119,8 @@ class Simulation:
         # The cluster's half of volume binding: kube-controller-manager's PersistentVolume
         # controller and an external provisioner. They work inside the informers' handlers, so a
         # scheduler waiting in PreBind (which pumps the informers) sees its claims bound.
+        #: Claims created from the input: the uid the input gave → the uid they got.
+        self._claim_uids: dict[str, str] = {}
         self.volume_controller: PersistentVolumeController | None = None
         self.provisioner: Provisioner | None = None
         if volume_controllers:
@@ -161,8 +163,30 @@ class Simulation:
                         self._create(mo.obj)
                 except InputError as exc:
                     raise exc.located(file=mo.source, document=mo.document, obj=mo.ref) from None
+        self._relink_claim_refs()
         if self.batch is None and any(_is_batch_object(mo.kind, mo.obj) for mo in loaded.objects):
             self._start_batch()
+
+    def _relink_claim_refs(self) -> None:
+        """A volume bound in the input names its claim's uid there; the claim got a new one here.
+        The reference follows it, so that a cluster's dump reads bound, not as a volume whose claim
+        was deleted and replaced (which the PersistentVolume controller would release)."""
+        if not self._claim_uids:
+            return
+        for pv in self.store.list("PersistentVolume"):
+            ref = (pv.get("spec") or {}).get("claimRef")
+            if not isinstance(ref, dict):
+                continue
+            uid = self._claim_uids.get(str(ref.get("uid") or ""))
+            if uid is None:
+                continue
+            claim = self.store.get(
+                "PersistentVolumeClaim", str(ref.get("namespace") or "default"), str(ref.get("name"))
+            )
+            if claim is None or claim["metadata"]["uid"] != uid:
+                continue
+            self.store.update({**pv, "spec": {**pv["spec"], "claimRef": {**ref, "uid": uid}}})
+        self._claim_uids.clear()
 
     def _create(self, obj: dict[str, Any]) -> None:
         """Create one object; a pod bound in the input is first admitted by its node's kubelet."""
@@ -172,9 +196,12 @@ class Simulation:
         node_name = spec.get("nodeName") if obj.get("kind") == "Pod" else None
         phase = (obj.get("status") or {}).get("phase")
         if not node_name or phase in ("Succeeded", "Failed"):
+            given_uid = (obj.get("metadata") or {}).get("uid")
             obj = dict(obj)
             admit(self.store, obj)
-            self.store.create(obj)
+            created = self.store.create(obj)
+            if obj.get("kind") == "PersistentVolumeClaim" and isinstance(given_uid, str) and given_uid:
+                self._claim_uids[given_uid] = str(created["metadata"]["uid"])
             return
         pod = Pod.from_dict({**obj, "metadata": {**(obj.get("metadata") or {}), "uid": ""}})
         node_obj = self.store.get("Node", None, str(node_name))
