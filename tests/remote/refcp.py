@@ -3,12 +3,16 @@ check the remote layer against the API it imitates. Tests using it skip when ref
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import shlex
+import ssl
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -47,15 +51,20 @@ def volcano_crd(plural: str, kind: str, scope: str) -> dict[str, Any]:
 
 
 class RefCluster:
-    """etcd + kube-apiserver on free ports, with state under ``root`` (the binaries are shared)."""
+    """etcd + kube-apiserver on free ports, with state under ``root`` (the binaries are shared);
+    ``args`` go to start.sh (``--controller-manager``: the real controllers run too)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, args: tuple[str, ...] = ()) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         (root / "bin").symlink_to(BUILT / "bin")
         self.env = {**os.environ, "REF_DIR": str(root), "REF_PORTS": "auto"}
         subprocess.run(
-            ["bash", str(REFCP / "start.sh")], check=True, env=self.env, capture_output=True, timeout=180
+            ["bash", str(REFCP / "start.sh"), *args],
+            check=True,
+            env=self.env,
+            capture_output=True,
+            timeout=180,
         )
         values: dict[str, str] = {}
         for line in (root / "env.sh").read_text().splitlines():
@@ -63,7 +72,25 @@ class RefCluster:
                 key, _, value = line[len("export ") :].partition("=")
                 values[key] = shlex.split(value)[0] if value else ""
         self.url = values["REF_API_URL"]
+        self.token = values["REF_TOKEN"]
+        self.ca = values["REF_CA"]
         self.kubeconfig = root / "kubeconfig"
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """One request as the admin: the status code and the decoded body."""
+        url = urlparse(self.url)
+        conn = http.client.HTTPSConnection(
+            url.hostname or "127.0.0.1",
+            url.port or 443,
+            context=ssl.create_default_context(cafile=self.ca),
+            timeout=30,
+        )
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+        conn.close()
+        return resp.status, json.loads(raw) if raw else None
 
     def stop(self) -> None:
         subprocess.run(

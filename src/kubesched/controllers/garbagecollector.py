@@ -11,10 +11,13 @@ from kubesched.store.base import ClusterStore, NotFound, Obj
 OWNED: dict[str, tuple[str, ...]] = {
     "Deployment": ("ReplicaSet",),
     "ReplicaSet": ("Pod",),
-    "StatefulSet": ("Pod",),
+    "StatefulSet": ("Pod", "PersistentVolumeClaim"),
     "Job": ("Pod",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
+    # A generic ephemeral volume's claim, or a StatefulSet member's claim under a whenScaled: Delete
+    # retention policy.
+    "Pod": ("PersistentVolumeClaim",),
 }
 
 

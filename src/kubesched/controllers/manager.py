@@ -1,5 +1,6 @@
-"""The controller manager (upstream ``kube-controller-manager``): builds the simulated kubelet and
-the controllers over one store and runs each one's due work on the server's event loop.
+"""The controller manager (upstream ``kube-controller-manager``): builds the simulated kubelet, the
+controllers and a simulated external volume provisioner over one store and runs each one's due
+work on the server's event loop.
 
 The controllers follow the store through one :class:`InformerFactory`, as every other client of
 the store does. Before each controller runs it is handed the changes made so far, so that what one
@@ -14,6 +15,8 @@ from kubesched.controllers.disruption import DisruptionController
 from kubesched.controllers.eventttl import EventTTLController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
+from kubesched.controllers.persistentvolume import PersistentVolumeController
+from kubesched.controllers.provisioner import Provisioner
 from kubesched.controllers.replicaset import ReplicaSetController
 from kubesched.controllers.statefulset import StatefulSetController
 from kubesched.store.informers import InformerFactory
@@ -34,6 +37,8 @@ class ControllerManager:
             StatefulSetController(store, self.informers),
             JobController(store, self.informers),
         ]
+        self.volumes = PersistentVolumeController(store, self.informers)
+        self.provisioner = Provisioner(store, self.informers)
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
         self._seen_rv = -1
@@ -50,6 +55,14 @@ class ControllerManager:
         for controller in self.workloads:
             self.informers.pump()
             controller.sync()
+        # A StatefulSet's new claims are bound (or handed to the provisioner, whose volumes are then
+        # bound) in the tick that made them.
+        self.informers.pump()
+        self.volumes.sync()
+        self.informers.pump()
+        self.provisioner.sync()
+        self.informers.pump()
+        self.volumes.sync()
         self.informers.pump()
         self.disruption.sync()
         self.event_ttl.sync()

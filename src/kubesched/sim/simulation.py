@@ -25,6 +25,9 @@ from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
 from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
+from kubesched.controllers.persistentvolume import PersistentVolumeController
+from kubesched.controllers.provisioner import Provisioner
+from kubesched.controllers.statefulset import create_missing_claims, ordinal_of
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.outcome import PENDING, PodOutcome
@@ -87,6 +90,7 @@ class Simulation:
         metrics: MetricsRecorder | None = None,
         batch_conf: BatchConf | None = None,
         schedule_period: float | None = None,
+        volume_controllers: bool = True,
     ) -> None:
         self.clock = SimulatedClock()
         self.store = MemoryStore(now=self.clock.now, uid_seed=0)
@@ -112,6 +116,16 @@ class Simulation:
         self._timeline: list[tuple[float, int, str, dict[str, Any]]] = []
         self._timeline_seq = itertools.count()
         self.informers.informer("Pod").add_handler(self._on_pod, replay=False)
+        # The cluster's half of volume binding: kube-controller-manager's PersistentVolume
+        # controller and an external provisioner. They work inside the informers' handlers, so a
+        # scheduler waiting in PreBind (which pumps the informers) sees its claims bound.
+        #: Claims created from the input: the uid the input gave → the uid they got.
+        self._claim_uids: dict[str, str] = {}
+        self.volume_controller: PersistentVolumeController | None = None
+        self.provisioner: Provisioner | None = None
+        if volume_controllers:
+            self.volume_controller = PersistentVolumeController(self.store, self.informers, synchronous=True)
+            self.provisioner = Provisioner(self.store, self.informers, synchronous=True)
         self.completed: list[PodOutcome] = []
         #: Pods bound in the input (``spec.nodeName``), by uid: what their kubelet made of them.
         self.pinned: dict[str, PodOutcome] = {}
@@ -149,18 +163,45 @@ class Simulation:
                         self._create(mo.obj)
                 except InputError as exc:
                     raise exc.located(file=mo.source, document=mo.document, obj=mo.ref) from None
+        self._relink_claim_refs()
         if self.batch is None and any(_is_batch_object(mo.kind, mo.obj) for mo in loaded.objects):
             self._start_batch()
 
+    def _relink_claim_refs(self) -> None:
+        """A volume bound in the input names its claim's uid there; the claim got a new one here.
+        The reference follows it, so that a cluster's dump reads bound, not as a volume whose claim
+        was deleted and replaced (which the PersistentVolume controller would release)."""
+        if not self._claim_uids:
+            return
+        for pv in self.store.list("PersistentVolume"):
+            ref = (pv.get("spec") or {}).get("claimRef")
+            if not isinstance(ref, dict):
+                continue
+            uid = self._claim_uids.get(str(ref.get("uid") or ""))
+            if uid is None:
+                continue
+            claim = self.store.get(
+                "PersistentVolumeClaim", str(ref.get("namespace") or "default"), str(ref.get("name"))
+            )
+            if claim is None or claim["metadata"]["uid"] != uid:
+                continue
+            self.store.update({**pv, "spec": {**pv["spec"], "claimRef": {**ref, "uid": uid}}})
+        self._claim_uids.clear()
+
     def _create(self, obj: dict[str, Any]) -> None:
         """Create one object; a pod bound in the input is first admitted by its node's kubelet."""
+        if obj.get("kind") == "Pod":
+            self._create_template_claims(obj)
         spec = obj.get("spec") or {}
         node_name = spec.get("nodeName") if obj.get("kind") == "Pod" else None
         phase = (obj.get("status") or {}).get("phase")
         if not node_name or phase in ("Succeeded", "Failed"):
+            given_uid = (obj.get("metadata") or {}).get("uid")
             obj = dict(obj)
             admit(self.store, obj)
-            self.store.create(obj)
+            created = self.store.create(obj)
+            if obj.get("kind") == "PersistentVolumeClaim" and isinstance(given_uid, str) and given_uid:
+                self._claim_uids[given_uid] = str(created["metadata"]["uid"])
             return
         pod = Pod.from_dict({**obj, "metadata": {**(obj.get("metadata") or {}), "uid": ""}})
         node_obj = self.store.get("Node", None, str(node_name))
@@ -194,6 +235,42 @@ class Simulation:
         created = self.store.create(obj)
         outcome.uid = str(created["metadata"]["uid"])
         self.pinned[outcome.uid] = outcome
+
+    def _create_template_claims(self, pod: dict[str, Any]) -> None:
+        """A StatefulSet's pod given in the input gets the claims of the set's volume claim
+        templates that its volumes name and that do not exist yet, as the StatefulSet controller
+        makes them before the pod."""
+        meta = pod.get("metadata") or {}
+        refs = meta.get("ownerReferences")
+        volumes = (pod.get("spec") or {}).get("volumes")
+        if not refs or not volumes or not isinstance(refs, list) or not isinstance(volumes, list):
+            return
+        owner = next(
+            (
+                r
+                for r in refs
+                if isinstance(r, dict) and r.get("kind") == "StatefulSet" and r.get("controller")
+            ),
+            None,
+        )
+        if owner is None:
+            return
+        namespace = meta.get("namespace") or "default"
+        sts = self.store.get("StatefulSet", namespace, str(owner.get("name")))
+        if sts is None:
+            return
+        ordinal = ordinal_of(str(owner.get("name")), str(meta.get("name")))
+        if ordinal < 0:
+            return
+        named = {
+            str((v.get("persistentVolumeClaim") or {}).get("claimName"))
+            for v in volumes
+            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
+        }
+        for error in create_missing_claims(
+            self.store, sts, ordinal, str(meta.get("name")), self._create, only=named
+        ):
+            self.warnings.append(f"pod {namespace}/{meta.get('name')}: {error}")
 
     def _known_outcome(self, uid: str) -> PodOutcome | None:
         outcome = self.scheduler.outcomes.get(uid)

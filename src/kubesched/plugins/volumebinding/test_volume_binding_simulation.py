@@ -2,15 +2,13 @@
 two pods never take one ReadWriteOnce volume, a claim to provision gets its selected node, and a
 binding the cluster never completes times out as upstream's does.
 
-:class:`FakeVolumeController` is a test fixture standing in for kube-controller-manager's PV
-controller and an external provisioner: it completes what VolumeBinding's PreBind starts.
+The simulation's own PersistentVolume controller and provisioner complete what VolumeBinding's
+PreBind starts, as kube-controller-manager and an external provisioner do on a cluster.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -29,66 +27,12 @@ from kubesched.plugins.volumebinding.test_utils import (
     storage_class,
 )
 from kubesched.sim.simulation import Simulation
-from kubesched.store.base import Conflict, EventType
-from kubesched.store.informers import Change
 
 HOSTNAME = "kubernetes.io/hostname"
 
 
-class FakeVolumeController:
-    """Test fixture: binds a claim once a PV names it in ``claimRef`` (the PV controller), and makes
-    a PV on the selected node for a claim annotated with one (a provisioner)."""
-
-    def __init__(self, sim: Simulation, *, provision: bool = True) -> None:
-        self.store = sim.store
-        self.provision = provision
-        sim.informers.informer("PersistentVolume").add_handler(self.on_volume, replay=False)
-        sim.informers.informer("PersistentVolumeClaim").add_handler(self.on_claim, replay=False)
-
-    def _bind_claim(self, claim: Mapping[str, Any], pv_name: str) -> None:
-        new = copy.deepcopy(dict(claim))
-        new["spec"]["volumeName"] = pv_name
-        new["metadata"].setdefault("annotations", {})[BIND_COMPLETED_ANNOTATION] = "yes"
-        new["status"] = {"phase": "Bound"}
-        # A newer version may have come meanwhile: its event brings us back.
-        with contextlib.suppress(Conflict):
-            self.store.update(new)
-
-    def on_volume(self, change: Change[Any]) -> None:
-        if change.type == EventType.DELETED:
-            return
-        ref = (change.obj.get("spec") or {}).get("claimRef")
-        if not ref:
-            return
-        claim = self.store.get("PersistentVolumeClaim", ref.get("namespace"), ref.get("name"))
-        if claim is not None and not (claim.get("spec") or {}).get("volumeName"):
-            self._bind_claim(claim, change.obj["metadata"]["name"])
-
-    def on_claim(self, change: Change[Any]) -> None:
-        claim = change.obj
-        if (
-            change.type == EventType.DELETED
-            or not self.provision
-            or (claim.get("spec") or {}).get("volumeName")
-        ):
-            return
-        node = ((claim.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE_ANNOTATION)
-        if not node:
-            return
-        name = f"pvc-{claim['metadata']['uid']}"
-        if self.store.get("PersistentVolume", None, name) is None:
-            pv = make_pv(name, claim["spec"]["storageClassName"]).with_capacity("10Gi").with_phase("Bound")
-            pv.with_node_affinity({HOSTNAME: [node]})
-            pv.obj["spec"]["claimRef"] = {
-                "namespace": claim["metadata"]["namespace"],
-                "name": claim["metadata"]["name"],
-                "uid": claim["metadata"]["uid"],
-            }
-            self.store.create(pv.obj)
-
-
-def simulation(*objs: Obj, explain: bool = False) -> Simulation:
-    sim = Simulation(registry=default_registry(), explain=explain)
+def simulation(*objs: Obj, explain: bool = False, volume_controllers: bool = True) -> Simulation:
+    sim = Simulation(registry=default_registry(), explain=explain, volume_controllers=volume_controllers)
     for obj in objs:
         sim.store.create(copy.deepcopy(obj))
     return sim
@@ -151,7 +95,6 @@ def test_pods_with_local_volumes_land_on_their_volumes_nodes() -> None:
         *(claim(f"data-{i}") for i in range(3)),
         *(pod(f"web-{i}", f"data-{i}") for i in range(3)),
     )
-    FakeVolumeController(sim)
     got = outcomes(sim)
     assert {name: (o.status, o.node) for name, o in got.items()} == {
         "web-0": ("Scheduled", "n3"),
@@ -169,7 +112,6 @@ def test_unbound_claims_take_distinct_volumes_on_the_pods_nodes() -> None:
         *(claim(f"data-{i}") for i in range(3)),
         *(pod(f"web-{i}", f"data-{i}") for i in range(3)),
     )
-    FakeVolumeController(sim)
     got = outcomes(sim)
     volumes = [bound_volume(sim, f"data-{i}") for i in range(3)]
     assert len(set(volumes)) == 3
@@ -192,7 +134,6 @@ def test_two_pods_never_share_a_read_write_once_volume() -> None:
         pod("first", "a"),
         pod("second", "b"),
     )
-    FakeVolumeController(sim)
     got = outcomes(sim)
     assert (got["first"].status, got["first"].node) == ("Scheduled", "n1")
     assert got["second"].status == "Unschedulable"
@@ -205,21 +146,20 @@ def test_two_pods_never_share_a_read_write_once_volume() -> None:
 
 
 def test_a_bound_claim_keeps_its_pod_on_the_volumes_node() -> None:
+    # Pre-bound both ways by its author: the PV controller binds them before the pod is tried.
     bound = claim("data")
     bound["spec"]["volumeName"] = "pv-n2"
-    bound["metadata"]["annotations"] = {BIND_COMPLETED_ANNOTATION: "yes"}
-    bound["status"] = {"phase": "Bound"}
     pv = local_pv("pv-n2", "n2")
     pv["spec"]["claimRef"] = {"namespace": "default", "name": "data"}
     sim = simulation(LOCAL, *NODES, pv, bound, pod("db", "data"), explain=True)
     got = outcomes(sim)
     assert (got["db"].status, got["db"].node) == ("Scheduled", "n2")
+    assert bound_volume(sim, "data") == "pv-n2"
 
 
 def test_a_claim_to_provision_gets_the_node_chosen() -> None:
     provisioned = storage_class("fast", "WaitForFirstConsumer", "example.com/csi")
     sim = simulation(provisioned, *NODES, claim("scratch", "fast"), pod("job", "scratch"))
-    FakeVolumeController(sim)
     got = outcomes(sim)
     assert got["job"].status == "Scheduled"
     claim_obj = sim.store.get("PersistentVolumeClaim", "default", "scratch")
@@ -230,7 +170,14 @@ def test_a_claim_to_provision_gets_the_node_chosen() -> None:
 
 def test_a_binding_nobody_completes_times_out_as_upstream() -> None:
     # No PV controller: the claim never becomes Bound.
-    sim = simulation(LOCAL, make_node("n1").obj, local_pv("only", "n1"), claim("a"), pod("first", "a"))
+    sim = simulation(
+        LOCAL,
+        make_node("n1").obj,
+        local_pv("only", "n1"),
+        claim("a"),
+        pod("first", "a"),
+        volume_controllers=False,
+    )
     got = outcomes(sim)
     assert got["first"].status != "Scheduled"
     assert (
@@ -272,7 +219,6 @@ def test_explain_names_the_claim_behind_a_rejection() -> None:
 
 def test_a_pod_waiting_for_its_claim_is_scheduled_once_the_claim_appears() -> None:
     sim = simulation(LOCAL, *NODES[:1], local_pv("pv-n1", "n1"), pod("web", "data"))
-    FakeVolumeController(sim)
     got = outcomes(sim)["web"]
     assert got.status == "Unschedulable"
     assert got.message.startswith('0/1 nodes are available: persistentvolumeclaim "data" not found.')
