@@ -122,6 +122,7 @@ def test_a_stateful_manifest_loads_and_is_simulated_without_warnings(tmp_path, c
     assert claim is not None and claim["spec"]["storageClassName"] == "local"
     assert sim.store.get("PersistentVolume", None, "local-n1") is not None
     assert sim.store.get("CSIStorageCapacity", "kube-system", "zone-a") is not None
+    sim.informers.pump()
     assert sim.informers.informer("PersistentVolumeClaim").get("data", "pgdata-db-0") is not None
 
     code = main(["simulate", path, "-o", "json"])

@@ -10,7 +10,7 @@ import yaml
 
 from kubesched.batch.conf_loader import batch_conf_from_dict, default_batch_conf
 from kubesched.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED
-from kubesched.plugins.testing_volumes import bound_claim, csinode_dict
+from kubesched.plugins.testing_volumes import bound_claim, create_all, csinode_dict
 from kubesched.plugins.volumezone import ERR_REASON_CONFLICT
 from kubesched.sim.simulation import Simulation, SimulationResult
 
@@ -76,8 +76,7 @@ ORDER = {"Node": 0, "CSINode": 1, "PersistentVolume": 2, "PersistentVolumeClaim"
 def simulate(objs: list[dict[str, Any]], conf: str | None = None) -> SimulationResult:
     bc = batch_conf_from_dict(yaml.safe_load(conf), "test.conf") if conf else default_batch_conf()
     sim = Simulation(seed=0, batch_conf=bc)
-    for obj in sorted(objs, key=lambda o: ORDER[o["kind"]]):
-        sim.store.create(obj)
+    create_all(sim.store, sorted(objs, key=lambda o: ORDER[o["kind"]]))
     return sim.run()
 
 

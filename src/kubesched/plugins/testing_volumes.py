@@ -6,6 +6,7 @@ This module is imported only by tests; it does not depend on pytest.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from kubesched.api.objects import Pod
 from kubesched.cache.cache import Snapshot
 from kubesched.framework.handle import Handle
 from kubesched.plugins.testing import pod_dict, store_handle
+from kubesched.store.base import ClusterStore
 from kubesched.store.memory import MemoryStore
 
 _uids = itertools.count(1)
@@ -109,11 +111,12 @@ def pv_dict(
     }
     if claim is not None:
         meta = claim["metadata"]
-        # No uid: a store may give the claim a new one when it is created.
+        # The claim's fixture uid: a store gives the claim a new one, which create_all follows.
         spec["claimRef"] = {
             "kind": "PersistentVolumeClaim",
             "namespace": meta["namespace"],
             "name": meta["name"],
+            "uid": meta["uid"],
         }
         obj["status"] = {"phase": "Bound"}
     return obj
@@ -194,3 +197,26 @@ def handle_with(objects: Iterable[Mapping[str, Any]], snapshot: Snapshot | None 
     handle = store_handle(store, snapshot)
     handle.informers.pump()
     return handle
+
+
+def create_all(store: ClusterStore, objs: Iterable[dict[str, Any]]) -> None:
+    """Create ``objs`` in ``store`` as a cluster holds them: the store gives every claim a uid of its
+    own, so a volume's ``claimRef`` naming a claim's fixture uid is pointed at the uid it got (else the
+    PersistentVolume controller would read the volume as bound to a claim since replaced). Claims are
+    created first, then the rest in order."""
+    objs = list(objs)
+    uids: dict[str, str] = {}
+    for obj in objs:
+        if obj.get("kind") == "PersistentVolumeClaim":
+            given = str((obj.get("metadata") or {}).get("uid") or "")
+            created = store.create(copy.deepcopy(obj))
+            if given:
+                uids[given] = str(created["metadata"]["uid"])
+    for obj in objs:
+        if obj.get("kind") == "PersistentVolumeClaim":
+            continue
+        obj = copy.deepcopy(obj)
+        ref = (obj.get("spec") or {}).get("claimRef") if obj.get("kind") == "PersistentVolume" else None
+        if isinstance(ref, dict) and ref.get("uid") in uids:
+            ref["uid"] = uids[ref["uid"]]
+        store.create(obj)

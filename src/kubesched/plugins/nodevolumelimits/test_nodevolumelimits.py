@@ -47,6 +47,7 @@ from kubesched.plugins.testing_volumes import (
     bound_claim,
     claim_dict,
     claim_volume,
+    create_all,
     csinode_dict,
     ephemeral_volume,
     handle_with,
@@ -844,8 +845,7 @@ def test_csi_limit_stops_a_nodes_pods_at_its_count() -> None:
         )
         sim.store.create(csinode_dict(n, {EBS: 2}))
     for i in range(5):
-        for obj in bound_claim(f"data-{i}", f"pv-{i}", csi=(EBS, f"vol-{i}")):
-            sim.store.create(obj)
+        create_all(sim.store, bound_claim(f"data-{i}", f"pv-{i}", csi=(EBS, f"vol-{i}")))
         sim.store.create(sim_pod(f"db-{i}", f"data-{i}"))
     result = sim.run()
     by_name = {o.name: o for o in result.outcomes}
@@ -874,8 +874,7 @@ def test_preemption_frees_a_volume_slot() -> None:
     )
     sim.store.create(csinode_dict("n1", {EBS: 1}))
     for i in range(2):
-        for obj in bound_claim(f"data-{i}", f"pv-{i}", csi=(EBS, f"vol-{i}")):
-            sim.store.create(obj)
+        create_all(sim.store, bound_claim(f"data-{i}", f"pv-{i}", csi=(EBS, f"vol-{i}")))
     low = sim_pod("low", "data-0")
     low["spec"]["priority"] = 0
     sim.store.create(low)

@@ -33,6 +33,7 @@ from kubesched.plugins.testing_volumes import (
     bound_claim,
     claim_dict,
     claim_volume,
+    create_all,
     handle_with,
     pod_with_volumes,
     volume,
@@ -422,8 +423,7 @@ def test_read_write_once_pod_claim_through_the_simulation() -> None:
     sim = Simulation(registry=default_registry())
     for n in ("n1", "n2"):
         sim.store.create(node_manifest(n))
-    for obj in bound_claim("data", "pv-data", access_modes=[READ_WRITE_ONCE_POD]):
-        sim.store.create(obj)
+    create_all(sim.store, bound_claim("data", "pv-data", access_modes=[READ_WRITE_ONCE_POD]))
     sim.store.create(sim_pod("first", claim_volume("data")))
     result = sim.run()
     assert [o.status for o in result.outcomes] == ["Scheduled"]
@@ -449,8 +449,7 @@ def test_missing_claim_waits_for_it_through_the_simulation() -> None:
     (outcome,) = result.outcomes
     assert outcome.status == "Unschedulable"
     assert 'persistentvolumeclaim "later" not found' in outcome.message
-    for obj in bound_claim("later", "pv-later"):
-        sim.store.create(obj)
+    create_all(sim.store, bound_claim("later", "pv-later"))
     result = sim.run()
     assert [(o.name, o.status) for o in result.outcomes] == [("web", "Scheduled")]
 
@@ -460,8 +459,7 @@ def test_preemption_takes_a_read_write_once_pod_claim() -> None:
     so the more important pod evicts it and runs."""
     sim = Simulation(registry=default_registry())
     sim.store.create(node_manifest("n1"))
-    for obj in bound_claim("data", "pv-data", access_modes=[READ_WRITE_ONCE_POD]):
-        sim.store.create(obj)
+    create_all(sim.store, bound_claim("data", "pv-data", access_modes=[READ_WRITE_ONCE_POD]))
     low = sim_pod("low", claim_volume("data"))
     low["spec"]["priority"] = 0
     sim.store.create(low)

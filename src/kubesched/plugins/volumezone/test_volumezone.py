@@ -36,6 +36,7 @@ from kubesched.plugins.testing_volumes import (
     bound_claim,
     claim_dict,
     claim_volume,
+    create_all,
     handle_with,
     pod_with_volumes,
     pv_dict,
@@ -452,8 +453,7 @@ def test_zonal_volumes_keep_pods_in_their_zone() -> None:
         sim.store.create(node_manifest(name, zone))
     zones = {"db-0": "zone-b", "db-1": "zone-c", "db-2": "zone-a", "db-3": "zone-b", "lost": "zone-x"}
     for name, zone in zones.items():
-        for obj in bound_claim(f"data-{name}", f"pv-{name}", labels={ZONE_LABEL: zone}):
-            sim.store.create(obj)
+        create_all(sim.store, bound_claim(f"data-{name}", f"pv-{name}", labels={ZONE_LABEL: zone}))
         sim.store.create(sim_pod(name, f"data-{name}"))
     result = sim.run()
     node_zone = {"a1": "zone-a", "a2": "zone-a", "b1": "zone-b", "c1": "zone-c"}
@@ -485,8 +485,7 @@ def test_enabled_at_filter_alone() -> None:
     sim = Simulation(config, registry)
     for name, zone in (("a1", "zone-a"), ("a2", "zone-a"), ("a3", "zone-a"), ("b1", "zone-b")):
         sim.store.create(node_manifest(name, zone))
-    for obj in bound_claim("data-db", "pv-db", labels={ZONE_LABEL: "zone-b"}):
-        sim.store.create(obj)
+    create_all(sim.store, bound_claim("data-db", "pv-db", labels={ZONE_LABEL: "zone-b"}))
     sim.store.create(sim_pod("db", "data-db"))
     plain = dict(pod_with_volumes("plain").raw)
     plain["metadata"] = {"name": "plain", "namespace": "default"}
