@@ -307,7 +307,7 @@ class PredicatesPlugin:
         # A generic ephemeral volume's claim is named after its pod: equal specs, different claims.
         if task.spec_key is None or any(v.ephemeral for v in task.pod.volumes):
             return task.uid
-        if VOLUME_BINDING in self._filters and has_claims(task.pod):
+        if task.pod.volumes and VOLUME_BINDING in self._filters and has_claims(task.pod):
             # VolumeBinding keeps a cycle state per task, which its Reserve and PreBind read.
             return task.uid
         return task.spec_key
