@@ -2,7 +2,7 @@
 
 Runs, in Volcano's order, the pod-count check (``node(s) pod number exceeded``), NodeUnschedulable,
 NodeAffinity, NodePorts, TaintToleration, InterPodAffinity, NodeVolumeLimits, VolumeZone,
-PodTopologySpread and VolumeBinding (each when kubesched has it), with upstream's reason strings. As
+PodTopologySpread and VolumeBinding, with upstream's reason strings. As
 in Volcano a node collects the reasons of every failing filter up to the first *unresolvable* one.
 Volcano runs no VolumeRestrictions, and neither does this plugin.
 
@@ -88,9 +88,8 @@ _SWITCHES = (
 _BEFORE_PORTS = ("NodeUnschedulable", "NodeAffinity")
 _AFTER_PORTS = ("TaintToleration",)
 #: Filters that read other pods or the volumes (run last, after the static ones, in Volcano's order).
-#: VolumeBinding (``kubesched.plugins.volumebinding``) runs here once it is registered: Volcano runs
-#: its PreFilter and Filter here, its Reserve on allocate and PreBind before the bind (see
-#: docs/volumes.md).
+#: VolumeBinding's PreFilter and Filter run here; its Reserve runs on allocate and its PreBind
+#: before the bind (see the module docstring).
 _POD_FILTERS = ("InterPodAffinity", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "VolumeBinding")
 #: Filters whose verdict changes with any task placed or evicted when the pod has volumes.
 _VOLUME_FILTERS = ("NodeVolumeLimits", "VolumeBinding")
