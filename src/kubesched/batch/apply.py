@@ -30,7 +30,7 @@ from kubesched.batch.jobs import JobCache
 from kubesched.batch.operations import Evictee
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.report import BatchReports, JobReport
-from kubesched.batch.session import Session
+from kubesched.batch.session import PreBinder, Session
 from kubesched.cache.cache import SchedulerCache
 from kubesched.framework.bind_result import (
     BindWorkers,
@@ -46,6 +46,8 @@ from kubesched.store.ports import Ports
 log = logging.getLogger(__name__)
 
 QUEUE_NOT_FOUND_REASON = "QueueNotFound"
+#: Volcano ``PodReasonSchedulerError``: the pod's PodScheduled reason when its PreBind failed.
+PRE_BIND_FAILED_REASON = "SchedulerError"
 NOT_IN_QUEUE_STATUS = frozenset({PODS, EPHEMERAL_STORAGE})
 
 
@@ -81,7 +83,9 @@ class SessionApplier:
         self.gang_breaks: dict[str, str] = {}
 
     def carry_out(self, ssn: Session) -> int:
-        """Carry out committed evictions and binds."""
+        """Carry out committed evictions and binds; each bind after the session's pre-binders
+        (VolumeBinding's PreBind) succeeded for its task."""
+        to_bind = self._pre_bind(ssn) if ssn.pre_binders else ssn.to_bind
         done: list[Evictee] = []
         for ev in ssn.to_evict:
             t = ev.task
@@ -101,19 +105,69 @@ class SessionApplier:
             )
         bound = 0
         pool = self.bind_pool
-        if pool.executor is None or len(ssn.to_bind) < 2:
-            for t in ssn.to_bind:
+        if pool.executor is None or len(to_bind) < 2:
+            for t in to_bind:
                 assumed = self._assume(t)
                 bound += self._settle(ssn, t, assumed, self._bind(assumed))
         else:
             # Side by side: every pod is assumed first, so no bind waits for another's reply.
-            assumed_pods = [self._assume(t) for t in ssn.to_bind]
+            assumed_pods = [self._assume(t) for t in to_bind]
             results = pool.map(self._bind, assumed_pods)
-            for t, assumed, exc in zip(ssn.to_bind, assumed_pods, results, strict=True):
+            for t, assumed, exc in zip(to_bind, assumed_pods, results, strict=True):
                 bound += self._settle(ssn, t, assumed, exc)
         if done:
             self.gang_breaks.update(gang_break_notes(ssn.jobs, done))
         return bound
+
+    def _pre_bind(self, ssn: Session) -> list[TaskInfo]:
+        """Run the pre-binders for every committed task, in commit order, on the session's thread
+        (a PreBind may wait for the cluster, which pumps the informers on this thread). Returns
+        the tasks to bind. A task whose PreBind failed is not bound: as Volcano's cache, the
+        pre-binders that had already succeeded for it are rolled back (not the one that failed),
+        its pod gets ``PodScheduled=False`` with reason ``SchedulerError`` and a
+        ``FailedScheduling`` event, and the task is pending again for a later session."""
+        ready: list[TaskInfo] = []
+        for t in ssn.to_bind:
+            done: list[PreBinder] = []
+            error: str | None = None
+            for binder in ssn.pre_binders:
+                error = binder.pre_bind(t)
+                if error is not None:
+                    break
+                done.append(binder)
+            if error is None:
+                ready.append(t)
+                continue
+            for binder in reversed(done):
+                binder.pre_bind_rollback(t)
+            self._pre_bind_failed(t, error)
+        return ready
+
+    def _pre_bind_failed(self, t: TaskInfo, error: str) -> None:
+        message = f"execute preBind for pod {t.namespace}/{t.name} failed: {error}, resync the task"
+        log.info("%s", message)
+        if _condition_changes(t.pod.raw, PRE_BIND_FAILED_REASON, message):
+            self.ports.events.record(
+                t.pod.raw, "Warning", "FailedScheduling", "Scheduling", message, "volcano"
+            )
+        try:
+            self.ports.pod_status.set_pod_condition(
+                t.namespace,
+                t.name,
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": PRE_BIND_FAILED_REASON,
+                    "message": message,
+                },
+            )
+        except StoreError as exc:  # the pod is gone or changed: the next session sees it
+            log.info("updating the condition of pod %s: %s", t.key, exc)
+        outcome = self.outcomes.get(t.uid)
+        if outcome is not None:
+            outcome.status = UNSCHEDULABLE
+            outcome.node = None
+            outcome.message = message
 
     def _assume(self, t: TaskInfo) -> Pod:
         assumed = copy.copy(t.pod)
@@ -130,7 +184,10 @@ class SessionApplier:
         node = assumed.node_name
         if exc is not None:
             # Refused (the pod changed or is gone): the session's settle puts the task back to
-            # pending, and the change that refused it makes the next session try again.
+            # pending, and the change that refused it makes the next session try again. What the
+            # pre-binders reserved for it is given back (Volcano's PreBindRollBack).
+            for binder in ssn.pre_binders:
+                binder.pre_bind_rollback(t)
             forget_assumed(self.cache, assumed)
             outcome = self.outcomes.get(t.uid)
             if outcome is not None:
@@ -308,7 +365,7 @@ class SessionApplier:
         self.ports.events.record(raw, etype, reason, "Scheduling", msg, "volcano")
 
 
-__all__ = ["QUEUE_NOT_FOUND_REASON", "SessionApplier"]
+__all__ = ["PRE_BIND_FAILED_REASON", "QUEUE_NOT_FOUND_REASON", "SessionApplier"]
 
 
 def _allocated_of(queue: Queue) -> dict[str, int] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from kubesched.batch.session import PodGroupConditionUpdate, Session
 from kubesched.batch.shares import ResourceSpace, capability_vector
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.cache.node_table import NodeTable
+from kubesched.framework.handle import ClusterWait, check_once
 from kubesched.store.informers import InformerFactory
 from kubesched.store.ports import Ports
 
@@ -69,6 +70,15 @@ class SessionCycle:
         self.sessions: list[SessionStats] = []
         #: Prometheus metrics (``SchedulerMetrics.attach_batch``); None records nothing.
         self.metrics: VolcanoMetrics | None = None
+        #: How plugins wait for the cluster to catch up with their writes (set by whoever runs the
+        #: scheduler; looking once by default).
+        self.wait_for_cluster: ClusterWait = check_once
+        #: Plugin state kept from one session to the next (``Session.kept``).
+        self.kept: dict[str, Any] = {}
+
+    def _wait(self, condition: Callable[[], bool], timeout: float) -> bool:
+        # Sessions and the plugins they keep hold this method: a wait set later still applies.
+        return self.wait_for_cluster(condition, timeout)
 
     def _private_table(self, names: set[str]) -> NodeTable:
         """A fork of the snapshot's table the session may write to, with a column for every
@@ -139,6 +149,8 @@ class SessionCycle:
             pod_index=self.cache.pod_index,
             informers=self.informers,
             ports=self.ports,
+            wait_for_cluster=self._wait,
+            kept=self.kept,
         )
         return snap, dict(self.jobs.missing)
 

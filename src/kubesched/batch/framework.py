@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from kubesched.batch.shares import ResourceSpace
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.cache.pod_index import PodIndex
+from kubesched.framework.handle import ClusterWait
 from kubesched.store.informers import InformerFactory
 from kubesched.store.ports import Ports
 
@@ -72,6 +74,10 @@ class BatchSnapshot:
     #: cluster, for sessions opened on a hand-made snapshot).
     informers: InformerFactory | None = None
     ports: Ports | None = None
+    #: The scheduler's wait for the cluster (see ``Session.wait_for_cluster``; None: look once).
+    wait_for_cluster: ClusterWait | None = None
+    #: Plugin state kept between sessions (see ``Session.kept``; None: nothing is kept).
+    kept: dict[str, Any] | None = None
 
 
 #: Called with (plugin name, "OnSessionOpen" or "OnSessionClose", seconds) after each plugin call.
@@ -94,6 +100,10 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf, timer: PluginTimer | 
     ssn.queue_totals = snapshot.queue_totals
     ssn.informers = snapshot.informers
     ssn.ports = snapshot.ports
+    if snapshot.wait_for_cluster is not None:
+        ssn.wait_for_cluster = snapshot.wait_for_cluster
+    if snapshot.kept is not None:
+        ssn.kept = snapshot.kept
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = get_plugin_builder(opt.name)

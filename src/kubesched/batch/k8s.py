@@ -80,10 +80,14 @@ def session_handle(ssn: Session) -> Handle:
     )
 
 
-def run_filter(plugin: Any, pod: Pod, snapshot: Snapshot) -> FilterResult | None:
-    """PreFilter then Filter; ``None`` when PreFilter says Skip. A PreFilter rejection rejects every
-    node with its message."""
-    state = CycleState()
+def run_filter(
+    plugin: Any, pod: Pod, snapshot: Snapshot, state: CycleState | None = None
+) -> FilterResult | None:
+    """PreFilter then Filter in ``state`` (a fresh one when not given: a caller that runs the
+    plugin's later extension points for the pod passes its own); ``None`` when PreFilter says Skip.
+    A PreFilter rejection rejects every node with its message."""
+    if state is None:
+        state = CycleState()
     pre = getattr(plugin, "pre_filter", None)
     table = snapshot.table
     if callable(pre):

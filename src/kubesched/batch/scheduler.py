@@ -35,6 +35,7 @@ from kubesched.batch.session import Session
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.feed import CacheFeed
 from kubesched.framework.bind_result import BindWorkers
+from kubesched.framework.handle import ClusterWait
 from kubesched.framework.outcome import PodOutcome
 from kubesched.store.base import StoreError
 from kubesched.store.informers import InformerFactory
@@ -102,6 +103,16 @@ class BatchScheduler:
         """Pods wait and something changed since the last session that made no progress, or a job
         lost a bound member to an eviction (its PodGroup and queue rows need recounting)."""
         return (bool(self.jobs.pending) and self.jobs.dirty) or self.jobs.members_lost
+
+    @property
+    def wait_for_cluster(self) -> ClusterWait:
+        """How a session's plugins wait for the cluster (a PreBind waiting for its volumes to be
+        bound); whoever runs the scheduler sets it, as its driver sets the kube-scheduler's."""
+        return self.cycle.wait_for_cluster
+
+    @wait_for_cluster.setter
+    def wait_for_cluster(self, wait: ClusterWait) -> None:
+        self.cycle.wait_for_cluster = wait
 
     @property
     def incremental(self) -> bool:

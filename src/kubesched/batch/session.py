@@ -28,7 +28,7 @@ import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +43,7 @@ from kubesched.batch.job_info import (
 from kubesched.batch.operations import Evictee, VictimVerdict
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
+from kubesched.framework.handle import ClusterWait, check_once
 from kubesched.framework.node_count import num_feasible_nodes_to_find
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
 
@@ -75,9 +76,24 @@ _SESSION_UUIDS = uuid.UUID("5e55a1d0-6b1c-4c8e-9a3f-0b5c7e2d4f61")
 
 @dataclass(slots=True)
 class Event:
-    """A task allocated, pipelined, evicted or unallocated inside a statement."""
+    """A task allocated, pipelined, evicted or unallocated inside a statement. An allocate handler
+    that cannot reserve what the task needs on its node sets ``err`` (Volcano ``Event.Err``): the
+    statement then undoes the placement."""
 
     task: TaskInfo
+    err: str | None = None
+
+
+class PreBinder(Protocol):
+    """A plugin's work before a committed task's pod is bound (Volcano ``cache.PreBinder``)."""
+
+    def pre_bind(self, task: TaskInfo) -> str | None:
+        """Make the task's node ready for it (its volumes bound); the error, if it failed."""
+        ...
+
+    def pre_bind_rollback(self, task: TaskInfo) -> None:
+        """Undo what was reserved for the task when its bind failed after ``pre_bind``."""
+        ...
 
 
 @dataclass(slots=True)
@@ -203,6 +219,14 @@ class Session:
         #: they write through (``None`` for a session opened without a scheduler).
         self.informers: InformerFactory | None = None
         self.ports: Ports | None = None
+        #: How a plugin waits for the cluster to catch up with a write (a volume binding waiting for
+        #: the PV controller): the scheduler's, which its driver sets.
+        self.wait_for_cluster: ClusterWait = check_once
+        #: Plugin state the scheduler keeps from one session to the next (Volcano builds its volume
+        #: binder once, for its assume caches to follow the informers): name → object.
+        self.kept: dict[str, Any] = {}
+        #: What runs before each committed task's pod is bound, in registration order.
+        self.pre_binders: list[PreBinder] = []
         #: Committed evictions, deleted when the session closes.
         self.to_evict: list[Evictee] = []
         #: How the last call of the victim functions decided, and the victims it answered.
@@ -399,6 +423,10 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
+
+    def register_pre_binder(self, binder: PreBinder) -> None:
+        """Volcano ``RegisterBinder``: ``binder`` runs before every committed task's bind."""
+        self.pre_binders.append(binder)
 
     # -- dispatch helpers ------------------------------------------------------------------------
     def _each(self, fns: dict[str, Any], switch: str | None) -> list[tuple[int, Any]]:
@@ -655,11 +683,17 @@ class Session:
         return found
 
     # -- statements and events -------------------------------------------------------------------
-    def fire_allocate(self, task: TaskInfo) -> None:
-        ev = Event(task)
+    def fire_allocate(self, task: TaskInfo) -> list[str]:
+        """Run every allocate handler; the errors they reported (Volcano runs them all, then
+        rolls the placement back if any failed)."""
+        errors: list[str] = []
         for h in self.event_handlers:
             if h.allocate_func is not None:
+                ev = Event(task)
                 h.allocate_func(ev)
+                if ev.err is not None:
+                    errors.append(ev.err)
+        return errors
 
     def fire_deallocate(self, task: TaskInfo) -> None:
         ev = Event(task)

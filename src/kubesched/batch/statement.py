@@ -66,12 +66,14 @@ class Statement:
         ssn.index_add(task, slot)
         ssn.fire_allocate(task)
 
-    def pipeline(self, task: TaskInfo, node: int | str) -> None:
-        """Place a task on a node whose resources are still being released (PIPELINED)."""
+    def pipeline(self, task: TaskInfo, node: int | str) -> bool:
+        """Place a task on a node whose resources are still being released (PIPELINED). False when
+        a plugin could not reserve what the task needs there: the placement is undone."""
         ssn = self.ssn
         slot = node if isinstance(node, int) else ssn.slot_of(node)
         job = ssn.jobs[task.job]
         previous = task.status
+        last = (task.last_node, task.last_status)
         job.update_task_status(task, TaskStatus.PIPELINED)
         task.slot = slot
         task.node_name = ssn.table.names[slot]
@@ -79,9 +81,14 @@ class Statement:
         task.last_status = TaskStatus.PIPELINED
         ssn.add_pipelined(slot, task)
         ssn.index_add(task, slot)
-        ssn.fire_allocate(task)
-        self.operations.append(Operation(Op.PIPELINE, task, "", previous))
+        op = Operation(Op.PIPELINE, task, "", previous)
         ssn.touched.append(task)
+        if ssn.fire_allocate(task):
+            self._unpipeline(op)
+            task.last_node, task.last_status = last
+            return False
+        self.operations.append(op)
+        return True
 
     def _unpipeline(self, o: Operation) -> None:
         ssn = self.ssn
@@ -95,20 +102,28 @@ class Statement:
         task.node_name = ""
         ssn.fire_deallocate(task)
 
-    def allocate(self, task: TaskInfo, node: int | str) -> None:
-        """Place a task on a node with room now (ALLOCATED); the node row counts it at once."""
+    def allocate(self, task: TaskInfo, node: int | str) -> bool:
+        """Place a task on a node with room now (ALLOCATED); the node row counts it at once. False
+        when a plugin could not reserve what the task needs there: the placement is undone (Volcano
+        rolls back an allocation whose event handlers failed)."""
         ssn = self.ssn
         slot = node if isinstance(node, int) else ssn.slot_of(node)
         job = ssn.jobs[task.job]
         previous = task.status
+        last = (task.last_node, task.last_status)
         job.update_task_status(task, TaskStatus.ALLOCATED)
         ssn.place(task, slot)
         ssn.index_add(task, slot)
         task.last_node = task.node_name
         task.last_status = TaskStatus.ALLOCATED
-        ssn.fire_allocate(task)
-        self.operations.append(Operation(Op.ALLOCATE, task, "", previous))
+        op = Operation(Op.ALLOCATE, task, "", previous)
         ssn.touched.append(task)
+        if ssn.fire_allocate(task):
+            self._unallocate(op)
+            task.last_node, task.last_status = last
+            return False
+        self.operations.append(op)
+        return True
 
     def _unallocate(self, o: Operation) -> None:
         ssn = self.ssn

@@ -118,6 +118,13 @@ class Cluster:
                 feed=self.feed,
                 bind_workers=options.batch_bind_workers,
             )
+            # The drivers set the kube-scheduler's wait (pumping the informers on a virtual clock,
+            # polling on the wall clock); the batch scheduler runs on the same driver and waits
+            # the same way, whichever driver is set later.
+            scheduler = self.scheduler
+            self.batch.wait_for_cluster = lambda condition, timeout: scheduler.handle.wait_for_cluster(
+                condition, timeout
+            )
         return self.batch
 
     def close(self) -> None:

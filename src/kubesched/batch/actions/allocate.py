@@ -161,10 +161,13 @@ class AllocateAction:
             if slot is None:
                 continue
             if not ssn.future_differs or fits_idle(ssn, task, slot, future=False):
-                stmt.allocate(task, slot)
+                placed = stmt.allocate(task, slot)
             elif fits_idle(ssn, task, slot, future=True):
-                stmt.pipeline(task, slot)
+                placed = stmt.pipeline(task, slot)
             else:
+                continue
+            if not placed:
+                # A plugin could not reserve the task's needs there (Volcano logs and goes on).
                 continue
             job.fit_errors.pop(task.uid, None)
             if ssn.job_ready(job):

@@ -23,7 +23,8 @@ class BackfillAction:
                 continue
             slot = select_best(ssn, task, choice.feasible)
             stmt = statements.setdefault(job.uid, Statement(ssn))
-            stmt.allocate(task, slot)
+            if not stmt.allocate(task, slot):
+                continue
             job.fit_errors.pop(task.uid, None)
             if ssn.job_ready(job):
                 stmt.commit()

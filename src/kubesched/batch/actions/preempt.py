@@ -374,10 +374,15 @@ class PreemptAction:
                     break
                 victims.evict(node_stmt, victim, "preempt")
                 fitted = fits(slot)
-            if fitted:
-                node_stmt.pipeline(preemptor, slot)
+            if fitted and node_stmt.pipeline(preemptor, slot):
                 stmt.merge(node_stmt)
                 return True
+            if fitted:
+                # A plugin could not reserve the preemptor's needs here: the evictions for this
+                # node are undone and the next node is tried (Volcano).
+                node_stmt.discard()
+                victims.revive()
+                continue
             if not ssn.allocatable_for(queue, preemptor):
                 not_enough = np.vstack([not_enough, freeing])
                 # Nodes whose every admissible victim together frees no more: skip them too.
@@ -456,7 +461,11 @@ class DryRunPreemption:
         node_stmt = Statement(ssn)
         for victim in chosen:
             victims.evict(node_stmt, victim, "preempt")
-        node_stmt.pipeline(preemptor, slot)
+        if not node_stmt.pipeline(preemptor, slot):
+            # Every eviction of the dry run's choice is undone (Volcano).
+            node_stmt.discard()
+            victims.revive()
+            return False
         stmt.merge(node_stmt)
         return True
 

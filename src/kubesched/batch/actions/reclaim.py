@@ -127,11 +127,10 @@ class ReclaimAction:
                     break
                 victims.evict(node_stmt, victim, "reclaim")
                 available = available + victim.resreq
-            if not demand.fits(available):
+            if not demand.fits(available) or not node_stmt.pipeline(task, slot):
                 node_stmt.discard()
                 victims.revive()
                 continue
-            node_stmt.pipeline(task, slot)
             stmt.merge(node_stmt)
             return True
         return False

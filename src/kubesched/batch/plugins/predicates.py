@@ -2,7 +2,7 @@
 
 Runs, in Volcano's order, the pod-count check (``node(s) pod number exceeded``), NodeUnschedulable,
 NodeAffinity, NodePorts, TaintToleration, InterPodAffinity, NodeVolumeLimits, VolumeZone,
-PodTopologySpread and VolumeBinding (each when kubesched has it), with upstream's reason strings. As
+PodTopologySpread and VolumeBinding, with upstream's reason strings. As
 in Volcano a node collects the reasons of every failing filter up to the first *unresolvable* one.
 Volcano runs no VolumeRestrictions, and neither does this plugin.
 
@@ -15,6 +15,18 @@ Volcano adds the tasks it allocates to its node infos (and takes evicted ones ou
 here reads node infos of its own, copies of the session's that the allocate and deallocate events
 keep in step, so a gang's members count each other's volumes.
 
+VolumeBinding goes further, as in Volcano: the allocate event runs its Reserve (the chosen volumes
+and provisioning decisions are assumed in the binder's caches, so the next task, of this job or
+another, does not take the same volume), a failed Reserve undoes the placement, the deallocate
+event (a statement discarded, an allocation undone) its Unreserve, and the plugin registers as the
+session's pre-binder: PreBind writes the claims' bindings and waits for them to be Bound before the
+pod is bound, and a bind that fails after it runs Unreserve. The plugin instance, with its assume
+caches over the informers, is built once and kept from session to session (Volcano builds it once;
+its arguments ``volumebinding.bindTimeoutSeconds`` and ``volumebinding.weight`` are read then).
+With the StorageCapacityScoring gate on, its Score joins the node order with
+``volumebinding.weight`` (default 1); with the gate off (the default) it scores nothing, as
+Volcano's.
+
 Speed: within a session the static filters (NodeUnschedulable, NodeAffinity, TaintToleration) see
 the same nodes throughout; their combined verdict is computed once per pod spec
 (:attr:`TaskInfo.spec_key`). InterPodAffinity and PodTopologySpread also see the tasks the session
@@ -26,6 +38,7 @@ accounting: pods placed or pipelined count, evicted ones do not.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,19 +48,31 @@ from kubesched.api.topology_spread import DO_NOT_SCHEDULE
 from kubesched.batch import k8s
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import TaskInfo
-from kubesched.batch.plugins.args import get_bool
+from kubesched.batch.plugins.args import get_bool, get_int
 from kubesched.batch.session import BoolArray, Event, EventHandler, Session
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import PODS_COL, NodeTable
 from kubesched.errors import InputError
-from kubesched.framework.types import FilterResult, NodeFailure
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult, IntArray, NodeFailure
 from kubesched.plugins.nodeports import ERR_REASON as NODE_PORTS_REASON
 from kubesched.plugins.nodeports import conflicting_nodes
 from kubesched.plugins.nodevolumelimits import counts_volumes
+from kubesched.plugins.volumebinding import has_claims
+
+log = logging.getLogger(__name__)
 
 #: Volcano ``api.NodePodNumberExceeded``.
 POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
+VOLUME_BINDING = "VolumeBinding"
+#: Where the VolumeBinding instance is kept between sessions (``Session.kept``).
+_KEPT_VOLUME_BINDING = "predicates/VolumeBinding"
+#: Volcano's VolumeBinding arguments of the predicates plugin, and their defaults.
+VOLUME_BINDING_WEIGHT = "volumebinding.weight"
+VOLUME_BINDING_TIMEOUT = "volumebinding.bindTimeoutSeconds"
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
 _SWITCHES = (
     ("NodeAffinity", "predicate.NodeAffinityEnable"),
@@ -63,9 +88,8 @@ _SWITCHES = (
 _BEFORE_PORTS = ("NodeUnschedulable", "NodeAffinity")
 _AFTER_PORTS = ("TaintToleration",)
 #: Filters that read other pods or the volumes (run last, after the static ones, in Volcano's order).
-#: VolumeBinding (``kubesched.plugins.volumebinding``) runs here once it is registered: Volcano runs
-#: its PreFilter and Filter here, its Reserve on allocate and PreBind before the bind (see
-#: docs/volumes.md).
+#: VolumeBinding's PreFilter and Filter run here; its Reserve runs on allocate and its PreBind
+#: before the bind (see the module docstring).
 _POD_FILTERS = ("InterPodAffinity", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "VolumeBinding")
 #: Filters whose verdict changes with any task placed or evicted when the pod has volumes.
 _VOLUME_FILTERS = ("NodeVolumeLimits", "VolumeBinding")
@@ -117,6 +141,12 @@ class PredicatesPlugin:
         self._copied: set[str] = set()
         #: Task uid → the node its allocate event put it on (in ``_volume_snapshot``).
         self._placed: dict[str, str] = {}
+        #: Task uid → the cycle state of VolumeBinding's last PreFilter and Filter for the task
+        #: (Volcano's per-task cycle state), which its Reserve, Unreserve and PreBind read.
+        self._volume_states: dict[str, CycleState] = {}
+        #: Task uid → the node VolumeBinding's Reserve ran for.
+        self._reserved: dict[str, str] = {}
+        self._volume_weight = get_int(args, VOLUME_BINDING_WEIGHT, 1, plugin=self.name)
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -125,17 +155,52 @@ class PredicatesPlugin:
         self._snapshot = k8s.session_snapshot(ssn)
         self._volume_snapshot = None
         self._placed = {}
+        self._volume_states = {}
+        self._reserved = {}
         for name in (*_BEFORE_PORTS, *_AFTER_PORTS, *_POD_FILTERS):
             if self.enabled.get(name):
                 handle = None
                 if name == "NodeVolumeLimits":
                     handle = replace(k8s.session_handle(ssn), snapshot=self._volumes_snapshot())
-                plugin = k8s.build(name, ssn, handle=handle)
+                plugin = (
+                    self._volume_binding(ssn)
+                    if name == VOLUME_BINDING
+                    else k8s.build(name, ssn, handle=handle)
+                )
                 if plugin is not None:
                     self._filters[name] = plugin
-        if self._volume_snapshot is not None:
+        if self._volume_snapshot is not None or VOLUME_BINDING in self._filters:
             ssn.add_event_handler(EventHandler(self._on_allocate, self._on_deallocate))
         ssn.add_predicate_fn(self.name, self.predicate, self.predicate_mask)
+        volume_binding = self._filters.get(VOLUME_BINDING)
+        if volume_binding is not None:
+            ssn.register_pre_binder(self)
+            if volume_binding.scorer is not None:
+                ssn.add_node_order_fn(self.name, self.volume_binding_score)
+
+    def _volume_binding(self, ssn: Session) -> Any | None:
+        """The VolumeBinding instance: built on the first session and kept (its assume caches
+        follow the informers; built every session they would each subscribe again). Its wait for
+        the cluster is the session's, the scheduler's driver's."""
+        plugin = ssn.kept.get(_KEPT_VOLUME_BINDING)
+        if plugin is not None:
+            return plugin
+        timeout = get_int(
+            self.option.arguments, VOLUME_BINDING_TIMEOUT, DEFAULT_BIND_TIMEOUT_SECONDS, plugin=self.name
+        )
+        if timeout < 0:
+            log.warning(
+                "%s.arguments.%s: %d is negative; the default is kept",
+                self.name,
+                VOLUME_BINDING_TIMEOUT,
+                timeout,
+            )
+            timeout = DEFAULT_BIND_TIMEOUT_SECONDS
+        handle = replace(k8s.session_handle(ssn), wait_for_cluster=ssn.wait_for_cluster)
+        plugin = k8s.build(VOLUME_BINDING, ssn, {"bindTimeoutSeconds": timeout}, handle=handle)
+        if plugin is not None:
+            ssn.kept[_KEPT_VOLUME_BINDING] = plugin
+        return plugin
 
     # -- the session's placements, for the filters that count other pods' volumes -----------------
     def _volumes_snapshot(self) -> Snapshot:
@@ -164,6 +229,18 @@ class PredicatesPlugin:
         task = event.task
         if not task.pod.volumes or not task.node_name:
             return
+        state = self._volume_states.get(task.uid)
+        if state is not None:
+            # Volcano's Reserve plugins run first; a failure leaves the node infos untouched and
+            # the statement undoes the placement.
+            st = self._filters[VOLUME_BINDING].reserve(state, task.pod, task.node_name)
+            self._reserved[task.uid] = task.node_name
+            self._volumes_changed()
+            if st is not None and st.code != Code.SUCCESS:
+                event.err = st.message
+                return
+        if self._volume_snapshot is None:
+            return
         info = self._own_info(task.node_name)
         if info is not None:
             info.add_pod(task.pod)
@@ -173,16 +250,64 @@ class PredicatesPlugin:
         task = event.task
         if not task.pod.volumes:
             return
+        reserved = self._reserved.pop(task.uid, None)
+        if reserved is not None:
+            self._filters[VOLUME_BINDING].unreserve(self._volume_states[task.uid], task.pod, reserved)
+            self._volumes_changed()
+        if self._volume_snapshot is None:
+            return
         # An allocation undone has lost its node name by now; an evicted pod still has its own.
         node = self._placed.pop(task.uid, None) or task.node_name
         info = self._own_info(node) if node else None
         if info is not None:
             info.remove_pod(task.pod)
 
-    @staticmethod
-    def _key(task: TaskInfo) -> Any:
+    def _volumes_changed(self) -> None:
+        """The binder's caches moved: verdicts of tasks with claims are stale (the session's own
+        placements already say so where it keeps a pod index)."""
+        ssn = self._ssn
+        if ssn is not None:
+            ssn.pods_version += 1
+
+    # -- PreBind (the session's pre-binder) --------------------------------------------------------
+    def pre_bind(self, task: TaskInfo) -> str | None:
+        """VolumeBinding's PreBind for a committed task: the claims' bindings written and waited
+        for. The error, if it failed."""
+        state = self._volume_states.get(task.uid)
+        if state is None or task.uid not in self._reserved:
+            return None
+        st = self._filters[VOLUME_BINDING].pre_bind(state, task.pod, task.node_name)
+        if st is not None and st.code != Code.SUCCESS:
+            return st.message or "binding volumes failed"
+        return None
+
+    def pre_bind_rollback(self, task: TaskInfo) -> None:
+        """The pod's bind failed after PreBind: VolumeBinding's Unreserve."""
+        node = self._reserved.pop(task.uid, None)
+        if node is not None:
+            self._filters[VOLUME_BINDING].unreserve(self._volume_states[task.uid], task.pod, node)
+
+    # -- Score -------------------------------------------------------------------------------------
+    def volume_binding_score(self, task: TaskInfo, table: NodeTable, slots: IntArray) -> IntArray:
+        """VolumeBinding's Score times ``volumebinding.weight`` (Volcano's batch node order: no
+        normalization); nothing when PreScore says Skip."""
+        zeros = np.zeros(len(slots), dtype=np.int64)
+        state = self._volume_states.get(task.uid)
+        plugin = self._filters[VOLUME_BINDING]
+        if state is None:
+            return zeros
+        st = plugin.pre_score(state, task.pod, table, slots)
+        if st is not None and st.code == Code.SKIP:
+            return zeros
+        scores: IntArray = np.asarray(plugin.score_nodes(state, task.pod, table, slots), dtype=np.int64)
+        return scores * self._volume_weight
+
+    def _key(self, task: TaskInfo) -> Any:
         # A generic ephemeral volume's claim is named after its pod: equal specs, different claims.
         if task.spec_key is None or any(v.ephemeral for v in task.pod.volumes):
+            return task.uid
+        if task.pod.volumes and VOLUME_BINDING in self._filters and has_claims(task.pod):
+            # VolumeBinding keeps a cycle state per task, which its Reserve and PreBind read.
             return task.uid
         return task.spec_key
 
@@ -198,7 +323,10 @@ class PredicatesPlugin:
             plugin = self._filters.get(name)
             if plugin is None:
                 continue
-            res = k8s.run_filter(plugin, task.pod, self._snapshot)
+            state = None
+            if name == VOLUME_BINDING and task.uid not in self._reserved:
+                state = self._volume_states[task.uid] = CycleState()
+            res = k8s.run_filter(plugin, task.pod, self._snapshot, state)
             if res is None:
                 continue
             failing |= alive & ~res.passed
@@ -321,3 +449,5 @@ class PredicatesPlugin:
         self._ssn = None
         self._volume_snapshot = None
         self._placed = {}
+        self._volume_states = {}
+        self._reserved = {}
