@@ -3,7 +3,7 @@ next task of the session sees the volume taken), Unreserve when the statement is
 PreBind (the claims' bindings written and waited for) before the pod is bound; a failed PreBind
 leaves the pod unbound with Volcano's ``SchedulerError`` condition.
 
-The PV controller and provisioner are the test fixture :class:`FakeVolumeController`.
+The simulation's PersistentVolume controller and provisioner complete the bindings.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import yaml
 from kubesched.api.storage import SELECTED_NODE_ANNOTATION
 from kubesched.batch.apply import PRE_BIND_FAILED_REASON
 from kubesched.batch.conf_loader import batch_conf_from_dict
-from kubesched.plugins.volumebinding.test_volume_binding_simulation import FakeVolumeController
 from kubesched.sim.simulation import Simulation, SimulationResult
 
 VOLCANO = "scheduling.volcano.sh/v1beta1"
@@ -133,11 +132,14 @@ tiers:
 """
 
 
-def simulation(objs: list[dict[str, Any]], conf: str = CONF, *, provision: bool = True) -> Simulation:
-    sim = Simulation(seed=0, batch_conf=batch_conf_from_dict(yaml.safe_load(conf), "test.conf"))
+def simulation(objs: list[dict[str, Any]], conf: str = CONF, *, controllers: bool = True) -> Simulation:
+    sim = Simulation(
+        seed=0,
+        batch_conf=batch_conf_from_dict(yaml.safe_load(conf), "test.conf"),
+        volume_controllers=controllers,
+    )
     for obj in sorted(objs, key=lambda o: ORDER.index(o["kind"])):
         sim.store.create(copy.deepcopy(obj))
-    FakeVolumeController(sim, provision=provision)
     return sim
 
 
@@ -329,7 +331,7 @@ def test_pre_bind_failure_leaves_the_pod_unbound_with_volcanos_condition() -> No
     fast = storage_class("fast", provisioner="example.com/csi")
     sim = simulation(
         [fast, node("n1"), claim("data", class_name="fast"), group("solo", 1), pod("solo", "solo", "data")],
-        provision=False,
+        controllers=False,
     )
     result = sim.run()
     (outcome,) = result.outcomes
