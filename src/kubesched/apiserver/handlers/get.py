@@ -28,8 +28,10 @@ def get_one(
     store: ClusterStore, request: web.Request, strategy: Strategy, namespace: str | None, name: str
 ) -> web.Response:
     obj = view(strategy.resource, get_or_404(store, strategy.resource, namespace, name))
-    if wants_table(request):
-        return json_response(table(strategy, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+    options = wants_table(request)
+    if options is not None:
+        list_meta = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+        return json_response(table(strategy, [obj], list_meta, options))
     return json_response(obj)
 
 
@@ -58,6 +60,7 @@ def list_objects(
     res = strategy.resource
     q = request.query
     labels, fields = matchers(request, strategy)
+    options = wants_table(request)
     items, rv = store.list_with_version(res.kind)
     keyed = sorted(((sort_key(o), o) for o in items), key=lambda t: t[0])
     start_after: tuple[str, str] | None = None
@@ -91,8 +94,8 @@ def list_objects(
     if next_token:
         list_meta["continue"] = next_token
         list_meta["remainingItemCount"] = remaining
-    if wants_table(request):
-        return json_response(table(strategy, out, list_meta))
+    if options is not None:
+        return json_response(table(strategy, out, list_meta, options))
     return json_response(
         {"kind": f"{res.kind}List", "apiVersion": res.group_version, "metadata": list_meta, "items": out}
     )

@@ -12,6 +12,7 @@ from aiohttp import web
 from kubesched.apiserver import managed_fields
 from kubesched.apiserver.convert import served
 from kubesched.apiserver.query import Match
+from kubesched.apiserver.tables import TableOptions, table_options
 from kubesched.registry.errors import ApiError, not_found
 from kubesched.registry.strategy import Resource
 from kubesched.store.base import ClusterStore, Obj
@@ -47,9 +48,9 @@ def field_manager(request: web.Request) -> str:
     )
 
 
-def wants_table(request: web.Request) -> bool:
-    accept = request.headers.get("Accept", "")
-    return "as=Table" in accept
+def wants_table(request: web.Request) -> TableOptions | None:
+    """The Table the request asks for (None: the objects themselves)."""
+    return table_options(request.headers.get("Accept", ""), request.query)
 
 
 def warning_headers(warnings: list[str]) -> dict[str, str] | None:

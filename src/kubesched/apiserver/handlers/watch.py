@@ -16,7 +16,7 @@ from kubesched.apiserver.convert import served
 from kubesched.apiserver.handlers.get import matchers
 from kubesched.apiserver.handlers.responses import matches, sort_key, view, wants_table
 from kubesched.apiserver.query import Match
-from kubesched.apiserver.tables import table
+from kubesched.apiserver.tables import TableOptions, table
 from kubesched.registry.errors import bad_request, gone
 from kubesched.registry.strategy import Resource, Strategy
 from kubesched.store.base import EventType, Obj, WatchEvent
@@ -47,10 +47,11 @@ async def watch(
         if not rv_text.isdigit():
             raise bad_request(f'resourceVersion: Invalid value: "{rv_text}": must be a non-negative integer')
         start_rv = int(rv_text)
+    options = wants_table(request)
     resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     resp.enable_chunked_encoding()
     await resp.prepare(request)
-    stream = _Stream(server, strategy, resp, namespace, labels, fields, as_table=wants_table(request))
+    stream = _Stream(server, strategy, resp, namespace, labels, fields, table=options)
     bookmarks = q.get("allowWatchBookmarks") in ("1", "true", "True")
     try:
         await stream.run(start_rv, time.monotonic() + timeout, bookmarks)
@@ -73,7 +74,7 @@ class _Stream:
         labels: Match | None,
         fields: Match | None,
         *,
-        as_table: bool,
+        table: TableOptions | None,
     ) -> None:
         self.server = server
         self.strategy = strategy
@@ -82,21 +83,24 @@ class _Stream:
         self.namespace = namespace
         self.labels = labels
         self.fields = fields
-        self.as_table = as_table
+        #: The Table each event's object is sent as (None: the object itself); the column
+        #: definitions go with the first one only, as upstream's watch sends them.
+        self.table = table
+        self.headers = True
         self.pending: list[bytes] = []
 
     def line(self, kind: str, obj: Mapping[str, Any]) -> None:
         body = obj
-        if self.as_table and kind not in ("ERROR", "BOOKMARK"):
-            body = table(
-                self.strategy, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-            )
+        if self.table is not None and kind not in ("ERROR", "BOOKMARK"):
+            list_meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            body = table(self.strategy, [obj], list_meta, self.table, headers=self.headers)
+            self.headers = False
         self.pending.append(orjson.dumps({"type": kind, "object": body}) + b"\n")
 
     def change_line(self, kind: str, obj: Mapping[str, Any], rv: int) -> None:
         # Every watch of this group version sends the change in the same bytes (unless it wants
         # tables): encode it once.
-        if self.as_table:
+        if self.table is not None:
             self.line(kind, obj)
             return
         lines = self.server.watch_lines
