@@ -79,17 +79,11 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]
     shown = f"{kind}.{group}" if group else kind
     if len(causes) > 1:
         text = f"[{text}]"
-    return ApiError(
-        422,
-        "Invalid",
-        f'{shown} "{name}" is invalid: {text}',
-        details={
-            "name": name,
-            "group": group,
-            "kind": kind,
-            "causes": [{"reason": r, "message": m, "field": f} for r, f, m in causes],
-        },
-    )
+    # Upstream's StatusDetails leaves empty strings out (omitempty).
+    named = (("name", name), ("group", group), ("kind", kind))
+    details: dict[str, Any] = {key: value for key, value in named if value}
+    details["causes"] = [{"reason": r, "message": m, "field": f} for r, f, m in causes]
+    return ApiError(422, "Invalid", f'{shown} "{name}" is invalid: {text}', details=details)
 
 
 def bad_request(message: str) -> ApiError:
