@@ -6,6 +6,14 @@ from kubesched.registry.table import BY_GROUP_VERSION, GROUPS, versions_of
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
+#: The pod subresources served by the kubelet, with their kinds and verbs as upstream lists them.
+_POD_STREAMS = {
+    "attach": ("PodAttachOptions", ("create", "get")),
+    "exec": ("PodExecOptions", ("create", "get")),
+    "log": ("Pod", ("get",)),
+    "portforward": ("PodPortForwardOptions", ("create", "get")),
+}
+
 
 def api_resource_list(group: str, version: str) -> dict[str, object]:
     """The APIResourceList discovery document of one group version."""
@@ -55,6 +63,17 @@ def api_resource_list(group: str, version: str) -> dict[str, object]:
                         "namespaced": True,
                         "kind": "Binding",
                         "verbs": ["create"],
+                    }
+                )
+            elif sub in _POD_STREAMS:
+                kind, verbs = _POD_STREAMS[sub]
+                items.append(
+                    {
+                        "name": f"pods/{sub}",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": kind,
+                        "verbs": list(verbs),
                     }
                 )
             elif sub == "eviction":

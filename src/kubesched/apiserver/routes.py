@@ -15,6 +15,7 @@ from kubesched.apiserver.handlers.delete import delete, delete_collection, delet
 from kubesched.apiserver.handlers.eviction import evict
 from kubesched.apiserver.handlers.get import get_one, list_objects
 from kubesched.apiserver.handlers.patch import patch
+from kubesched.apiserver.handlers.pod_streams import STREAMS, pod_stream
 from kubesched.apiserver.handlers.responses import field_manager, json_response
 from kubesched.apiserver.handlers.scale import scale
 from kubesched.apiserver.handlers.update import update
@@ -123,6 +124,8 @@ async def _item(
         if sub == "binding":
             return await server.write(lambda: bind(server.store, ns, name, obj))
         return await server.write(lambda: evict(server, ns, name, obj))
+    if sub in STREAMS:
+        return await pod_stream(server, request, strategy, namespace or "default", name, sub)
     if sub == "scale":
         return await scale(server, request, strategy, namespace, name)
     if method == "GET":

@@ -190,7 +190,7 @@ class Kubelet:
                         **c,
                         "ready": False,
                         "started": False,
-                        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": stamp}},
+                        "state": {"terminated": _terminated(c, stamp)},
                     }
                     for c in status.get("containerStatuses") or []
                 ]
@@ -199,3 +199,13 @@ class Kubelet:
                     break
                 except Conflict:
                     continue
+
+
+def _terminated(container_status: dict[str, Any], finished: str) -> dict[str, Any]:
+    """A container's state once it completed: kubelet keeps when it started beside when it ended."""
+    state: dict[str, Any] = {"exitCode": 0, "reason": "Completed"}
+    started = ((container_status.get("state") or {}).get("running") or {}).get("startedAt")
+    if started:
+        state["startedAt"] = started
+    state["finishedAt"] = finished
+    return state

@@ -94,5 +94,15 @@ class PodStrategy(Strategy):
 
 
 STRATEGY = PodStrategy(
-    Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "binding", "eviction"), ("all",))
+    Resource(
+        "",
+        "v1",
+        "pods",
+        "pod",
+        "Pod",
+        True,
+        ("po",),
+        ("status", "binding", "eviction", "attach", "exec", "log", "portforward"),
+        ("all",),
+    )
 )
