@@ -43,6 +43,8 @@ def v3_group_version(path: str) -> dict[str, Any] | None:
         paths: dict[str, Any] = {}
         for strategy in strategies.values():
             r = strategy.resource
+            if "patch" not in r.verbs:
+                continue
             gvk = {"group": r.group, "version": r.version, "kind": r.kind}
             param = {
                 "name": "fieldValidation",

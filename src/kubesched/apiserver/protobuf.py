@@ -1,6 +1,7 @@
 """Request bodies in Kubernetes' protobuf encoding, for the kinds kubectl's typed clients send that way
 (``kubectl create deployment|job|namespace|configmap|priorityclass|serviceaccount``,
-``kubectl drain``'s evictions). Responses are always JSON, which those clients accept too.
+``kubectl drain``'s evictions, ``kubectl auth can-i|whoami``'s reviews). Responses are always
+JSON, which those clients accept too.
 
 A body is the ``k8s\\0`` magic and a ``runtime.Unknown`` envelope (type meta, raw message). The raw
 message is decoded by field number into the same JSON a client would have sent: Go's protobuf
@@ -121,6 +122,30 @@ MESSAGES: dict[str, Schema] = {
     "Pod": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:PodSpec")},
     "Namespace": {1: ("metadata", "m:ObjectMeta")},
     "ConfigMap": {1: ("metadata", "m:ObjectMeta"), 2: ("data", "map"), 4: ("immutable", "b")},
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:SelfSubjectAccessReviewSpec"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "m:ResourceAttributes"),
+        2: ("nonResourceAttributes", "m:NonResourceAttributes"),
+    },
+    "ResourceAttributes": {
+        1: ("namespace", "s"),
+        2: ("verb", "s"),
+        3: ("group", "s"),
+        4: ("version", "s"),
+        5: ("resource", "s"),
+        6: ("subresource", "s"),
+        7: ("name", "s"),
+        8: ("fieldSelector", "m:SelectorAttributes"),
+        9: ("labelSelector", "m:SelectorAttributes"),
+    },
+    "SelectorAttributes": {1: ("rawSelector", "s"), 2: ("requirements", "m:Requirement*")},
+    "NonResourceAttributes": {1: ("path", "s"), 2: ("verb", "s")},
+    "SelfSubjectRulesReview": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:SelfSubjectRulesReviewSpec")},
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", "s")},
+    "SelfSubjectReview": {1: ("metadata", "m:ObjectMeta")},
     "ServiceAccount": {
         1: ("metadata", "m:ObjectMeta"),
         2: ("secrets", "m:ObjectReference*"),
@@ -146,6 +171,10 @@ MESSAGES: dict[str, Schema] = {
     },
     "Eviction": {1: ("metadata", "m:ObjectMeta")},
 }
+
+
+#: Messages kept when empty: upstream's pointer fields, whose presence means something.
+_KEPT_EMPTY = frozenset({"Resources", "ResourceAttributes", "NonResourceAttributes"})
 
 
 class ProtobufError(ValueError):
@@ -248,7 +277,7 @@ def decode_message(name: str, data: bytes) -> dict[str, Any]:
             if not isinstance(value, bytes):
                 raise ProtobufError(f"{field}: expected a message")
             item = decode_message(kind[2:], value)
-            if not item and not repeated and kind[2:] != "Resources":
+            if not item and not repeated and kind[2:] not in _KEPT_EMPTY:
                 continue
         else:  # pragma: no cover - the table above has no other kinds
             raise ProtobufError(f"unknown field kind {kind}")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from kubesched.registry.table import BY_GROUP_VERSION, GROUPS, versions_of
 
-VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+#: The pod subresources served by the kubelet, with their kinds and verbs as upstream lists them.
+_POD_STREAMS = {
+    "attach": ("PodAttachOptions", ("create", "get")),
+    "exec": ("PodExecOptions", ("create", "get")),
+    "log": ("Pod", ("get",)),
+    "portforward": ("PodPortForwardOptions", ("create", "get")),
+}
 
 #: The pod subresources served by the kubelet, with their kinds and verbs as upstream lists them.
 _POD_STREAMS = {
@@ -25,7 +31,7 @@ def api_resource_list(group: str, version: str) -> dict[str, object]:
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": VERBS,
+            "verbs": list(r.verbs),
         }
         if r.short_names:
             entry["shortNames"] = list(r.short_names)

@@ -17,11 +17,13 @@ from kubesched.apiserver.handlers.get import get_one, list_objects
 from kubesched.apiserver.handlers.patch import patch
 from kubesched.apiserver.handlers.pod_streams import STREAMS, pod_stream
 from kubesched.apiserver.handlers.responses import field_manager, json_response
+from kubesched.apiserver.handlers.review import review
 from kubesched.apiserver.handlers.scale import scale
 from kubesched.apiserver.handlers.update import update
 from kubesched.apiserver.handlers.watch import watch
 from kubesched.apiserver.resources import api_group, api_group_list, api_resource_list
 from kubesched.registry.errors import ApiError, method_not_allowed, not_found
+from kubesched.registry.review import ReviewStrategy
 from kubesched.registry.strategy import Strategy
 from kubesched.registry.table import BY_GROUP_VERSION, GROUPS
 from kubesched.runtime.metrics import CONTENT_TYPE
@@ -80,6 +82,14 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
     sub = rest[2] if len(rest) == 3 else None
     if sub is not None and sub not in res.subresources:
         raise _not_found()
+    if isinstance(strategy, ReviewStrategy):
+        # Only created: no objects to name, list or watch.
+        if name is not None:
+            raise _not_found()
+        if request.method != "POST":
+            raise method_not_allowed()
+        obj = await body(request)
+        return review(request, strategy, obj)
     if name is None:
         return await _collection(server, request, strategy, namespace)
     return await _item(server, request, strategy, namespace, name, sub)

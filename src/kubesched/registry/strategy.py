@@ -46,6 +46,10 @@ _ACCEPTED_SHAPES: set[bytes] = set()
 _ACCEPTED_SHAPES_KEPT = 1024
 
 
+#: The verbs of a stored resource.
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
 @dataclass(frozen=True, slots=True)
 class Resource:
     """What discovery says about one served resource."""
@@ -59,6 +63,8 @@ class Resource:
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    #: What discovery says clients may do with it (a review kind is only created).
+    verbs: tuple[str, ...] = VERBS
 
     @property
     def group_version(self) -> str:

@@ -7,6 +7,8 @@ tables, admission defaults and the garbage collector all read this table.
 from __future__ import annotations
 
 from kubesched.registry.apps import deployment, replicaset, statefulset
+from kubesched.registry.authentication import selfsubjectreview
+from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
 from kubesched.registry.batch import job
 from kubesched.registry.coordination import lease
 from kubesched.registry.core import (
@@ -49,6 +51,9 @@ STRATEGIES: tuple[Strategy, ...] = (
     replicaset.STRATEGY,
     statefulset.STRATEGY,
     job.STRATEGY,
+    selfsubjectreview.STRATEGY,
+    selfsubjectaccessreview.STRATEGY,
+    selfsubjectrulesreview.STRATEGY,
     storageclass.STRATEGY,
     csidriver.STRATEGY,
     csinode.STRATEGY,
@@ -75,8 +80,10 @@ BY_KIND: dict[str, Strategy] = {}
 for _s in STRATEGIES:
     BY_KIND.setdefault(_s.kind, _s)
 
-#: The kinds whose objects live in a namespace.
-NAMESPACED_KINDS: frozenset[str] = frozenset(s.kind for s in STRATEGIES if s.resource.namespaced)
+#: The kinds whose objects live in a namespace (review kinds are never stored).
+NAMESPACED_KINDS: frozenset[str] = frozenset(
+    s.kind for s in STRATEGIES if s.resource.namespaced and "list" in s.resource.verbs
+)
 
 
 def versions_of(group: str) -> list[str]:

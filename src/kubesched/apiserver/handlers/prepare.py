@@ -53,7 +53,7 @@ def prepare(
     warnings."""
     if not isinstance(body, dict):
         raise bad_request(f"the body of the request must be a JSON object, not {type(body).__name__}")
-    _check_type_meta(strategy, body)
+    check_type_meta(strategy, body)
     meta = body.get("metadata")
     if meta is None:
         meta = body["metadata"] = {}
@@ -80,7 +80,7 @@ def prepare(
     return body, warnings
 
 
-def _check_type_meta(strategy: Strategy, body: dict[str, Any]) -> None:
+def check_type_meta(strategy: Strategy, body: dict[str, Any]) -> None:
     res = strategy.resource
     kind = body.get("kind")
     if kind is None:

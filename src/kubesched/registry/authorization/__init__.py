@@ -1,0 +1,1 @@
+"""Strategies of the ``authorization.k8s.io`` group."""
