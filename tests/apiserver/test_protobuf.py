@@ -61,6 +61,6 @@ def test_refused_bodies():
     with pytest.raises(ProtobufError):
         decode(b"{}")
     with pytest.raises(ProtobufError):
-        decode(_envelope("v1", "Secret", b""))
+        decode(_envelope("v1", "Node", b""))  # a kind no kubectl command sends in protobuf
     with pytest.raises(ProtobufError):
         decode(MAGIC + b"\x0a\xff")

@@ -1,5 +1,5 @@
 """Request bodies in Kubernetes' protobuf encoding, for the kinds kubectl's typed clients send that way
-(``kubectl create deployment|job|namespace|configmap|priorityclass|serviceaccount``,
+(``kubectl create deployment|job|namespace|configmap|secret|priorityclass|serviceaccount``,
 ``kubectl drain``'s evictions, ``kubectl auth can-i|whoami``'s reviews). Responses are always
 JSON, which those clients accept too.
 
@@ -12,13 +12,15 @@ Fields not listed here are skipped.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 MAGIC = b"k8s\x00"
 
 # Field kinds: "s" string, "i" integer, "b" bool, "b0" bool kept when false (a pointer upstream),
 # "i0" integer kept when zero, "t" Time, "q" Quantity, "m:<Message>" message, "map" map<string,string>,
-# "mapq" map<string,Quantity>; a trailing "*" marks a repeated field.
+# "mapq" map<string,Quantity>, "mapb" map<string,bytes> (base64 in JSON); a trailing "*" marks a
+# repeated field.
 Schema = dict[int, tuple[str, str]]
 
 _META: Schema = {
@@ -121,7 +123,19 @@ MESSAGES: dict[str, Schema] = {
     },
     "Pod": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:PodSpec")},
     "Namespace": {1: ("metadata", "m:ObjectMeta")},
-    "ConfigMap": {1: ("metadata", "m:ObjectMeta"), 2: ("data", "map"), 4: ("immutable", "b")},
+    "ConfigMap": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("data", "map"),
+        3: ("binaryData", "mapb"),
+        4: ("immutable", "b"),
+    },
+    "Secret": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("data", "mapb"),
+        3: ("type", "s"),
+        4: ("stringData", "map"),
+        5: ("immutable", "b0"),
+    },
     "SelfSubjectAccessReview": {
         1: ("metadata", "m:ObjectMeta"),
         2: ("spec", "m:SelfSubjectAccessReviewSpec"),
@@ -228,7 +242,7 @@ def _text(value: int | bytes) -> str:
     return value.decode("utf-8")
 
 
-def _map_entry(value: int | bytes, quantity: bool) -> tuple[str, str]:
+def _map_entry(value: int | bytes, kind: str) -> tuple[str, str]:
     if not isinstance(value, bytes):
         raise ProtobufError("expected a map entry")
     key, val = "", ""
@@ -236,10 +250,14 @@ def _map_entry(value: int | bytes, quantity: bool) -> tuple[str, str]:
         if number == 1:
             key = _text(item)
         elif number == 2:
-            if quantity:
+            if kind == "mapq":
                 if not isinstance(item, bytes):
                     raise ProtobufError("expected a quantity")
                 val = next((_text(v) for n, v in _fields(item) if n == 1), "")
+            elif kind == "mapb":
+                if not isinstance(item, bytes):
+                    raise ProtobufError("expected bytes")
+                val = base64.b64encode(item).decode()
             else:
                 val = _text(item)
     return key, val
@@ -269,8 +287,8 @@ def decode_message(name: str, data: bytes) -> dict[str, Any]:
             if not value and kind == "b":
                 continue
             item = bool(value)
-        elif kind in ("map", "mapq"):
-            key, val = _map_entry(value, kind == "mapq")
+        elif kind in ("map", "mapq", "mapb"):
+            key, val = _map_entry(value, kind)
             out.setdefault(field, {})[key] = val
             continue
         elif kind.startswith("m:"):

@@ -133,6 +133,12 @@ class Strategy:
         ``old`` with the written status)."""
 
     # -- validation ------------------------------------------------------------------------------
+    def decode(self, body: dict[str, Any]) -> None:
+        """What reading a written body into the kind's internal form does, on every write before
+        :meth:`validate` (upstream's decoding, conversion and defaulting of the served version): a
+        field of the wrong type is a 400, and a kind whose served form differs from what is kept
+        converts it here (a Secret's ``stringData`` goes into ``data``)."""
+
     def validate(self, body: dict[str, Any]) -> None:
         """The schedulers' own parser must accept what is stored: its complaint is a 422. A
         quantity that does not parse is a 400, as upstream's decoder refuses it before validation."""

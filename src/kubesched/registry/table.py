@@ -19,6 +19,7 @@ from kubesched.registry.core import (
     persistentvolume,
     persistentvolumeclaim,
     pod,
+    secret,
     service,
     serviceaccount,
 )
@@ -41,6 +42,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     event.STRATEGY,
     service.STRATEGY,
     configmap.STRATEGY,
+    secret.STRATEGY,
     serviceaccount.STRATEGY,
     persistentvolume.STRATEGY,
     persistentvolumeclaim.STRATEGY,

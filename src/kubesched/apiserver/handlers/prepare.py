@@ -76,6 +76,7 @@ def prepare(
     for key in ("spec", "status"):
         if key in body and body[key] is not None and not isinstance(body[key], dict):
             raise bad_request(f"{key} must be an object")
+    strategy.decode(body)
     strategy.validate(body)
     return body, warnings
 
