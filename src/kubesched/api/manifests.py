@@ -327,10 +327,20 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
     result.objects.append(ManifestObject(kind, dict(obj), source, index))
 
 
-def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
-    """Read and validate manifests; raises :class:`InputError` on the first bad object."""
-    result = LoadResult()
-    seen: dict[tuple[str, str, str], str] = {}
+@dataclass(frozen=True, slots=True)
+class ManifestDocument:
+    """One object as read, before any check of its kind: where it came from (``prefix``: the
+    ``items[i]`` of a List)."""
+
+    obj: Mapping[str, Any]
+    source: str
+    document: int
+    prefix: str | None
+
+
+def read_documents(paths: Sequence[str], stdin: TextIO | None = None) -> Iterator[ManifestDocument]:
+    """Every object of the files, directories (recursively) or ``-`` given, Lists expanded; a file
+    that cannot be read or parsed is an :class:`InputError`."""
     for source in _expand_paths(paths):
         if source == "-":
             label = "<stdin>"
@@ -346,20 +356,29 @@ def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> LoadRes
             label = source
         for index, doc in enumerate(_documents(text, label), start=1):
             for obj, prefix in _items(doc, label, index):
-                before = len(result.objects)
-                _check(obj, label, index, prefix, result)
-                if len(result.objects) == before:
-                    continue
-                added = result.objects[-1]
-                meta = added.obj.get("metadata") or {}
-                ns = (meta.get("namespace") or "default") if KINDS[added.kind].namespaced else ""
-                key = (added.kind, ns, str(meta.get("name")))
-                if key in seen:
-                    raise InputError(
-                        f"duplicate object, first defined in {seen[key]}",
-                        file=label,
-                        document=index,
-                        obj=added.ref,
-                    )
-                seen[key] = f"{label} document {index}"
+                yield ManifestDocument(obj, label, index, prefix)
+
+
+def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
+    """Read and validate manifests; raises :class:`InputError` on the first bad object."""
+    result = LoadResult()
+    seen: dict[tuple[str, str, str], str] = {}
+    for found in read_documents(paths, stdin):
+        label, index = found.source, found.document
+        before = len(result.objects)
+        _check(found.obj, label, index, found.prefix, result)
+        if len(result.objects) == before:
+            continue
+        added = result.objects[-1]
+        meta = added.obj.get("metadata") or {}
+        ns = (meta.get("namespace") or "default") if KINDS[added.kind].namespaced else ""
+        key = (added.kind, ns, str(meta.get("name")))
+        if key in seen:
+            raise InputError(
+                f"duplicate object, first defined in {seen[key]}",
+                file=label,
+                document=index,
+                obj=added.ref,
+            )
+        seen[key] = f"{label} document {index}"
     return result

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
+import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,18 +15,19 @@ from typing import Any
 
 from aiohttp import web
 
-from kubesched.api.manifests import LOAD_ORDER
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
+from kubesched.apiserver.manifests import create_start_objects
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
+from kubesched.errors import KubeschedError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import AlreadyExists
-from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore
+from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore, StoreLocked
 
 log = logging.getLogger(__name__)
 
@@ -75,16 +78,9 @@ def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
         )
         for i in range(options.nodes)
     ]
-    order = {k: i for i, k in enumerate(LOAD_ORDER)}
-    given = sorted(options.objects, key=lambda o: order.get(str(o.get("kind")), len(order)))
-    for obj in [*wanted, *given]:
+    for obj in wanted:
         obj = dict(obj)
         meta = obj.get("metadata") or {}
-        ns = meta.get("namespace")
-        if ns and store.get("Namespace", None, ns) is None:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-            apply_defaults(namespace)
-            store.create(namespace)
         apply_defaults(obj)
         try:
             admit(store, obj)
@@ -93,7 +89,31 @@ def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
             continue
         except Exception as exc:
             warnings.append(f"{obj.get('kind')} {meta.get('name')}: {exc}")
+    # The manifests given go through the API's create path, as kubectl apply sends them.
+    warnings += create_start_objects(store, options.objects, options.auto_create_namespaces)
     return warnings
+
+
+class StartupError(KubeschedError):
+    """The server cannot start (its address is taken, its data dir is in use or cannot be made);
+    said in one line, before anything is written."""
+
+
+def listen(address: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything else happens."""
+    where = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    try:
+        family = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        return socket.create_server((address, port), family=family, backlog=1024)
+    except socket.gaierror as exc:
+        raise StartupError(f"--address {address}: cannot listen there: {exc.strerror}") from None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"--port {port}: {where} is already in use (another kubesched serve or another server "
+                "listens there; --port 0 picks a free port)"
+            ) from None
+        raise StartupError(f"cannot listen on {where}: {exc.strerror or exc}") from None
 
 
 class Served:
@@ -101,8 +121,33 @@ class Served:
 
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
-        options.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteStore(options.data_dir / "cluster.db", now=_wall_clock(), history=options.history)
+        # The address first: a server that cannot listen must not have made or changed anything.
+        self._socket = listen(options.address, options.port)
+        try:
+            self._open(options)
+        except BaseException:
+            self._socket.close()
+            raise
+        self.port = self._socket.getsockname()[1]
+
+    def _open(self, options: ServeOptions) -> None:
+        try:
+            options.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StartupError(f"--data-dir {options.data_dir}: {exc.strerror or exc}") from None
+        try:
+            self.store = SqliteStore(
+                options.data_dir / "cluster.db", now=_wall_clock(), history=options.history
+            )
+        except StoreLocked as exc:
+            raise StartupError(f"--data-dir {options.data_dir}: {exc}") from None
+        try:
+            self._build(options)
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _build(self, options: ServeOptions) -> None:
         self.warnings = seed_cluster(self.store, options)
         hosts = [options.address] if options.address not in ("0.0.0.0", "::") else []
         self.identity = ensure_identity(options.data_dir, hosts)
@@ -124,8 +169,7 @@ class Served:
             schedulers = self.schedulers
             self.api.metrics = schedulers.metrics
             self.api.ready_checks["kubesched-schedulers"] = lambda: schedulers.running
-        self.kubeconfig = options.data_dir / "kubeconfig"
-        self.port = options.port
+        self.kubeconfig = (options.data_dir / "kubeconfig").absolute()
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
 
@@ -141,19 +185,8 @@ class Served:
             self.api.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
         )
         await self._runner.setup()
-        site = web.TCPSite(
-            self._runner,
-            self.options.address,
-            self.options.port,
-            ssl_context=self.identity.ssl_context(),
-            backlog=1024,
-        )
+        site = web.SockSite(self._runner, self._socket, ssl_context=self.identity.ssl_context())
         await site.start()
-        if self.options.port == 0:
-            server = site._server
-            assert server is not None
-            sockets = getattr(server, "sockets", None) or []
-            self.port = sockets[0].getsockname()[1]
         write_kubeconfig(self.kubeconfig, self.url, self.identity)
         if self.schedulers is not None:
             self.schedulers.start()
@@ -194,6 +227,7 @@ class Served:
                 log.exception("stopping the schedulers")
         if self._runner is not None:
             await self._runner.cleanup()
+        self._socket.close()
         self.store.close()
 
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubesched.api.manifests import load_manifests
 from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import EXIT_OK, EXIT_RUN_FAILED, plugin_flag, plugin_registry_of
 from kubesched.errors import InputError
@@ -45,15 +44,17 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from kubesched.apiserver.server import ServeOptions, serve
-    from kubesched.store.sqlite import StoreLocked
+    from kubesched.apiserver.manifests import load_start_manifests
+    from kubesched.apiserver.server import ServeOptions, StartupError, serve
 
     if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
         raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
     registry = plugin_registry_of(args)
     config = load_config(args.config, registry) if args.config else None
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
-    objects = [dict(mo.obj) for mo in load_manifests(args.paths).objects] if args.paths else []
+    objects, skipped = load_start_manifests(args.paths) if args.paths else ([], [])
+    for warning in skipped:
+        print(f"warning: {warning}", file=sys.stderr)
     options = ServeOptions(
         data_dir=Path(args.data_dir),
         address=args.address,
@@ -72,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     try:
         serve(options)
-    except StoreLocked as exc:
-        print(f"error: --data-dir {args.data_dir}: {exc}", file=sys.stderr)
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK

@@ -13,7 +13,7 @@ from kubesched.errors import InputError
 from kubesched.registry.admission import admit
 from kubesched.registry.errors import ApiError, already_exists
 from kubesched.registry.strategy import Strategy
-from kubesched.store.base import AlreadyExists
+from kubesched.store.base import AlreadyExists, ClusterStore, Obj
 
 if TYPE_CHECKING:
     from kubesched.apiserver.app import ApiServer
@@ -22,15 +22,28 @@ if TYPE_CHECKING:
 def create(
     server: ApiServer, strategy: Strategy, namespace: str | None, body: Any, query: Mapping[str, str]
 ) -> web.Response:
-    store = server.store
-    res = strategy.resource
-    obj, warnings = prepare(
-        store, server.auto_create_namespaces, strategy, namespace, body, query, creating=True
+    created, warnings = create_object(
+        server.store, server.auto_create_namespaces, strategy, namespace, body, query
     )
+    return json_response(view(strategy.resource, created), 201, warning_headers(warnings))
+
+
+def create_object(
+    store: ClusterStore,
+    auto_create_namespaces: bool,
+    strategy: Strategy,
+    namespace: str | None,
+    body: Any,
+    query: Mapping[str, str],
+) -> tuple[Obj, list[str]]:
+    """Check, default, admit and store a new object (unless ``dryRun=All``): the object as stored
+    and the warnings for the client. A refusal is an :class:`ApiError`."""
+    res = strategy.resource
+    obj, warnings = prepare(store, auto_create_namespaces, strategy, namespace, body, query, creating=True)
     strategy.prepare_for_create(obj)
     strategy.defaults(obj)
     if query.get("dryRun") == "All":
-        return json_response(view(res, obj), 201)
+        return obj, warnings
     name = obj["metadata"]["name"]
     try:
         admit(store, obj)
@@ -42,4 +55,4 @@ def create(
         if store.get(res.kind, namespace, name) is not None:
             raise already_exists(res.plural, res.group, name) from None
         raise ApiError(403, "Forbidden", f'{res.plural} "{name}" is forbidden: {exc.message}') from None
-    return json_response(view(res, created), 201, warning_headers(warnings))
+    return created, warnings

@@ -40,7 +40,7 @@ _META_FIELDS = frozenset(
 
 
 def prepare(
-    store: ClusterStore,
+    store: ClusterStore | None,
     auto_create_namespaces: bool,
     strategy: Strategy,
     namespace: str | None,
@@ -50,7 +50,7 @@ def prepare(
     creating: bool,
 ) -> tuple[dict[str, Any], list[str]]:
     """Check a body's shape for the strategy's resource and validate it; returns it and any
-    warnings."""
+    warnings. Without a store nothing is written: a missing namespace is not created."""
     if not isinstance(body, dict):
         raise bad_request(f"the body of the request must be a JSON object, not {type(body).__name__}")
     check_type_meta(strategy, body)
@@ -67,7 +67,7 @@ def prepare(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         meta["namespace"] = namespace
-        if creating and store.get("Namespace", None, str(namespace)) is None:
+        if creating and store is not None and store.get("Namespace", None, str(namespace)) is None:
             _create_namespace(store, auto_create_namespaces, str(namespace))
     else:
         meta.pop("namespace", None)
