@@ -32,11 +32,12 @@ from __future__ import annotations
 import secrets
 import weakref
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from kubesched.api.objects import Pod
 from kubesched.api.storage import (
@@ -126,6 +127,8 @@ class _StorageWatch:
 
     def __init__(self, informers: InformerFactory) -> None:
         self.version = 0
+        #: Bumped on every change of a CSINode or a VolumeAttachment (a node's limits and attachments).
+        self.topology = 0
         self.claims: Informer[PersistentVolumeClaim] = informers.informer("PersistentVolumeClaim")
         self.volumes: Informer[PersistentVolume] = informers.informer("PersistentVolume")
         self.classes: Informer[StorageClass] = informers.informer("StorageClass")
@@ -135,9 +138,14 @@ class _StorageWatch:
         self.attachments.add_index(ATTACHMENT_NODE_INDEX, _attachment_node)
         for informer in (self.claims, self.volumes, self.classes):
             informer.add_handler(self._changed, replay=False)
+        self.csinodes.add_handler(self._topology_changed, replay=False)
+        self.attachments.add_handler(self._topology_changed, replay=False)
 
     def _changed(self, change: Change[Any]) -> None:
         self.version += 1
+
+    def _topology_changed(self, change: Change[Any]) -> None:
+        self.topology += 1
 
 
 _WATCHES: weakref.WeakKeyDictionary[InformerFactory, _StorageWatch] = weakref.WeakKeyDictionary()
@@ -160,6 +168,33 @@ class _Counted:
     volumes: Volumes
 
 
+@dataclass(slots=True)
+class _Columns:
+    """Per node slot of one table, what Filter compares: each limited driver's limit (-1: none) and
+    the volumes the node's pods and attachments already count against it, with the volumes each
+    node's pods use (a pod's volume already there costs nothing more). Rows are recounted only when
+    the table stamps them changed; the whole is rebuilt when storage objects or the nodes change."""
+
+    table: NodeTable
+    capacity: int
+    version: int
+    topology: int
+    node_count: int
+    #: Slots of nodes whose CSINode limits some driver, and each one's migration state.
+    slots: NDArray[np.int64]
+    migrated: dict[int, frozenset[str]]
+    #: Migration state → mask of the slots in it.
+    state_masks: dict[frozenset[str], NDArray[np.bool_]]
+    limits: dict[str, NDArray[np.int64]]
+    used: dict[str, NDArray[np.int64]]
+    attached: dict[int, Volumes]
+    #: Volume name → the slots whose pods use it.
+    holders: dict[str, set[int]]
+    stamp: NDArray[np.int64]
+    #: The NodeInfo each slot of ``slots`` was counted from (one put in its place is counted again).
+    infos: list[NodeInfo | None]
+
+
 class NodeVolumeLimits:
     name: ClassVar[str] = NAME
 
@@ -169,6 +204,7 @@ class NodeVolumeLimits:
         self.random_volume_id_prefix = secrets.token_hex(16)
         self._watch: _StorageWatch | None = None
         self._counted: dict[str, _Counted] = {}
+        self._columns: _Columns | None = None
 
     @property
     def watch(self) -> _StorageWatch:
@@ -413,7 +449,15 @@ class NodeVolumeLimits:
                 csinodes[csinode.name] = csinode
         if not csinodes:
             return FilterResult.all_pass(capacity)
-        infos = self.handle.snapshot.node_infos
+        snapshot = self.handle.snapshot
+        if table is snapshot.table and not table.is_fork:
+            failing = self._failing_by_columns(table, snapshot.node_infos, new_by_state)
+            if not failing.any():
+                return FilterResult.all_pass(capacity)
+            return FilterResult.reject(failing, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+        # A fork (preemption's and nominated pods' what-if nodes, a batch session's placements):
+        # judged node by node from the node infos standing in for its rows.
+        infos = snapshot.node_infos
         failing = np.zeros(capacity, dtype=np.bool_)
         for name, csinode in csinodes.items():
             slot = table.slot_of.get(name)
@@ -426,6 +470,135 @@ class NodeVolumeLimits:
         if not failing.any():
             return FilterResult.all_pass(capacity)
         return FilterResult.reject(failing, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+
+    # -- Filter over the snapshot's table: counts kept per slot ----------------------------------
+    def _failing_by_columns(
+        self, table: NodeTable, infos: Mapping[str, NodeInfo], new_by_state: Mapping[frozenset[str], Volumes]
+    ) -> NDArray[np.bool_]:
+        """The slots whose limits the pod's new volumes would exceed: :meth:`_exceeds` for every
+        limited node at once, from per-slot counts."""
+        cols = self._columns_of(table, infos)
+        failing = np.zeros(table.capacity, dtype=np.bool_)
+        for state, mask in cols.state_masks.items():
+            per_driver: dict[str, list[str]] = {}
+            for volume, driver in new_by_state[state].items():
+                if driver in cols.limits:
+                    per_driver.setdefault(driver, []).append(volume)
+            for driver, volumes in per_driver.items():
+                wanted = np.full(table.capacity, len(volumes), dtype=np.int64)
+                for volume in volumes:
+                    for slot in cols.holders.get(volume, ()):
+                        wanted[slot] -= 1  # a volume the node's pods use costs nothing more
+                limit = cols.limits[driver]
+                # Only volumes new to the node are checked: one already over its limit takes a pod
+                # whose volumes of that driver are all there.
+                failing |= mask & (limit >= 0) & (wanted > 0) & (cols.used[driver] + wanted > limit)
+        return failing
+
+    def _columns_of(self, table: NodeTable, infos: Mapping[str, NodeInfo]) -> _Columns:
+        watch = self.watch
+        cols = self._columns
+        if (
+            cols is None
+            or cols.table is not table
+            or cols.capacity != table.capacity
+            or cols.version != watch.version
+            or cols.topology != watch.topology
+            or cols.node_count != len(table.slot_of)
+        ):
+            cols = self._columns = self._build_columns(table, infos)
+            return cols
+        slots = cols.slots
+        names = table.names
+        current = [infos.get(names[slot]) for slot in slots.tolist()]
+        stale = set(slots[table.row_stamp[slots] != cols.stamp[slots]].tolist())
+        stale.update(
+            slot
+            for slot, now, then in zip(slots.tolist(), current, cols.infos, strict=True)
+            if now is not then
+        )
+        if stale:
+            for i, slot in enumerate(slots.tolist()):
+                if slot in stale:
+                    self._recount(cols, slot, current[i])
+            cols.infos = current
+            rows = np.fromiter(stale, dtype=np.int64, count=len(stale))
+            cols.stamp[rows] = table.row_stamp[rows]
+        return cols
+
+    def _build_columns(self, table: NodeTable, infos: Mapping[str, NodeInfo]) -> _Columns:
+        watch = self.watch
+        capacity = table.capacity
+        cols = _Columns(
+            table=table,
+            capacity=capacity,
+            version=watch.version,
+            topology=watch.topology,
+            node_count=len(table.slot_of),
+            slots=np.zeros(0, dtype=np.int64),
+            migrated={},
+            state_masks={},
+            limits={},
+            used={},
+            attached={},
+            holders={},
+            stamp=table.row_stamp.copy(),
+            infos=[],
+        )
+        slots: list[int] = []
+        for csinode in watch.csinodes.list():
+            limits = {
+                d: c.allocatable_count for d, c in csinode.drivers.items() if c.allocatable_count is not None
+            }
+            slot = table.slot_of.get(csinode.name)
+            if not limits or slot is None or slot >= capacity or not table.valid[slot]:
+                continue
+            info = infos.get(csinode.name)
+            if info is None:
+                continue
+            slots.append(slot)
+            state = migrated_plugins(csinode)
+            cols.migrated[slot] = state
+            mask = cols.state_masks.get(state)
+            if mask is None:
+                mask = cols.state_masks[state] = np.zeros(capacity, dtype=np.bool_)
+            mask[slot] = True
+            for driver, limit in limits.items():
+                column = cols.limits.get(driver)
+                if column is None:
+                    column = cols.limits[driver] = np.full(capacity, -1, dtype=np.int64)
+                    cols.used[driver] = np.zeros(capacity, dtype=np.int64)
+                column[slot] = limit
+            self._recount(cols, slot, info)
+            cols.infos.append(info)
+        cols.slots = np.asarray(slots, dtype=np.int64)
+        return cols
+
+    def _recount(self, cols: _Columns, slot: int, info: NodeInfo | None) -> None:
+        """Count again what one node's pods and attachments use of each limited driver (nothing
+        while the node has no NodeInfo)."""
+        for volume in cols.attached.pop(slot, {}):
+            holders = cols.holders.get(volume)
+            if holders is not None:
+                holders.discard(slot)
+                if not holders:
+                    del cols.holders[volume]
+        for counts in cols.used.values():
+            counts[slot] = 0
+        if info is None:
+            return
+        name = info.name
+        attached = self._node_volumes(name, info, cols.migrated[slot])
+        cols.attached[slot] = attached
+        for volume, driver in attached.items():
+            cols.holders.setdefault(volume, set()).add(slot)
+            used = cols.used.get(driver)
+            if used is not None:
+                used[slot] += 1
+        for volume, driver in self._attachments(name).items():
+            counted = cols.used.get(driver)
+            if counted is not None and volume not in attached:
+                counted[slot] += 1
 
     def _exceeds(
         self, name: str, info: NodeInfo, csinode: CSINode, migrated: frozenset[str], new: Volumes
