@@ -59,7 +59,11 @@ if TYPE_CHECKING:
 NO_VICTIMS = "No preemption victims found for incoming pod"
 
 #: Filter plugins whose verdict does not depend on the pods on the node.
-NODE_ONLY_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+#: Filter plugins whose verdict on a node never depends on the node's pods (VolumeBinding and
+#: VolumeZone look at the node's labels and the cluster's volumes).
+NODE_ONLY_FILTERS = frozenset(
+    {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "VolumeBinding", "VolumeZone"}
+)
 FIT = "NodeResourcesFit"
 
 
@@ -252,6 +256,16 @@ def dry_run_generic(inp: DryRunInput) -> DryRunResult:
 # --------------------------------------------------------------------------- the fast path
 
 
+def node_only(fwk: Framework, state: CycleState, pod: Pod, name: str) -> bool:
+    """Whether the Filter plugin ``name`` judges ``pod`` by the node alone: always, or for this pod
+    (a plugin says so through ``filter_ignores_node_pods``, e.g. NodeVolumeLimits when no node limits
+    the drivers of the pod's volumes)."""
+    if name in NODE_ONLY_FILTERS:
+        return True
+    check = getattr(fwk.plugins.get(name), "filter_ignores_node_pods", None)
+    return bool(check is not None and check(state, pod))
+
+
 def fast_path_applies(fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> bool:
     """True when removing or adding pods can change only NodeResourcesFit's verdict."""
     if diagnosis.pre_filter_msg or diagnosis.failed_by is None:
@@ -265,7 +279,7 @@ def fast_path_applies(fwk: Framework, state: CycleState, pod: Pod, diagnosis: Di
             if state.get(FIT_PRE_FILTER_KEY) is None:
                 return False
             continue
-        if name not in NODE_ONLY_FILTERS:
+        if not node_only(fwk, state, pod, name):
             return False
     return True
 
@@ -334,7 +348,7 @@ def _fast_setup(inp: DryRunInput, table: NodeTable) -> _FastSetup:
     statics = [
         (i, res)
         for i, (name, res) in enumerate(zip(fwk.filter_names, inp.diagnosis.results, strict=False))
-        if name in NODE_ONLY_FILTERS and res is not None
+        if res is not None and name != FIT and node_only(fwk, inp.state, inp.pod, name)
     ]
     checks: list[tuple[int, FilterResult | None]] = sorted(
         [*statics, *([(fit_index, None)] if fit_index >= 0 else [])], key=lambda t: t[0]

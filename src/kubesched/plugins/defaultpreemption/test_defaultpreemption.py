@@ -366,6 +366,7 @@ _pods = st.lists(
     preemptor_priority=st.integers(1, 4),
     budget=st.integers(0, 2),
     seed=st.integers(0, 3),
+    with_volume=st.booleans(),
 )
 def test_fast_and_generic_dry_runs_agree(
     layout: list[list[tuple[int, str, bool]]],
@@ -373,6 +374,7 @@ def test_fast_and_generic_dry_runs_agree(
     preemptor_priority: int,
     budget: int,
     seed: int,
+    with_volume: bool,
 ) -> None:
     objects: list[dict[str, Any]] = [pdb("guard", "guarded", allowed=budget)]
     for i, pods in enumerate(layout):
@@ -381,6 +383,33 @@ def test_fast_and_generic_dry_runs_agree(
             labels = {"app": "guarded"} if guarded else {"app": "plain"}
             objects.append(pod(f"p{i}-{j}", cpu, prio, f"n{i}", started=(i * 7 + j * 3) % 11, labels=labels))
     preemptor = pod("incoming", preemptor_cpu, preemptor_priority)
+    if with_volume:
+        # A claim pre-bound to a volume no CSINode limits: VolumeBinding, VolumeZone and
+        # NodeVolumeLimits run for the preemptor and judge by the node alone.
+        objects += [
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": "pv", "labels": {"topology.kubernetes.io/zone": "z"}},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol"},
+                    "claimRef": {"namespace": "default", "name": "data"},
+                },
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data", "namespace": "default"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "volumeName": "pv",
+                },
+            },
+        ]
+        preemptor["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
     fast = preempt_once(objects, preemptor, seed=seed)
     generic = preempt_once(objects, preemptor, generic=True, seed=seed)
     assert (fast.nominated, fast.victims, fast.outcome.message) == (

@@ -471,6 +471,20 @@ class NodeVolumeLimits:
             return FilterResult.all_pass(capacity)
         return FilterResult.reject(failing, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
 
+    def filter_ignores_node_pods(self, state: CycleState, pod: Pod) -> bool:
+        """Whether Filter judges ``pod`` by the node alone: no CSINode limits a driver its volumes
+        count against, so no node's pods can make it fail (preemption may then take its fast path)."""
+        drivers: set[str] = set()
+        try:
+            for migrated in (ALWAYS_MIGRATED, _WITH_PORTWORX):
+                volumes: Volumes = {}
+                self.attachable_volumes(pod, migrated, True, volumes)
+                drivers.update(volumes.values())
+        except (ClaimNotFound, VolumeError):
+            return False
+        csinodes = self.watch.csinodes
+        return not any(csinodes.by_index(LIMITED_DRIVERS_INDEX, driver) for driver in drivers)
+
     # -- Filter over the snapshot's table: counts kept per slot ----------------------------------
     def _failing_by_columns(
         self, table: NodeTable, infos: Mapping[str, NodeInfo], new_by_state: Mapping[frozenset[str], Volumes]
