@@ -205,3 +205,73 @@ def test_cli_json_lists_evictions_and_explain_records_preemption(
     assert hi["preemption"] == {"nominatedNode": "n1", "victims": ["default/lo"]}
     assert main(["simulate", str(path)]) == 0
     assert "1 evicted: default/lo" in capsys.readouterr().out
+
+
+def _with_claim(obj: dict[str, Any], claim: str) -> list[dict[str, Any]]:
+    """``obj`` using its own claim, pre-bound to its own EBS CSI volume."""
+    obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"pv-{claim}"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{claim}"},
+                "claimRef": {"namespace": "default", "name": claim},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": "default"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "volumeName": f"pv-{claim}",
+            },
+        },
+        obj,
+    ]
+
+
+@pytest.mark.parametrize("limit", [None, 1], ids=["no-csinode", "csinode-limit-1"])
+def test_a_nomination_holds_the_node_for_pods_with_volumes(limit: int | None) -> None:
+    """A nominated pod's resources and volumes count on its node for pods of lower priority, with
+    the volume plugins in play: with no CSINode limit the nominated pods are counted in the table's
+    columns, with one (the volume counts too) node by node."""
+    sim = Simulation(seed=0)
+    objs: list[dict[str, Any]] = [node("n1"), pod("lo", "3", 1, "n1")]
+    if limit is not None:
+        objs.append(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSINode",
+                "metadata": {"name": "n1"},
+                "spec": {
+                    "drivers": [{"name": "ebs.csi.aws.com", "nodeID": "n1", "allocatable": {"count": limit}}]
+                },
+            }
+        )
+    for obj in objs:
+        sim.store.create(obj)
+    sched = sim.scheduler
+    sched.informers.pump()
+    for obj in _with_claim(pod("hi", "3", 100), "hi-data"):
+        sim.store.create(obj)
+    sched.informers.pump()
+    sched.schedule_one()  # preempts lo, nominated to n1, backs off
+    sched.informers.pump()
+    # 1 CPU fits beside hi's 3; its volume fits only where no limit counts hi's.
+    for obj in _with_claim(pod("mid", "1" if limit else "3", 50), "mid-data"):
+        sim.store.create(obj)
+    sched.informers.pump()
+    sched.schedule_one()
+    mid = outcome(sim, "mid")
+    assert mid.status == "Unschedulable"
+    reason = "1 node(s) exceed max volume count" if limit else "1 Insufficient cpu"
+    assert mid.message.startswith(f"0/1 nodes are available: {reason}."), mid.message
+    sim.run()
+    assert outcome(sim, "hi").node == "n1"
+    assert outcome(sim, "mid").status == "Unschedulable"

@@ -78,8 +78,9 @@ TABLE_ONLY_FILTERS = frozenset(
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
-        # Its answer depends on the node's labels and on volumes, never on the pods on the node.
+        # Their answers depend on the node's labels and on volumes, never on the pods on the node.
         "VolumeBinding",
+        "VolumeZone",
     }
 )
 
@@ -386,12 +387,19 @@ class Framework:
                 out[slot] = keep
         return out
 
-    def table_only_filters(self, state: CycleState) -> bool:
+    def table_only_filters(self, state: CycleState, pod: Pod) -> bool:
         """True when every active Filter plugin reads only NodeTable columns (no NodeInfo, no
-        PreFilter state that follows the node's pods)."""
-        return not self.active_pre_filter_extensions(state) and all(
-            name in TABLE_ONLY_FILTERS or name in state.skip_filter_plugins for name in self.filter_names
-        )
+        PreFilter state that follows the node's pods), or says that for this pod it judges by the
+        node alone (``filter_ignores_node_pods``)."""
+        if self.active_pre_filter_extensions(state):
+            return False
+        for name in self.filter_names:
+            if name in TABLE_ONLY_FILTERS or name in state.skip_filter_plugins:
+                continue
+            check = getattr(self.plugins.get(name), "filter_ignores_node_pods", None)
+            if check is None or not check(state, pod):
+                return False
+        return True
 
     @property
     def nominator(self) -> PodNominator:
@@ -434,7 +442,7 @@ class Framework:
         passed, results, failed_by = self.run_filters(state, pod, table, candidates)
         if not len(self._nominator):
             return passed, results, failed_by
-        if self.table_only_filters(state):
+        if self.table_only_filters(state, pod):
             # The common case: add the nominated pods to their rows' resource columns and run the
             # filters once over all those nodes.
             slots, requests, nonzero, ports = self.nominated_columns.query(pod, table, candidates)
