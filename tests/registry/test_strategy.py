@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubesched.registry.apps.deployment import STRATEGY as DEPLOYMENTS
+from kubesched.registry.apps.replicaset import STRATEGY as REPLICASETS
 from kubesched.registry.core.namespace import STRATEGY as NAMESPACES
 from kubesched.registry.core.pod import STRATEGY as PODS
 from kubesched.registry.errors import ApiError
@@ -15,11 +16,15 @@ from kubesched.registry.table import BY_KIND, NAMESPACED_KINDS, STRATEGIES
 
 
 def _deployment(**spec: Any) -> dict[str, Any]:
+    spec.setdefault("selector", {"matchLabels": {"app": "web"}})
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": spec}
 
 
-def _template(cpu: str = "100m") -> dict[str, Any]:
-    return {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
+def _template(cpu: str = "100m", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": "web"} if labels is None else labels},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]},
+    }
 
 
 def test_a_deployment_needs_a_template_and_non_negative_replicas():
@@ -31,6 +36,69 @@ def test_a_deployment_needs_a_template_and_non_negative_replicas():
     with pytest.raises(ApiError) as negative:
         DEPLOYMENTS.validate(_deployment(replicas=-1, template=_template()))
     assert negative.value.status()["details"]["causes"][0]["field"] == "spec.replicas"
+
+
+# Each message as kube-apiserver v1.20.2 answered the same body.
+SELECTOR_CASES = [
+    pytest.param(
+        {"selector": {"matchLabels": {"app": "web"}}, "template": _template(labels={"app": "other"})},
+        'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"other"}: `selector` does not match template `labels`',
+        id="selector does not match the template",
+    ),
+    pytest.param(
+        {"selector": None, "template": _template(labels={"app": "other"})},
+        'Deployment.apps "web" is invalid: [spec.selector: Required value, spec.template.metadata.labels: '
+        'Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`]',
+        id="no selector",
+    ),
+    pytest.param(
+        {"selector": {}, "template": _template(labels={"app": "other"})},
+        'Deployment.apps "web" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:'
+        "map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: "
+        "empty selector is invalid for deployment",
+        id="empty selector",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec,message", SELECTOR_CASES)
+def test_a_deployments_selector_must_select_its_template(spec: dict[str, Any], message: str) -> None:
+    body = _deployment(**spec)
+    if body["spec"]["selector"] is None:
+        del body["spec"]["selector"]
+    with pytest.raises(ApiError) as refused:
+        DEPLOYMENTS.validate(body)
+    assert refused.value.code == 422 and refused.value.message == message
+
+
+def test_a_replicasets_selector_must_select_its_template() -> None:
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "rs"},
+        "spec": {"selector": {"matchLabels": {}}, "template": _template(labels={})},
+    }
+    with pytest.raises(ApiError) as empty:
+        REPLICASETS.validate(body)
+    assert empty.value.message == (
+        'ReplicaSet.apps "rs" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:'
+        "map[string]string{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: "
+        "empty selector is invalid for deployment"
+    )
+    body["spec"]["selector"] = {
+        "matchLabels": {"a": "b"},
+        "matchExpressions": [{"key": "x", "operator": "In", "values": ["y"]}],
+    }
+    body["spec"]["template"] = _template(labels={"a": "b"})
+    with pytest.raises(ApiError) as unmatched:
+        REPLICASETS.validate(body)
+    assert unmatched.value.message == (
+        'ReplicaSet.apps "rs" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"a":"b"}: `selector` does not match template `labels`'
+    )
+    body["spec"]["template"] = _template(labels={"a": "b", "x": "y"})
+    REPLICASETS.validate(body)
 
 
 def test_a_quantity_that_does_not_parse_is_a_bad_request():

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubesched.registry.podtemplate import PodTemplateStrategy
+from kubesched.registry.errors import invalid
+from kubesched.registry.podtemplate import PodTemplateStrategy, selector_causes
 from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, age, meta_of
 
 
@@ -17,6 +18,13 @@ class DeploymentStrategy(PodTemplateStrategy):
         ("Available", "integer", 0),
         AGE,
     )
+
+    def validate(self, body: dict[str, Any]) -> None:
+        causes = selector_causes(body.get("spec") or {})
+        if causes:
+            res = self.resource
+            raise invalid(res.kind, res.group, str(body["metadata"].get("name", "")), causes)
+        super().validate(body)
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubesched.registry.errors import invalid
+from kubesched.registry.podtemplate import selector_causes
 from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, Strategy, age, meta_of
 
 
@@ -17,6 +19,13 @@ class ReplicaSetStrategy(Strategy):
         ("Ready", "integer", 0),
         AGE,
     )
+
+    def validate(self, body: dict[str, Any]) -> None:
+        causes = selector_causes(body.get("spec") or {})
+        if causes:
+            res = self.resource
+            raise invalid(res.kind, res.group, str(body["metadata"].get("name", "")), causes)
+        super().validate(body)
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
