@@ -88,6 +88,23 @@ def pod_default(name: str) -> dict[str, Any]:
     }
 
 
+def priority_class(name: str, value: int) -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def prioritized_pod(name: str, class_name: str, cpu: str) -> Obj:
+    """pod-default asking ``cpu``, in priority class ``class_name``."""
+    pod = pod_default(name)
+    pod["spec"]["priorityClassName"] = class_name
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return pod
+
+
 def _create_all(sim: Simulation, made: Obj | list[Obj]) -> Obj:
     """Create one object, or each of a list in order; the last one created."""
     objs = made if isinstance(made, list) else [made]

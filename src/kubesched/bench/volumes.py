@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubesched.bench.base import BenchResult, Obj, node_default, pod_default, run_workload
+from kubesched.bench.base import (
+    BenchResult,
+    Obj,
+    node_default,
+    pod_default,
+    prioritized_pod,
+    priority_class,
+    run_workload,
+)
 
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
 #: scheduler_perf's nodeAllocatableStrategy for these workloads.
@@ -172,29 +180,14 @@ def run_csi_pvs(
     )
 
 
-def _priority_class(name: str, value: int) -> Obj:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
-
-
 def _low_priority_pod(i: int) -> Obj:
     """templates/pod-low-priority.yaml: 900m CPU, priority class ``low-priority`` (4 fill a node)."""
-    pod = pod_default(f"low-{i}")
-    pod["spec"]["priorityClassName"] = "low-priority"
-    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "900m"
-    return pod
+    return prioritized_pod(f"low-{i}", "low-priority", "900m")
 
 
 def _high_priority_pod(i: int) -> list[Obj]:
     """templates/pod-high-priority.yaml: 3 CPU, priority class ``high-priority``, with a volume."""
-    pod = pod_default(f"high-{i}")
-    pod["spec"]["priorityClassName"] = "high-priority"
-    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
-    return _with_volume(pod, i, "aws")
+    return _with_volume(prioritized_pod(f"high-{i}", "high-priority", "3"), i, "aws")
 
 
 def run_preemption_pvs(
@@ -211,7 +204,7 @@ def run_preemption_pvs(
         existing_pods,
         pods,
         seed,
-        setup=[_priority_class("low-priority", 1), _priority_class("high-priority", 10)],
+        setup=[priority_class("low-priority", 1), priority_class("high-priority", 10)],
         existing=_low_priority_pod,
         measured=_high_priority_pod,
         feature_gates=feature_gates,

@@ -17,7 +17,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubesched.bench.base import BenchResult, node_default, pod_default, run_workload
+from kubesched.bench.base import (
+    BenchResult,
+    node_default,
+    pod_default,
+    prioritized_pod,
+    priority_class,
+    run_workload,
+)
 from kubesched.bench.extensions import run_extender, run_per_node_plugin
 from kubesched.bench.volumes import run_csi_pvs, run_in_tree_pvs, run_migrated_in_tree_pvs, run_preemption_pvs
 from kubesched.registry.admission import admitted
@@ -120,22 +127,6 @@ def run_topology_spread(
     )
 
 
-def _priority_class(name: str, value: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
-
-
-def _prioritized_pod(name: str, priority_class: str, cpu: str) -> dict[str, Any]:
-    pod = pod_default(name)
-    pod["spec"]["priorityClassName"] = priority_class
-    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
-    return pod
-
-
 def run_preemption(
     nodes: int = 5000,
     existing_pods: int = 20000,
@@ -152,9 +143,9 @@ def run_preemption(
         existing_pods,
         pods,
         seed,
-        setup=[_priority_class("low", 1), _priority_class("high", 10)],
-        existing=lambda i: _prioritized_pod(f"low-{i}", "low", "900m"),
-        measured=lambda i: _prioritized_pod(f"high-{i}", "high", "3"),
+        setup=[priority_class("low", 1), priority_class("high", 10)],
+        existing=lambda i: prioritized_pod(f"low-{i}", "low", "900m"),
+        measured=lambda i: prioritized_pod(f"high-{i}", "high", "3"),
         feature_gates=feature_gates,
     )
 
@@ -348,7 +339,7 @@ def run_daemonset(
 
 def _high_priority_large_cpu(name: str) -> dict[str, Any]:
     """scheduler_perf's pod-high-priority-large-cpu: 9 CPU, fits no 4-CPU node, not even by preempting."""
-    return _prioritized_pod(name, "high", "9")
+    return prioritized_pod(name, "high", "9")
 
 
 def run_unschedulable(
@@ -370,7 +361,7 @@ def run_unschedulable(
         existing_pods,
         pods,
         seed,
-        setup=[_priority_class("high", 10)],
+        setup=[priority_class("high", 10)],
         existing=lambda i: pod_default(f"init-{i}"),
         measured=lambda i: pod_default(f"pod-{i}"),
         feature_gates=feature_gates,
@@ -417,7 +408,7 @@ def run_mixed_churn(
         existing_pods,
         pods,
         seed,
-        setup=[_priority_class("high", 10)],
+        setup=[priority_class("high", 10)],
         existing=lambda i: pod_default(f"init-{i}"),
         measured=lambda i: pod_default(f"pod-{i}"),
         feature_gates=feature_gates,
@@ -518,7 +509,7 @@ def run_preemption_async(
     arrive every 200 ms upstream."""
 
     def churn(sim: Simulation, k: int) -> None:
-        sim.store.create(admitted(sim.store, _prioritized_pod(f"preemptor-{k}", "high", "3")))
+        sim.store.create(admitted(sim.store, prioritized_pod(f"preemptor-{k}", "high", "3")))
 
     return run_workload(
         "preemption-async",
@@ -526,8 +517,8 @@ def run_preemption_async(
         existing_pods,
         pods,
         seed,
-        setup=[_priority_class("low", 1), _priority_class("high", 10)],
-        existing=lambda i: _prioritized_pod(f"low-{i}", "low", "900m"),
+        setup=[priority_class("low", 1), priority_class("high", 10)],
+        existing=lambda i: prioritized_pod(f"low-{i}", "low", "900m"),
         measured=lambda i: pod_default(f"pod-{i}"),
         feature_gates=feature_gates,
         churn=churn,
