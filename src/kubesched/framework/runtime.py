@@ -393,13 +393,18 @@ class Framework:
         node alone (``filter_ignores_node_pods``)."""
         if self.active_pre_filter_extensions(state):
             return False
-        for name in self.filter_names:
-            if name in TABLE_ONLY_FILTERS or name in state.skip_filter_plugins:
-                continue
-            check = getattr(self.plugins.get(name), "filter_ignores_node_pods", None)
-            if check is None or not check(state, pod):
-                return False
-        return True
+        return all(
+            name in TABLE_ONLY_FILTERS
+            or name in state.skip_filter_plugins
+            or self.filter_ignores_node_pods(state, pod, name)
+            for name in self.filter_names
+        )
+
+    def filter_ignores_node_pods(self, state: CycleState, pod: Pod, name: str) -> bool:
+        """Whether the Filter plugin ``name`` says that for ``pod`` its verdict on a node does not
+        depend on the node's pods (its ``filter_ignores_node_pods``; False for a plugin without one)."""
+        check = getattr(self.plugins.get(name), "filter_ignores_node_pods", None)
+        return bool(check is not None and check(state, pod))
 
     @property
     def nominator(self) -> PodNominator:

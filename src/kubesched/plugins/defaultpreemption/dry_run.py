@@ -260,10 +260,7 @@ def node_only(fwk: Framework, state: CycleState, pod: Pod, name: str) -> bool:
     """Whether the Filter plugin ``name`` judges ``pod`` by the node alone: always, or for this pod
     (a plugin says so through ``filter_ignores_node_pods``, e.g. NodeVolumeLimits when no node limits
     the drivers of the pod's volumes)."""
-    if name in NODE_ONLY_FILTERS:
-        return True
-    check = getattr(fwk.plugins.get(name), "filter_ignores_node_pods", None)
-    return bool(check is not None and check(state, pod))
+    return name in NODE_ONLY_FILTERS or fwk.filter_ignores_node_pods(state, pod, name)
 
 
 def fast_path_applies(fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> bool:

@@ -429,17 +429,7 @@ class NodeVolumeLimits:
         except ClaimNotFound as exc:
             return FilterResult.reject(np.ones(capacity, dtype=np.bool_), str(exc), unresolvable=True)
         watch = self.watch
-        new_by_state: dict[frozenset[str], Volumes] = {}
-        for migrated in (ALWAYS_MIGRATED, _WITH_PORTWORX):
-            volumes: Volumes = {}
-            try:
-                self.attachable_volumes(pod, migrated, True, volumes)
-            except VolumeError:
-                # Upstream meets this error on the first node with a CSINode; without any, no node
-                # turns migration on and the volume is never translated.
-                if len(watch.csinodes):
-                    raise
-            new_by_state[migrated] = volumes
+        new_by_state = self._new_volumes_by_state(pod)
         drivers = {d for volumes in new_by_state.values() for d in volumes.values()}
         if not drivers:
             return FilterResult.all_pass(capacity)
@@ -471,17 +461,29 @@ class NodeVolumeLimits:
             return FilterResult.all_pass(capacity)
         return FilterResult.reject(failing, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
 
+    def _new_volumes_by_state(self, pod: Pod) -> dict[frozenset[str], Volumes]:
+        """The pod's volumes that count against limits, under each migration state a node can be in."""
+        out: dict[frozenset[str], Volumes] = {}
+        for migrated in (ALWAYS_MIGRATED, _WITH_PORTWORX):
+            volumes: Volumes = {}
+            try:
+                self.attachable_volumes(pod, migrated, True, volumes)
+            except VolumeError:
+                # Upstream meets this error on the first node with a CSINode; without any, no node
+                # turns migration on and the volume is never translated.
+                if len(self.watch.csinodes):
+                    raise
+            out[migrated] = volumes
+        return out
+
     def filter_ignores_node_pods(self, state: CycleState, pod: Pod) -> bool:
         """Whether Filter judges ``pod`` by the node alone: no CSINode limits a driver its volumes
         count against, so no node's pods can make it fail (preemption may then take its fast path)."""
-        drivers: set[str] = set()
         try:
-            for migrated in (ALWAYS_MIGRATED, _WITH_PORTWORX):
-                volumes: Volumes = {}
-                self.attachable_volumes(pod, migrated, True, volumes)
-                drivers.update(volumes.values())
+            new_by_state = self._new_volumes_by_state(pod)
         except (ClaimNotFound, VolumeError):
             return False
+        drivers = {d for volumes in new_by_state.values() for d in volumes.values()}
         csinodes = self.watch.csinodes
         return not any(csinodes.by_index(LIMITED_DRIVERS_INDEX, driver) for driver in drivers)
 
