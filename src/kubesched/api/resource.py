@@ -321,7 +321,8 @@ class ExactDeviceRequest:
     selectors: tuple[str, ...] = ()
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
-    admin_access: bool = False
+    #: ``adminAccess``; None when unset (asking with ``false`` still needs the feature, as upstream).
+    admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     #: ``capacity.requests``: capacity name (as written) → requested amount; None when unset.
     capacity_requests: Mapping[str, Fraction] | None = None
@@ -381,7 +382,8 @@ class DeviceRequest:
             path = f"{where}.exactly"
             raw = as_mapping(req["exactly"], path)
             exactly = ExactDeviceRequest(
-                admin_access=_bool(raw, "adminAccess", path), **_request_fields(raw, path)
+                admin_access=_bool(raw, "adminAccess", path) if raw.get("adminAccess") is not None else None,
+                **_request_fields(raw, path),
             )
         subs: list[DeviceSubRequest] = []
         path = f"{where}.firstAvailable"
