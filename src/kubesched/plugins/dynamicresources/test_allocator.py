@@ -22,12 +22,17 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     DEVICE2,
     DRIVER_A,
     DRIVER_B,
+    FIELD_NAME_KEY,
     FIXED_SHARE_ID,
     NODE1,
     NODE2,
     NODE_SELECTION_ALL,
+    PLANET_EARTH,
+    PLANET_KEY,
     POOL1,
     POOL2,
+    POOL3,
+    POOL4,
     REGION1,
     REGION2,
     REGION_KEY,
@@ -35,6 +40,8 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     REQ1,
     SLICE1,
     SLICE2,
+    SUB_REQ0,
+    SUB_REQ1,
     all_device_request,
     allocation_result,
     cel,
@@ -48,11 +55,14 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     node_label_selector,
     normalize,
     request,
+    request_with_prioritized_list,
     resource_pool,
     slice_,
     slice_with_one_device,
+    sub_request,
 )
 
+NO_FEATURES = AllocatorFeatures(admin_access=False, prioritized_list=False)
 ALL_FEATURES = AllocatorFeatures(
     admin_access=True,
     prioritized_list=True,
@@ -69,12 +79,16 @@ class Case:
     classes: Sequence[DeviceClass] = ()
     slices: Sequence[ResourceSlice] = ()
     node: Node | None = None
-    features: AllocatorFeatures = ALL_FEATURES
+    features: AllocatorFeatures = NO_FEATURES
     allocated: Sequence[DeviceID] = ()
     state: AllocatedState | None = None
     expect: Sequence[AllocationResult] | None = None
     expect_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+REQ0_SUB_REQ0 = "req-0/subReq-0"
+REQ0_SUB_REQ1 = "req-0/subReq-1"
 
 
 def _memory_selector(amount: str) -> dict[str, Any]:
@@ -356,6 +370,267 @@ CASES: dict[str, Case] = {
                 local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1)
             ),
         ],
+    ),
+    "all-devices-no-solution": Case(
+        claims=[claim(CLAIM1, request(REQ0, CLASS_A, 1)), claim(CLAIM0, all_device_request(REQ0, CLASS_A))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-no-solution-reversed": Case(
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-slice-without-devices": Case(
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-no-slices": Case(
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-some-allocated": Case(
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-some-allocated-admin-access": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A, admin_access=True))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, True),
+            )
+        ],
+    ),
+    "all-devices-some-allocating-admin-access": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1, admin_access=True),
+                all_device_request(REQ1, CLASS_A, admin_access=True),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+    ),
+    "count-devices-some-allocated-admin-access": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2, admin_access=True))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, True),
+            )
+        ],
+    ),
+    "separate-claims-share-device-admin-access": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[
+            claim(CLAIM0, request(REQ0, CLASS_A, 1, admin_access=True)),
+            claim(CLAIM1, request(REQ0, CLASS_A, 1, admin_access=True)),
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            ),
+        ],
+    ),
+    "admin-access-claims-device-allocating-for-non-admin-access": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[
+            claim_with_request(CLAIM0, REQ0, CLASS_A),
+            claim(CLAIM1, request(REQ0, CLASS_A, 1, admin_access=True)),
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            ),
+        ],
+    ),
+    "all-devices-slice-without-devices-prioritized-list": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, mode="All"), sub_request(SUB_REQ1, CLASS_B, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A),
+            slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1)
+            )
+        ],
+    ),
+    "all-devices-no-slices-prioritized-list": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, mode="All"), sub_request(SUB_REQ1, CLASS_B, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1)
+            )
+        ],
+    ),
+    "all-devices-some-allocated-prioritized-list": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, mode="All"), sub_request(SUB_REQ1, CLASS_B, 1)
+                ),
+            )
+        ],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2)),
+            slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1)
+            )
+        ],
+    ),
+    "network-attached-device": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                node_label_selector(REGION_KEY, REGION1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+            )
+        ],
+    ),
+    "unsuccessful-allocation-network-attached-device": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A)],
+        node=node(NODE2, REGION2),
+    ),
+    "many-network-attached-devices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 4))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A),
+            slice_with_one_device(SLICE1, NODE_SELECTION_ALL, POOL2, DRIVER_A),
+            slice_with_one_device(SLICE1, node_label_selector(PLANET_KEY, PLANET_EARTH), POOL3, DRIVER_A),
+            slice_with_one_device(SLICE1, local_node_selector(NODE1), POOL4, DRIVER_A),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": REGION_KEY, "operator": "In", "values": [REGION1]},
+                                {"key": PLANET_KEY, "operator": "In", "values": [PLANET_EARTH]},
+                            ],
+                            "matchFields": [{"key": FIELD_NAME_KEY, "operator": "In", "values": [NODE1]}],
+                        }
+                    ]
+                },
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL3, DEVICE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL4, DEVICE1),
+            )
+        ],
+    ),
+    "local-and-network-attached-devices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A),
+            slice_with_one_device(SLICE1, NODE1, POOL2, DRIVER_A),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1),
+            )
+        ],
+    ),
+    "several-different-drivers": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A), claim_with_request(CLAIM0, REQ0, CLASS_B)],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2)),
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1)
+            ),
+        ],
+    ),
+    "already-allocated-devices": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
     ),
 }
 
