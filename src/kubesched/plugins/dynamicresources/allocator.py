@@ -712,14 +712,18 @@ class _Run:
                 )
             )
         config: list[Mapping[str, Any]] = []
+        # Each class's configuration once, naming the requests (or sub-requests) it served.
+        by_class: dict[str, tuple[DeviceClass, list[str]]] = {}
         for request_index in range(len(claim.requests)):
             data = self.request_data[(claim_index, request_index, 0)]
             if data.parent:
                 data = self.request_data[(claim_index, request_index, data.selected_sub)]
-            for entry in data.device_class.config:
-                config.append(
-                    {"source": CONFIG_SOURCE_CLASS, **{k: v for k, v in entry.items() if k != "requests"}}
-                )
+            entry_class = by_class.setdefault(data.device_class.name, (data.device_class, []))
+            entry_class[1].append(data.result_name)
+        for device_class, served in by_class.values():
+            for entry in device_class.config:
+                class_entry = {k: v for k, v in entry.items() if k != "requests"}
+                config.append({"source": CONFIG_SOURCE_CLASS, "requests": list(served), **class_entry})
         for entry in claim.config:
             requests = entry.get("requests") or []
             if not requests:

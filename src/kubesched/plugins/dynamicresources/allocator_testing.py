@@ -86,8 +86,10 @@ def request(
     return {"name": name, "exactly": exactly}
 
 
-def all_device_request(name: str, cls: str, **kwargs: Any) -> dict[str, Any]:
-    return request(name, cls, 0, mode="All", **kwargs)
+def all_device_request(
+    name: str, cls: str, *, selectors: Sequence[Mapping[str, Any]] = (), **kwargs: Any
+) -> dict[str, Any]:
+    return request(name, cls, 0, *selectors, mode="All", **kwargs)
 
 
 def sub_request(

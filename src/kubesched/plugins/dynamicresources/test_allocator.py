@@ -18,8 +18,10 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     CLAIM1,
     CLASS_A,
     CLASS_B,
+    DEVICE0,
     DEVICE1,
     DEVICE2,
+    DEVICE3,
     DRIVER_A,
     DRIVER_B,
     FIELD_NAME_KEY,
@@ -38,6 +40,7 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     REGION_KEY,
     REQ0,
     REQ1,
+    REQ2,
     SLICE1,
     SLICE2,
     SUB_REQ0,
@@ -50,7 +53,9 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     device,
     device_allocation_result,
     device_class,
+    device_configuration,
     local_node_selector,
+    match_attribute,
     node,
     node_label_selector,
     normalize,
@@ -58,6 +63,7 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     request_with_prioritized_list,
     resource_pool,
     slice_,
+    slice_with_multiple_devices,
     slice_with_one_device,
     sub_request,
 )
@@ -89,6 +95,31 @@ class Case:
 
 REQ0_SUB_REQ0 = "req-0/subReq-0"
 REQ0_SUB_REQ1 = "req-0/subReq-1"
+
+
+NON_EXISTENT_ATTRIBUTE = f"{DRIVER_A}/NonExistentAttribute"
+BOOL_ATTRIBUTE = f"{DRIVER_A}/boolAttribute"
+STRING_ATTRIBUTE = f"{DRIVER_A}/stringAttribute"
+VERSION_ATTRIBUTE = f"{DRIVER_A}/driverVersion"
+INT_ATTRIBUTE = f"{DRIVER_A}/numa"
+_ALL_ATTRIBUTES = {
+    "driverVersion": {"version": "1.0.0"},
+    "numa": {"int": 1},
+    "stringAttribute": {"string": "stringAttributeValue"},
+    "boolAttribute": {"bool": True},
+}
+
+
+def _local(*results: Any) -> AllocationResult:
+    return allocation_result(local_node_selector(NODE1), *results)
+
+
+def _version(version: str) -> dict[str, Any]:
+    return {"driverVersion": {"version": version}}
+
+
+def _two_devices(first: dict[str, Any], second: dict[str, Any]) -> ResourceSlice:
+    return slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, first), device(DEVICE2, None, second))
 
 
 def _memory_selector(amount: str) -> dict[str, Any]:
@@ -631,6 +662,271 @@ CASES: dict[str, Case] = {
         classes=[device_class(CLASS_A, DRIVER_A)],
         slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
         node=node(NODE1, REGION1),
+    ),
+    "admin-access-disabled": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=False),
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, admin_access=True))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="claim claim-0, request req-0: admin access is requested, but the feature is disabled",
+    ),
+    "admin-access-enabled": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, admin_access=True))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True))],
+    ),
+    "with-constraint": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+                constraints=[
+                    match_attribute(INT_ATTRIBUTE),
+                    match_attribute(VERSION_ATTRIBUTE),
+                    match_attribute(STRING_ATTRIBUTE),
+                    match_attribute(BOOL_ATTRIBUTE),
+                ],
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, _ALL_ATTRIBUTES),
+                device(DEVICE2, None, _ALL_ATTRIBUTES),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2),
+            )
+        ],
+    ),
+    "with-constraint-non-existent-attribute": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A, match_attribute(NON_EXISTENT_ATTRIBUTE))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+    ),
+    "with-constraint-not-matching-int-attribute": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2), constraints=[match_attribute(INT_ATTRIBUTE)])],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_two_devices({"numa": {"int": 1}}, {"numa": {"int": 2}})],
+        node=node(NODE1, REGION1),
+    ),
+    "with-constraint-not-matching-int-attribute-all-devices": Case(
+        claims=[
+            claim(CLAIM0, all_device_request(REQ0, CLASS_A), constraints=[match_attribute(INT_ATTRIBUTE)])
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_two_devices({"numa": {"int": 1}}, {"numa": {"int": 2}})],
+        node=node(NODE1, REGION1),
+        expect_error=(
+            "claim claim-0, request req-0: cannot add device driver-a/pool-1/device-2 "
+            "because a claim constraint would not be satisfied"
+        ),
+    ),
+    "with-constraint-not-matching-string-attribute": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2), constraints=[match_attribute(STRING_ATTRIBUTE)])],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            _two_devices(
+                {"stringAttribute": {"string": "stringAttributeValue"}},
+                {"stringAttribute": {"string": "stringAttributeValue2"}},
+            )
+        ],
+        node=node(NODE1, REGION1),
+    ),
+    "with-constraint-not-matching-bool-attribute": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2), constraints=[match_attribute(BOOL_ATTRIBUTE)])],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_two_devices({"boolAttribute": {"bool": True}}, {"boolAttribute": {"bool": False}})],
+        node=node(NODE1, REGION1),
+    ),
+    "with-constraint-not-matching-version-attribute": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2), constraints=[match_attribute(VERSION_ATTRIBUTE)])],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_two_devices(_version("1.0.0"), _version("2.0.0"))],
+        node=node(NODE1, REGION1),
+    ),
+    "with-constraint-for-request": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+                constraints=[match_attribute(VERSION_ATTRIBUTE, REQ0)],
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_two_devices(_version("1.0.0"), _version("2.0.0"))],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2),
+            )
+        ],
+    ),
+    "with-constraint-for-request-retry": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+                constraints=[match_attribute(VERSION_ATTRIBUTE, REQ0), match_attribute(STRING_ATTRIBUTE)],
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(
+                    DEVICE1, None, {"driverVersion": {"version": "1.0.0"}, "stringAttribute": {"string": "a"}}
+                ),
+                device(
+                    DEVICE2, None, {"driverVersion": {"version": "2.0.0"}, "stringAttribute": {"string": "b"}}
+                ),
+                device(
+                    DEVICE3, None, {"driverVersion": {"version": "3.0.0"}, "stringAttribute": {"string": "b"}}
+                ),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3),
+            )
+        ],
+    ),
+    "with-class-device-config": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A, config_attribute="classAttribute")],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                config=[
+                    {
+                        "source": "FromClass",
+                        "requests": [REQ0],
+                        **device_configuration(DRIVER_A, "classAttribute"),
+                    }
+                ],
+            )
+        ],
+    ),
+    "with-class-device-config-with-multiple-request-and-configs": Case(
+        claims=[
+            claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1), request(REQ2, CLASS_B, 1))
+        ],
+        classes=[
+            device_class(CLASS_A, DRIVER_A, config_attribute="classAttribute-A"),
+            device_class(CLASS_B, DRIVER_B, config_attribute="classAttribute-B"),
+        ],
+        slices=[
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, 2),
+            slice_with_one_device(SLICE2, NODE1, POOL1, DRIVER_B),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE0),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ2, DRIVER_B, POOL1, DEVICE1),
+                config=[
+                    {
+                        "source": "FromClass",
+                        "requests": [REQ0, REQ1],
+                        **device_configuration(DRIVER_A, "classAttribute-A"),
+                    },
+                    {
+                        "source": "FromClass",
+                        "requests": [REQ2],
+                        **device_configuration(DRIVER_B, "classAttribute-B"),
+                    },
+                ],
+            )
+        ],
+    ),
+    "claim-with-device-config": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                config=[device_configuration(DRIVER_A, "deviceAttribute")],
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                config=[{"source": "FromClaim", **device_configuration(DRIVER_A, "deviceAttribute")}],
+            )
+        ],
+    ),
+    "unknown-allocation-mode": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, mode="future-mode"))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="unsupported count mode future-mode",
+    ),
+    "unknown-constraint": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), constraints=[{}])],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="empty constraint (unsupported constraint type?)",
+    ),
+    "invalid-CEL-one-device": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, cel("noSuchVar")))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="undeclared reference",
+    ),
+    "invalid-CEL-one-device-class": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[
+            DeviceClass.from_dict({"metadata": {"name": CLASS_A}, "spec": {"selectors": [cel("noSuchVar")]}})
+        ],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="undeclared reference",
+    ),
+    "invalid-CEL-all-devices": Case(
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A, selectors=[cel("noSuchVar")]))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="undeclared reference",
+    ),
+    "too-many-devices-single-request": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 500))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        expect_error="exceeds the claim limit",
     ),
 }
 
