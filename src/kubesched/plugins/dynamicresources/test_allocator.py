@@ -110,6 +110,24 @@ _ALL_ATTRIBUTES = {
 }
 
 
+PRIORITIZED = AllocatorFeatures(admin_access=False, prioritized_list=True)
+REQ1_SUB_REQ0 = "req-1/subReq-0"
+REQ1_SUB_REQ1 = "req-1/subReq-1"
+
+
+def _constrained_prioritized_claim(*constrained: str) -> ResourceClaim:
+    return claim(
+        CLAIM0,
+        request(REQ0, CLASS_A, 1, _memory_selector("8Gi")),
+        request_with_prioritized_list(
+            REQ1,
+            sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("2Gi")),
+            sub_request(SUB_REQ1, CLASS_A, 1, _memory_selector("1Gi")),
+        ),
+        constraints=[match_attribute(VERSION_ATTRIBUTE, *constrained)],
+    )
+
+
 def _local(*results: Any) -> AllocationResult:
     return allocation_result(local_node_selector(NODE1), *results)
 
@@ -927,6 +945,261 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, request(REQ0, CLASS_A, 500))],
         classes=[device_class(CLASS_A, DRIVER_A)],
         expect_error="exceeds the claim limit",
+    ),
+    "many-devices-okay": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 32))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+    ),
+    "too-many-devices-total": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 32), request(REQ1, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, 33)],
+        node=node(NODE1, REGION1),
+        expect_error="exceeds the claim limit",
+    ),
+    "prioritized-list-first-unavailable": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "prioritized-list-non-available": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 2), sub_request(SUB_REQ1, CLASS_A, 2)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A),
+            slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B),
+        ],
+        node=node(NODE1, REGION1),
+    ),
+    "prioritized-list-device-config": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_B, 2)
+                ),
+                config=[
+                    {"requests": [REQ0_SUB_REQ0], **device_configuration(DRIVER_A, "foo")},
+                    {"requests": [REQ0_SUB_REQ1], **device_configuration(DRIVER_B, "bar")},
+                ],
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_B, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE2),
+                config=[
+                    {
+                        "source": "FromClaim",
+                        "requests": [REQ0_SUB_REQ1],
+                        **device_configuration(DRIVER_B, "bar"),
+                    }
+                ],
+            )
+        ],
+    ),
+    "prioritized-list-class-config": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 2), sub_request(SUB_REQ1, CLASS_B, 2)
+                ),
+            )
+        ],
+        classes=[
+            device_class(CLASS_A, DRIVER_A, config_attribute="foo"),
+            device_class(CLASS_B, DRIVER_B, config_attribute="bar"),
+        ],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_B, device(DEVICE1), device(DEVICE2)),
+            slice_(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE3)),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE2),
+                config=[
+                    {
+                        "source": "FromClass",
+                        "requests": [REQ0_SUB_REQ1],
+                        **device_configuration(DRIVER_B, "bar"),
+                    }
+                ],
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-expressions": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1, _memory_selector("1Gi")),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("4Gi")),
+                    sub_request(SUB_REQ1, CLASS_A, 2, _memory_selector("2Gi")),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, {"memory": "2Gi"}),
+                device(DEVICE2, {"memory": "2Gi"}),
+                device(DEVICE3, {"memory": "1Gi"}),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2),
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-constraints-ref-parent-request": Case(
+        features=PRIORITIZED,
+        claims=[_constrained_prioritized_claim(REQ0, REQ1)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {"memory": "8Gi"}, _version("1.0.0"))),
+            slice_(
+                SLICE2,
+                NODE1,
+                POOL2,
+                DRIVER_A,
+                device(DEVICE2, {"memory": "2Gi"}, _version("2.0.0")),
+                device(DEVICE3, {"memory": "1Gi"}, _version("1.0.0")),
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL2, DEVICE3),
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-constraints-ref-sub-request": Case(
+        features=PRIORITIZED,
+        claims=[_constrained_prioritized_claim(REQ0, REQ1_SUB_REQ0)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {"memory": "8Gi"}, _version("1.0.0"))),
+            slice_(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE2, {"memory": "2Gi"}, _version("2.0.0"))),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL2, DEVICE2),
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-allocation-mode-all": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, mode="All"), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2))],
+    ),
+    "prioritized-list-allocation-mode-all-multiple-requests": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1, sub_request(SUB_REQ0, CLASS_A, mode="All"), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2),
+            )
+        ],
+    ),
+    "prioritized-list-disabled": Case(
+        features=NO_FEATURES,
+        claims=[claim(CLAIM0, request_with_prioritized_list(REQ0, sub_request(SUB_REQ0, CLASS_A, 1)))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error=(
+            "claim claim-0, request req-0: has subrequests, but the DRAPrioritizedList feature is disabled"
+        ),
+    ),
+    "prioritized-list-multi-request": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ1, CLASS_A, 1, _memory_selector("8Gi")),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("8Gi")),
+                    sub_request(SUB_REQ1, CLASS_A, 1, _memory_selector("4Gi")),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {"memory": "8Gi"})),
+            slice_(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE2, {"memory": "4Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2),
+            )
+        ],
     ),
 }
 
