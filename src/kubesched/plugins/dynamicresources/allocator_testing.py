@@ -202,6 +202,15 @@ def slice_with_multiple_devices(
     return slice_(name, node_selection, pool, driver, *(device(f"device-{i}") for i in range(count)))
 
 
+def counter_device(name: str, *consumptions: Mapping[str, Any], from_counters: bool = True) -> dict[str, Any]:
+    """A device consuming counters; with ``from_counters`` its capacity is what it consumes (upstream's
+    ``device(name, fromCounters, nil).withDeviceCounterConsumption(...)``)."""
+    out: dict[str, Any] = {"name": name, "consumesCounters": list(consumptions)}
+    if from_counters:
+        out["capacity"] = {k: dict(v) for c in consumptions for k, v in c["counters"].items()}
+    return out
+
+
 def resource_pool(name: str, count: int, generation: int = 1) -> dict[str, Any]:
     return {"name": name, "resourceSliceCount": count, "generation": generation}
 

@@ -18,6 +18,8 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     CLAIM1,
     CLASS_A,
     CLASS_B,
+    COUNTER_SET1,
+    COUNTER_SET2,
     DEVICE0,
     DEVICE1,
     DEVICE2,
@@ -43,6 +45,8 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     REQ2,
     SLICE1,
     SLICE2,
+    SLICE3,
+    SLICE4,
     SUB_REQ0,
     SUB_REQ1,
     all_device_request,
@@ -50,6 +54,9 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     cel,
     claim,
     claim_with_request,
+    counter_consumption,
+    counter_device,
+    counter_set,
     device,
     device_allocation_result,
     device_class,
@@ -126,6 +133,21 @@ def _constrained_prioritized_claim(*constrained: str) -> ResourceClaim:
         ),
         constraints=[match_attribute(VERSION_ATTRIBUTE, *constrained)],
     )
+
+
+PARTITIONABLE = AllocatorFeatures(admin_access=False, prioritized_list=False, partitionable_devices=True)
+
+
+def _mem(amount: str, counter_set_name: str = COUNTER_SET1) -> dict[str, Any]:
+    return counter_consumption(counter_set_name, {"memory": amount})
+
+
+def _cpus(amount: str, counter_set_name: str = COUNTER_SET1) -> dict[str, Any]:
+    return counter_consumption(counter_set_name, {"cpus": amount})
+
+
+def _counters(name: str, pool: Any, *sets: dict[str, Any]) -> ResourceSlice:
+    return slice_(name, NODE1, pool, DRIVER_A, shared_counters=sets)
 
 
 def _local(*results: Any) -> AllocationResult:
@@ -1200,6 +1222,258 @@ CASES: dict[str, Case] = {
                 device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2),
             )
         ],
+    ),
+    "partitionable-devices-single-device": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi"), from_counters=False),
+            ),
+            _counters(SLICE2, resource_pool(POOL1, 2), counter_set(COUNTER_SET1, {"memory": "8Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "partitionable-devices-multiple-devices": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi")),
+                counter_device(DEVICE2, _mem("6Gi")),
+                counter_device(DEVICE3, _mem("4Gi")),
+            ),
+            _counters(SLICE2, resource_pool(POOL1, 2), counter_set(COUNTER_SET1, {"memory": "8Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-capacity-pools": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True, partitionable_devices=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("6Gi")),
+                    sub_request(SUB_REQ1, CLASS_A, 1, _memory_selector("4Gi")),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi"), _cpus("4", COUNTER_SET2)),
+                counter_device(DEVICE2, _mem("6Gi"), _cpus("6", COUNTER_SET2)),
+                counter_device(DEVICE3, _mem("4Gi"), _cpus("4", COUNTER_SET2)),
+            ),
+            _counters(
+                SLICE2,
+                resource_pool(POOL1, 2),
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+                counter_set(COUNTER_SET2, {"cpus": "8"}),
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-counters": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(
+                    DEVICE1,
+                    counter_consumption(COUNTER_SET1, {"memory": "4Gi", "cpus": "6"}),
+                    counter_consumption(COUNTER_SET2, {"cpus": "4", "memory": "2Gi"}),
+                ),
+                counter_device(
+                    DEVICE2,
+                    counter_consumption(COUNTER_SET1, {"memory": "6Gi", "cpus": "4"}),
+                    counter_consumption(COUNTER_SET2, {"cpus": "6", "memory": "6Gi"}),
+                ),
+                counter_device(
+                    DEVICE3,
+                    counter_consumption(COUNTER_SET1, {"memory": "4Gi", "cpus": "4"}),
+                    counter_consumption(COUNTER_SET2, {"cpus": "4", "memory": "4Gi"}),
+                ),
+            ),
+            _counters(
+                SLICE2,
+                resource_pool(POOL1, 2),
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+                counter_set(COUNTER_SET2, {"cpus": "12", "memory": "18Gi"}),
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-pools": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, counter_consumption(COUNTER_SET1, {"cpus": "6", "memory": "4Gi"})),
+                counter_device(DEVICE2, counter_consumption(COUNTER_SET1, {"cpus": "4", "memory": "6Gi"})),
+                counter_device(DEVICE3, counter_consumption(COUNTER_SET1, {"cpus": "4", "memory": "4Gi"})),
+            ),
+            _counters(
+                SLICE2, resource_pool(POOL1, 2), counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"})
+            ),
+            slice_(
+                SLICE3,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, counter_consumption(COUNTER_SET1, {"cpus": "6", "memory": "4Gi"})),
+                counter_device(DEVICE2, counter_consumption(COUNTER_SET1, {"cpus": "1", "memory": "7Gi"})),
+                counter_device(DEVICE3, counter_consumption(COUNTER_SET1, {"cpus": "1", "memory": "7Gi"})),
+            ),
+            _counters(
+                SLICE4, resource_pool(POOL2, 2), counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"})
+            ),
+        ],
+        allocated=[
+            DeviceID(DRIVER_A, POOL1, DEVICE2),
+            DeviceID(DRIVER_A, POOL1, DEVICE3),
+            DeviceID(DRIVER_A, POOL2, DEVICE1),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE2),
+                device_allocation_result(REQ1, DRIVER_A, POOL2, DEVICE3),
+            )
+        ],
+    ),
+    "partitionable-devices-unused-counters-in-counter-set": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("5Gi"), from_counters=False),
+                counter_device(DEVICE2, _mem("4Gi"), from_counters=False),
+                counter_device(DEVICE3, _mem("4Gi"), from_counters=False),
+            ),
+            _counters(
+                SLICE2, resource_pool(POOL1, 2), counter_set(COUNTER_SET1, {"memory": "8Gi", "unused": "1Gi"})
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3),
+            )
+        ],
+    ),
+    "partitionable-devices-no-capacity-available": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi")),
+                counter_device(DEVICE2, _mem("16Gi")),
+            ),
+            _counters(SLICE2, POOL1, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+    ),
+    "partitionable-devices-overallocated-capacity-pool": Case(
+        features=PARTITIONABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi")),
+                counter_device(DEVICE2, _mem("20Gi")),
+            ),
+            _counters(SLICE2, POOL1, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+    ),
+    "partitionable-devices-disabled-device-consumes-counters": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, counter_device(DEVICE1, _mem("4Gi"), from_counters=False)),
+            _counters(SLICE2, POOL1, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+    ),
+    "partitionable-devices-disabled-other-device-do-not-consume-counters": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi"), from_counters=False),
+                device(DEVICE2),
+            ),
+            _counters(SLICE2, resource_pool(POOL1, 2), counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2))],
     ),
 }
 
