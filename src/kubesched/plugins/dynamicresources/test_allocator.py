@@ -150,6 +150,21 @@ def _counters(name: str, pool: Any, *sets: dict[str, Any]) -> ResourceSlice:
     return slice_(name, NODE1, pool, DRIVER_A, shared_counters=sets)
 
 
+TAINTS = AllocatorFeatures(admin_access=False, prioritized_list=False, device_taints=True)
+TAINT_KEY, TAINT_VALUE, TAINT_VALUE2 = "taint-key", "taint-value", "taint-value-2"
+TAINT_NONE = {"key": TAINT_KEY, "value": TAINT_VALUE, "effect": "None"}
+TAINT_NO_SCHEDULE = {"key": TAINT_KEY, "value": TAINT_VALUE, "effect": "NoSchedule"}
+TAINT_NO_EXECUTE = {"key": TAINT_KEY, "value": TAINT_VALUE2, "effect": "NoExecute"}
+TOLERATION_NO_SCHEDULE = {"operator": "Exists", "key": TAINT_KEY, "effect": "NoSchedule"}
+TOLERATION_NO_EXECUTE = {"operator": "Equal", "key": TAINT_KEY, "value": TAINT_VALUE2, "effect": "NoExecute"}
+
+
+def _tainted(*taints_per_device: tuple[dict[str, Any], ...]) -> ResourceSlice:
+    """Devices device-1, device-2, … on node-1 in pool-1, each with its taints."""
+    devices = [device(f"device-{i + 1}", taints=list(taints)) for i, taints in enumerate(taints_per_device)]
+    return slice_(SLICE1, NODE1, POOL1, DRIVER_A, *devices)
+
+
 def _local(*results: Any) -> AllocationResult:
     return allocation_result(local_node_selector(NODE1), *results)
 
@@ -1474,6 +1489,116 @@ CASES: dict[str, Case] = {
         ],
         node=node(NODE1, REGION1),
         expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2))],
+    ),
+    "tainted-two-devices": Case(
+        features=TAINTS,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,), (TAINT_NO_EXECUTE,))],
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-one-device-two-taints": Case(
+        features=TAINTS,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE))],
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-two-devices-tolerated": Case(
+        features=TAINTS,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, tolerations=[TOLERATION_NO_EXECUTE]))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,), (TAINT_NO_EXECUTE,))],
+        node=node(NODE1, REGION1),
+        # Only the second device's taint is tolerated.
+        expect=[
+            _local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False, TOLERATION_NO_EXECUTE))
+        ],
+    ),
+    "tainted-one-device-two-taints-both-tolerated": Case(
+        features=TAINTS,
+        claims=[
+            claim(
+                CLAIM0, request(REQ0, CLASS_A, 1, tolerations=[TOLERATION_NO_SCHEDULE, TOLERATION_NO_EXECUTE])
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE))],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(
+                    REQ0, DRIVER_A, POOL1, DEVICE1, False, TOLERATION_NO_SCHEDULE, TOLERATION_NO_EXECUTE
+                )
+            )
+        ],
+    ),
+    "tainted-disabled": Case(
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE))],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "tainted-prioritized-list": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True, device_taints=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,))],
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-prioritized-list-disabled": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,))],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "tainted-admin-access": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False, device_taints=True),
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, admin_access=True))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,))],
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-admin-access-disabled": Case(
+        features=AllocatorFeatures(admin_access=True, prioritized_list=False),
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, admin_access=True))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,))],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True))],
+    ),
+    "tainted-all-devices-single": Case(
+        features=TAINTS,
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,))],
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-all-devices-single-disabled": Case(
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,))],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1))],
     ),
 }
 
