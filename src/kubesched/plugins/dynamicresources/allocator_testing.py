@@ -211,6 +211,19 @@ def counter_device(name: str, *consumptions: Mapping[str, Any], from_counters: b
     return out
 
 
+def capacity_with_range_policy(value: str) -> dict[str, Any]:
+    """Upstream's ``withCapacityRequestPolicyRange``: default 2, range 2..4 in steps of 2."""
+    return {
+        "value": value,
+        "requestPolicy": {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}},
+    }
+
+
+def capacity_with_valid_values(default: str, value: str, *more: str) -> dict[str, Any]:
+    """Upstream's ``withCapacityRequestPolicyValidValues``: the default first, then ``more``."""
+    return {"value": value, "requestPolicy": {"default": default, "validValues": [default, *more]}}
+
+
 def resource_pool(name: str, count: int, generation: int = 1) -> dict[str, Any]:
     return {"name": name, "resourceSliceCount": count, "generation": generation}
 

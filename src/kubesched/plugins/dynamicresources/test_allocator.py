@@ -14,6 +14,8 @@ from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim,
 from kubesched.plugins.dynamicresources.allocated_state import AllocatedState, DeviceID
 from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, AllocatorFeatures
 from kubesched.plugins.dynamicresources.allocator_testing import (
+    CAPACITY0,
+    CAPACITY1,
     CLAIM0,
     CLAIM1,
     CLASS_A,
@@ -51,9 +53,12 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     SUB_REQ1,
     all_device_request,
     allocation_result,
+    capacity_with_range_policy,
+    capacity_with_valid_values,
     cel,
     claim,
     claim_with_request,
+    class_with_allow_multiple_allocations,
     counter_consumption,
     counter_device,
     counter_set,
@@ -163,6 +168,32 @@ def _tainted(*taints_per_device: tuple[dict[str, Any], ...]) -> ResourceSlice:
     """Devices device-1, device-2, … on node-1 in pool-1, each with its taints."""
     devices = [device(f"device-{i + 1}", taints=list(taints)) for i, taints in enumerate(taints_per_device)]
     return slice_(SLICE1, NODE1, POOL1, DRIVER_A, *devices)
+
+
+CONSUMABLE = AllocatorFeatures(admin_access=False, prioritized_list=False, consumable_capacity=True)
+
+
+def _multi(name: str, capacity: dict[str, Any]) -> dict[str, Any]:
+    """A device that allows multiple allocations, with its capacity entries as written."""
+    out: dict[str, Any] = {"name": name, "allowMultipleAllocations": True}
+    if capacity:
+        out["capacity"] = capacity
+    return out
+
+
+def _shared(name: str, consumed: str | None) -> AllocationResult:
+    """One share of ``name`` for request req-0, consuming ``consumed`` of capacity-0 (None: the device
+    has no capacity)."""
+    return _local(
+        device_allocation_result(
+            REQ0,
+            DRIVER_A,
+            POOL1,
+            name,
+            consumed=None if consumed is None else {CAPACITY0: consumed},
+            share_id=FIXED_SHARE_ID,
+        )
+    )
 
 
 def _local(*results: Any) -> AllocationResult:
@@ -1599,6 +1630,188 @@ CASES: dict[str, Case] = {
         slices=[_tainted((TAINT_NO_SCHEDULE,))],
         node=node(NODE1, REGION1),
         expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "consumable-capacity-disabled-feature": Case(
+        features=AllocatorFeatures(
+            admin_access=False, prioritized_list=False, device_binding_and_status=True
+        ),
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"}))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error=(
+            "claim claim-0, request req-0: has capacity requests, "
+            "but the DRAConsumableCapacity feature is disabled"
+        ),
+    ),
+    "consumable-capacity-disabled-feature-with-prioritized-list": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True, device_binding_and_status=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"}),
+                    sub_request(SUB_REQ1, CLASS_A, 1, capacity={CAPACITY0: "1"}),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error=(
+            "claim claim-0, subrequest subReq-0: has capacity requests, "
+            "but the DRAConsumableCapacity feature is disabled"
+        ),
+    ),
+    "consumable-capacity-multi-allocatable-device-with-missing-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"}))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY1: {"value": "1"}}))],
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-with-missing-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, all_device_request(REQ0, CLASS_A, capacity={CAPACITY0: "1"}))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY1: {"value": "1"}}))],
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-capacity-without-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {}))],
+        node=node(NODE1, REGION1),
+        expect=[_shared(DEVICE1, None), _shared(DEVICE1, None)],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                _multi(DEVICE1, {CAPACITY0: {"value": "1"}}),
+                _multi(DEVICE2, {CAPACITY0: {"value": "1"}}),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_shared(DEVICE1, "1"), _shared(DEVICE2, "1")],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request-block": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY0: {"value": "2"}}))],
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-policy-with-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[
+            claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"})),
+            claim(CLAIM1, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"})),
+        ],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY0: {"value": "2"}}))],
+        node=node(NODE1, REGION1),
+        expect=[_shared(DEVICE1, "1"), _shared(DEVICE1, "1")],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-policy-without-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY0: capacity_with_range_policy("4")})
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_shared(DEVICE1, "2"), _shared(DEVICE1, "2")],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-zero-request-policy": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                _multi(DEVICE1, {CAPACITY0: capacity_with_valid_values("0", "1")}),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_shared(DEVICE1, "0"), _shared(DEVICE1, "0")],
+    ),
+    "consumable-capacity-multi-allocatable-device-violates-zero-request-policy": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"}))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                _multi(DEVICE1, {CAPACITY0: capacity_with_valid_values("0", "1")}),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-range-policy-with-capacity-request": Case(
+        features=CONSUMABLE,
+        claims=[
+            claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"})),
+            claim(CLAIM1, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "1"})),
+        ],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY0: capacity_with_range_policy("4")})
+            )
+        ],
+        node=node(NODE1, REGION1),
+        # Rounded up to the range's minimum.
+        expect=[_shared(DEVICE1, "2"), _shared(DEVICE1, "2")],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-range-policy-step": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "3"}))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1, NODE1, POOL1, DRIVER_A, _multi(DEVICE1, {CAPACITY0: capacity_with_range_policy("4")})
+            )
+        ],
+        node=node(NODE1, REGION1),
+        # Rounded up by the step: 3 becomes 2 + 2.
+        expect=[_shared(DEVICE1, "4")],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-valid-values-policy": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, capacity={CAPACITY0: "2"}))],
+        classes=[class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                _multi(DEVICE1, {CAPACITY0: capacity_with_valid_values("1", "4", "2")}),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_shared(DEVICE1, "2")],
     ),
 }
 
