@@ -114,7 +114,7 @@ BOOL_ATTRIBUTE = f"{DRIVER_A}/boolAttribute"
 STRING_ATTRIBUTE = f"{DRIVER_A}/stringAttribute"
 VERSION_ATTRIBUTE = f"{DRIVER_A}/driverVersion"
 INT_ATTRIBUTE = f"{DRIVER_A}/numa"
-_ALL_ATTRIBUTES = {
+_ALL_ATTRIBUTES: dict[str, dict[str, Any]] = {
     "driverVersion": {"version": "1.0.0"},
     "numa": {"int": 1},
     "stringAttribute": {"string": "stringAttributeValue"},
