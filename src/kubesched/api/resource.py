@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
+from kubesched.api.dra_cel import DeviceAttributeValue, DeviceVersion
 from kubesched.api.fields import INT64_MAX, INT64_MIN, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from kubesched.api.selectors import NodeSelector
@@ -26,6 +27,10 @@ from kubesched.errors import InputError
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
+
+#: A ``version`` attribute is a :class:`DeviceVersion` (the CEL module's, which compares it as a
+#: semantic version); the views re-export both names.
+__all__ = ["DeviceAttributeValue", "DeviceVersion"]
 
 GROUP: Final = "resource.k8s.io"
 VERSION: Final = "v1"
@@ -83,29 +88,6 @@ POOL_NAME_MAX_LENGTH: Final = 253
 CEL_SELECTOR_EXPRESSION_MAX_COST: Final = 1_000_000
 CEL_SELECTOR_EXPRESSION_MAX_LENGTH: Final = 10 * 1024
 OPAQUE_PARAMETERS_MAX_LENGTH: Final = 10 * 1024
-
-
-class DeviceVersion(str):
-    """A ``version`` attribute (a semver string), told apart from a ``string`` attribute because
-    CEL compares versions as semantic versions and constraints compare type and value."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"DeviceVersion({str.__repr__(self)})"
-
-    def __eq__(self, other: object) -> bool:
-        # A version never equals a string of the same text: ``matchAttribute`` compares type too.
-        return isinstance(other, DeviceVersion) and str.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:
-        return hash(("version", str(self)))
-
-
-DeviceAttributeValue = bool | int | str | DeviceVersion
 
 
 # --------------------------------------------------------------------------- field helpers
