@@ -287,6 +287,16 @@ def device_allocation_result(
     return result
 
 
+def local_allocation(*results: DeviceRequestAllocationResult) -> AllocationResult:
+    """An allocation for node-1 alone (upstream's ``allocationResult(localNodeSelector(node1), ...)``)."""
+    return allocation_result(local_node_selector(NODE1), *results)
+
+
+def memory_selector(amount: str, driver: str = DRIVER_A) -> dict[str, Any]:
+    """Upstream's recurring selector: the device's ``memory`` capacity is at least ``amount``."""
+    return cel(f'device.capacity["{driver}"].memory.compareTo(quantity("{amount}")) >= 0')
+
+
 def _norm_selector(selector: Mapping[str, Any] | None) -> Any:
     if selector is None:
         return None
