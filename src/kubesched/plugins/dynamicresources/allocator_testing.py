@@ -4,6 +4,7 @@ reads like its upstream original: objects are written as manifests and parsed by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -285,6 +286,18 @@ def device_allocation_result(
     result = DeviceRequestAllocationResult.from_dict(raw, "result")
     # Tolerations are compared as parsed: the operator's default spelled out.
     return result
+
+
+def with_attribute(s: ResourceSlice, device_index: int, name: str, value: object) -> ResourceSlice:
+    """The slice with one device attribute set to a value no ResourceSlice can carry (an empty
+    attribute, or a list while list-type attributes are off). The resource views refuse such a
+    slice when they read it, so it is built here directly."""
+    devices = list(s.devices)
+    target = devices[device_index]
+    attributes: dict[str, Any] = dict(target.attributes)
+    attributes[name] = value
+    devices[device_index] = dataclasses.replace(target, attributes=attributes)
+    return dataclasses.replace(s, devices=tuple(devices))
 
 
 def local_allocation(*results: DeviceRequestAllocationResult) -> AllocationResult:
