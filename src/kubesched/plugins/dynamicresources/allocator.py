@@ -474,9 +474,11 @@ class _Run:
                 s = slices[slice_index]
                 driver, pool_name = s.driver, s.pool.name
                 devices = s.devices
-                first_device = start_device if pool_index == start_pool and slice_index == start_slice else 0
-                for index in range(first_device, len(devices)):
-                    device = devices[index]
+                if start_device and pool_index == start_pool and slice_index == start_slice:
+                    indexed = enumerate(devices[start_device:], start_device)
+                else:
+                    indexed = enumerate(devices)
+                for index, device in indexed:
                     device_id = DeviceID(driver, pool_name, device.name)
                     if admin:
                         if claim_index in self.allocating.get(device_id, ()):
