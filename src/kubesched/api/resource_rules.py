@@ -591,6 +591,8 @@ def _tolerations(owner: Mapping[str, Any], path: str) -> list[Cause]:
 
 def _allocation_mode(request: Mapping[str, Any], path: str) -> list[Cause]:
     mode = _s(request.get("allocationMode"))
+    if request.get("count") is not None and _int(request.get("count")) is None:
+        return []  # not a number: the typed view says so
     count = _int(request.get("count")) or 0
     if mode == ALLOCATION_MODE_ALL:
         if count != 0:

@@ -138,7 +138,8 @@ class ResourceClaimController:
     def _on_pod(self, change: Change[Any]) -> None:
         pod = _pod_view(change)
         if pod is None or not pod.resource_claims:
-            self._forget_pod(change)
+            if self._uses:  # most clusters: no pod uses claims, nothing to forget
+                self._forget_pod(change)
             return
         key = (pod.namespace, pod.name)
         deleted = change.type == EventType.DELETED
