@@ -264,6 +264,13 @@ def _exactly(**fields: Any) -> dict[str, Any]:
     return _claim(requests=[{"name": GOOD, "exactly": {"deviceClassName": GOOD, **fields}}])
 
 
+#: Seven nested loops of ten: a worst-case cost above the limit of one selector.
+EXPENSIVE = (
+    "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(y, "
+    "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z2, "
+    "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z3, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z4, "
+    "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z5, int('1'.find('[0-9]*')) < 100)))))))"
+)
 OPAQUE = {"driver": "dra.example.com", "parameters": {"kind": "foo", "apiVersion": "dra.example.com/v1"}}
 
 CLAIM_CASES: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
@@ -342,6 +349,15 @@ CLAIM_CASES: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
             (
                 "spec.devices.requests[0].exactly.selectors[0].cel.expression",
                 "Too long: may not be more than 10240 bytes",
+            )
+        ],
+    ),
+    "CEL-cost": (
+        _exactly(selectors=[{"cel": {"expression": EXPENSIVE}}]),
+        [
+            (
+                "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+                "Forbidden: too complex, exceeds cost limit",
             )
         ],
     ),

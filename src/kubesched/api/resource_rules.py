@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubesched.api.dra_cel import CELError, compile_selector
+from kubesched.api.dra_cel import CEL_SELECTOR_MAX_COST, CELError, compile_selector
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.resource import (
     ALLOCATION_MODE_ALL,
@@ -515,15 +515,17 @@ def _node_field_requirement(req: Mapping[str, Any], path: str) -> list[Cause]:
 # -- pieces shared by claims, templates and classes ----------------------------------------------
 def _cel_expression(path: str, expression: str, stored: bool) -> list[Cause]:
     """``validateCELExpression``: an expression already stored is taken as valid; a new one must be
-    short enough and compile."""
+    short enough, compile and stay within the cost limit in the worst case."""
     if stored:
         return []
     if len(expression) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
         return [too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)]
     try:
-        compile_selector(expression)
+        selector = compile_selector(expression)
     except CELError as exc:
         return [invalid(path, expression, str(exc))]
+    if selector.max_cost > CEL_SELECTOR_MAX_COST:
+        return [forbidden(path, "too complex, exceeds cost limit")]
     return []
 
 
