@@ -10,9 +10,11 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name
+from kubesched.api.resource import PodResourceClaim, pod_claim_statuses, pod_resource_claims
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
 from kubesched.api.storage import PodVolume, pod_volumes
 from kubesched.api.taints import Taint, Toleration
@@ -134,6 +136,10 @@ def object_ref(obj: Mapping[str, Any]) -> str:
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
+#: The claim statuses of every pod that has none (never written to).
+_NO_CLAIM_STATUSES: Mapping[str, str | None] = MappingProxyType({})
+
+
 @dataclass(slots=True, eq=False)
 class Pod:
     """A pod as the scheduler sees it. ``requests`` follow upstream's pod request rules."""
@@ -164,6 +170,11 @@ class Pod:
     images: tuple[str, ...] = ()
     #: ``spec.volumes``, each with the claim it uses.
     volumes: tuple[PodVolume, ...] = ()
+    #: ``spec.resourceClaims``: the DRA claims the pod uses, by name or through a template.
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    #: ``status.resourceClaimStatuses``: pod claim name → the claim generated for it (None: none
+    #: was needed). Shared and empty for a pod without claims.
+    claim_statuses: Mapping[str, str | None] = field(default_factory=lambda: _NO_CLAIM_STATUSES)
 
     def __copy__(self) -> Pod:
         # A shallow copy of every field (what ``copy.copy`` gives), by one constructor call: the
@@ -246,6 +257,10 @@ class Pod:
             host_ports=host_ports,
             images=images,
             volumes=pod_volumes(spec, name) if spec.get("volumes") else (),
+            resource_claims=pod_resource_claims(spec) if spec.get("resourceClaims") else (),
+            claim_statuses=(
+                pod_claim_statuses(status) if status.get("resourceClaimStatuses") else _NO_CLAIM_STATUSES
+            ),
         )
 
 
