@@ -7,6 +7,7 @@ from typing import Any
 
 from kubesched.api.objects import Node, Pod, PriorityClass
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.api.storage import (
     CSIDriver,
     CSINode,
@@ -29,6 +30,10 @@ def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
     spec = obj.get("spec") or {}
     if (old.get("spec") or {}).get("containers") is not spec.get("containers"):
         return None
+    if (old.get("status") or {}).get("resourceClaimStatuses") != (obj.get("status") or {}).get(
+        "resourceClaimStatuses"
+    ):
+        return None  # the claims generated for the pod are part of its view
     old_meta, meta = old.get("metadata") or {}, obj.get("metadata") or {}
     for field in ("labels", "annotations"):
         before, after = old_meta.get(field), meta.get(field)
@@ -75,6 +80,10 @@ DEFAULT_PARSERS: Mapping[str, Parser] = {
     "CSIDriver": _plain(CSIDriver.from_dict),
     "CSIStorageCapacity": _plain(CSIStorageCapacity.from_dict),
     "VolumeAttachment": _plain(VolumeAttachment.from_dict),
+    "ResourceClaim": _plain(ResourceClaim.from_dict),
+    "ResourceClaimTemplate": _plain(ResourceClaimTemplate.from_dict),
+    "DeviceClass": _plain(DeviceClass.from_dict),
+    "ResourceSlice": _plain(ResourceSlice.from_dict),
 }
 
 
