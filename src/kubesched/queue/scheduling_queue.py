@@ -212,11 +212,13 @@ class SchedulingQueue:
         st = self._pre_enqueue(info.pod)
         if st is not None and not st.ok:
             info.gated_by = st.plugin or "PreEnqueue"
+            info.gated_message = st.message
             info.unschedulable_plugins = {info.gated_by}
             if self.metrics is not None:
                 self.metrics.mark_unschedulable(info)
             return True
         info.gated_by = ""
+        info.gated_message = ""
         return False
 
     def add(self, pod: Pod) -> None:

@@ -1063,8 +1063,9 @@ def _has_binding_conditions(st: _State) -> bool:
 
 
 def _claim_list(claims: Any) -> str:
-    """What explain names next to a reason: the claims it is about."""
-    keys = [c.key for c in claims if c.name != SPECIAL_CLAIM_IN_MEM_NAME]
-    return (
-        "resourceclaims " + ", ".join(keys) if len(keys) > 1 else ("resourceclaim " + keys[0] if keys else "")
-    )
+    """What explain names next to a reason: the claims it is about (``resourceclaim "ns/name"``);
+    the extended-resource claim, before it exists, stands for the pod's extended resources."""
+    keys = [f'"{c.key}"' if c.name != SPECIAL_CLAIM_IN_MEM_NAME else "extended resources" for c in claims]
+    if not keys:
+        return ""
+    return ("resourceclaims " if len(keys) > 1 else "resourceclaim ") + ", ".join(keys)

@@ -1,0 +1,210 @@
+"""DynamicResources through whole simulations: pods with claims on nodes with ResourceSlices get
+distinct devices and their claims show the allocation and the reservation; a pod no device is left
+for is pending with upstream's message, and explain names its claim; a device freed when its pod
+goes lets the next pod in; a pod waits at PreEnqueue until the claim of its template exists.
+
+Where a cluster's resourceclaim controller would act (generating a template's claim, releasing a
+deleted pod's claim), the tests write what it writes.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubesched.framework.outcome import PodOutcome
+from kubesched.plugins import default_registry
+from kubesched.sim.simulation import Simulation
+
+Obj = dict[str, Any]
+DRIVER = "gpu.example.com"
+
+
+def node(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def gpu_slice(node_name: str, *devices: str) -> Obj:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": d, "attributes": {"model": {"string": "a100"}}} for d in devices],
+        },
+    }
+
+
+GPU_CLASS: Obj = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu"},
+    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+}
+
+
+def gpu_claim(name: str, **meta: Any) -> Obj:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default", **meta},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+    }
+
+
+def gpu_pod(name: str, claim: str, *, template: bool = False) -> Obj:
+    source = {"resourceClaimTemplateName": claim} if template else {"resourceClaimName": claim}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", **source}],
+        },
+    }
+
+
+def simulation(*objs: Obj, explain: bool = False) -> Simulation:
+    sim = Simulation(registry=default_registry(), explain=explain)
+    for obj in objs:
+        sim.store.create(copy.deepcopy(obj))
+    return sim
+
+
+def outcomes(sim: Simulation) -> dict[str, PodOutcome]:
+    return {o.name: o for o in sim.run().outcomes}
+
+
+def devices_of(sim: Simulation, claim: str) -> list[tuple[str, str]]:
+    obj = sim.store.get("ResourceClaim", "default", claim)
+    assert obj is not None
+    results = obj["status"]["allocation"]["devices"]["results"]
+    return [(r["pool"], r["device"]) for r in results]
+
+
+def reserved_for(sim: Simulation, claim: str) -> list[str]:
+    obj = sim.store.get("ResourceClaim", "default", claim)
+    assert obj is not None
+    return [r["name"] for r in (obj.get("status") or {}).get("reservedFor") or []]
+
+
+def release(sim: Simulation, pod: str, claim: str) -> None:
+    """What the resourceclaim controller does when a pod goes: the pod leaves the claim's
+    ``reservedFor``, and a claim nobody reserves is deallocated."""
+    sim.store.delete("Pod", "default", pod)
+    obj = sim.store.get("ResourceClaim", "default", claim)
+    assert obj is not None
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    sim.store.update({**obj, "metadata": meta, "status": {}})
+
+
+CLUSTER = [node("n1"), node("n2"), gpu_slice("n1", "gpu-0"), gpu_slice("n2", "gpu-0"), GPU_CLASS]
+
+
+def test_pods_get_distinct_devices_and_their_claims_record_allocation_and_reservation() -> None:
+    pods = [gpu_pod(f"p{i}", f"c{i}") for i in range(2)]
+    sim = simulation(*CLUSTER, gpu_claim("c0"), gpu_claim("c1"), *pods)
+    got = outcomes(sim)
+    assert {o.status for o in got.values()} == {"Scheduled"}
+    assert {got["p0"].node, got["p1"].node} == {"n1", "n2"}
+    for i in range(2):
+        [(pool, device)] = devices_of(sim, f"c{i}")
+        # A device of the node the pod went to, reserved for that pod, protected from deletion.
+        assert (pool, device) == (got[f"p{i}"].node, "gpu-0")
+        assert reserved_for(sim, f"c{i}") == [f"p{i}"]
+        stored = sim.store.get("ResourceClaim", "default", f"c{i}")
+        assert stored is not None
+        assert stored["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+
+
+def test_a_pod_no_device_is_left_for_is_pending_with_upstreams_message() -> None:
+    pods = [gpu_pod(f"p{i}", f"c{i}") for i in range(3)]
+    sim = simulation(*CLUSTER, *(gpu_claim(f"c{i}") for i in range(3)), *pods, explain=True)
+    got = outcomes(sim)
+    pending = [o for o in got.values() if o.status != "Scheduled"]
+    assert len(pending) == 1
+    [late] = pending
+    assert late.status == "Unschedulable"
+    assert late.message == (
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    claim = f"c{late.name[1:]}"
+    assert late.explain is not None
+    assert late.explain["filter"]["n1"]["DynamicResources"] == (
+        f'cannot allocate all claims (resourceclaim "default/{claim}")'
+    )
+    assert reserved_for(sim, claim) == []
+
+
+def test_a_freed_device_goes_to_the_pod_that_waited_for_it() -> None:
+    sim = simulation(node("n1"), gpu_slice("n1", "gpu-0"), GPU_CLASS, gpu_claim("c0"), gpu_pod("p0", "c0"))
+    assert outcomes(sim)["p0"].status == "Scheduled"
+    sim.store.create(gpu_claim("c1"))
+    sim.store.create(gpu_pod("p1", "c1"))
+    assert outcomes(sim)["p1"].status == "Unschedulable"
+
+    release(sim, "p0", "c0")
+    got = outcomes(sim)["p1"]
+    assert got.status == "Scheduled" and got.node == "n1"
+    assert devices_of(sim, "c1") == [("n1", "gpu-0")]
+    assert reserved_for(sim, "c1") == ["p1"]
+
+
+def test_a_pod_waits_for_the_claim_of_its_template() -> None:
+    sim = simulation(*CLUSTER, gpu_pod("p", "gpu-template", template=True))
+    got = outcomes(sim)["p"]
+    assert got.status == "Pending"
+    assert got.message == 'pod "default/p": ResourceClaim not created yet'
+
+    # The resourceclaim controller generates the claim, owned by the pod, and records it.
+    pod = sim.store.get("Pod", "default", "p")
+    assert pod is not None
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "p",
+        "uid": pod["metadata"]["uid"],
+        "controller": True,
+    }
+    sim.store.create(gpu_claim("p-gpu-x2k4v", ownerReferences=[owner]))
+    pod = sim.store.get("Pod", "default", "p")
+    assert pod is not None
+    meta = {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"}
+    status = {
+        **(pod.get("status") or {}),
+        "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x2k4v"}],
+    }
+    sim.store.update({**pod, "metadata": meta, "status": status})
+
+    got = outcomes(sim)["p"]
+    assert got.status == "Scheduled"
+    assert reserved_for(sim, "p-gpu-x2k4v") == ["p"]
+
+
+def test_a_claim_owned_by_another_pod_keeps_the_pod_pending() -> None:
+    sim = simulation(*CLUSTER, gpu_pod("p", "gpu-template", template=True))
+    outcomes(sim)
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "someone-else", "controller": True}
+    sim.store.create(gpu_claim("p-gpu-x2k4v", ownerReferences=[owner]))
+    pod = sim.store.get("Pod", "default", "p")
+    assert pod is not None
+    meta = {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"}
+    status = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x2k4v"}]}
+    sim.store.update({**pod, "metadata": meta, "status": status})
+    got = outcomes(sim)["p"]
+    assert got.status == "Pending"
+    assert (
+        got.message
+        == "ResourceClaim default/p-gpu-x2k4v was not created for pod default/p (pod is not owner)"
+    )
+    assert reserved_for(sim, "p-gpu-x2k4v") == []
