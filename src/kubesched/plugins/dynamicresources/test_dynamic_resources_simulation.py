@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubesched.framework.config import config_from_dict
 from kubesched.framework.outcome import PodOutcome
 from kubesched.plugins import default_registry
 from kubesched.sim.simulation import Simulation
@@ -208,3 +209,78 @@ def test_a_claim_owned_by_another_pod_keeps_the_pod_pending() -> None:
         == "ResourceClaim default/p-gpu-x2k4v was not created for pod default/p (pod is not owner)"
     )
     assert reserved_for(sim, "p-gpu-x2k4v") == []
+
+
+def extended_resource_simulation(*objs: Obj) -> Simulation:
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "featureGates": {"DRAExtendedResource": True},
+        },
+        default_registry(),
+    )
+    sim = Simulation(config, default_registry())
+    for obj in objs:
+        sim.store.create(copy.deepcopy(obj))
+    return sim
+
+
+def extended_pod(name: str, count: int) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"example.com/gpu": count}}}]
+        },
+    }
+
+
+GPU_CLASS_WITH_EXTENDED_RESOURCE: Obj = {
+    **GPU_CLASS,
+    "spec": {**GPU_CLASS["spec"], "extendedResourceName": "example.com/gpu"},
+}
+
+
+def test_an_extended_resource_backed_by_a_device_class_is_served_from_devices() -> None:
+    sim = extended_resource_simulation(
+        node("n1"), gpu_slice("n1", "gpu-0", "gpu-1"), GPU_CLASS_WITH_EXTENDED_RESOURCE, extended_pod("p", 2)
+    )
+    got = outcomes(sim)["p"]
+    assert got.status == "Scheduled" and got.node == "n1"
+    [claim] = sim.store.list("ResourceClaim")
+    meta = claim["metadata"]
+    assert meta["name"].startswith("p-extended-resources-")
+    assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert meta["ownerReferences"][0]["name"] == "p"
+    devices = sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"])
+    assert devices == ["gpu-0", "gpu-1"]
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["p"]
+    pod = sim.store.get("Pod", "default", "p")
+    assert pod is not None
+    assert pod["status"]["extendedResourceClaimStatus"] == {
+        "requestMappings": [
+            {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+        ],
+        "resourceClaimName": meta["name"],
+    }
+
+
+def test_an_extended_resource_without_enough_devices_cannot_be_allocated() -> None:
+    sim = extended_resource_simulation(
+        node("n1"), gpu_slice("n1", "gpu-0"), GPU_CLASS_WITH_EXTENDED_RESOURCE, extended_pod("p", 2)
+    )
+    got = outcomes(sim)["p"]
+    assert got.status == "Unschedulable"
+    assert got.message.startswith("0/1 nodes are available: 1 cannot allocate all claims.")
+    assert sim.store.list("ResourceClaim") == []
+
+
+def test_without_the_gate_an_extended_resource_needs_the_node_to_advertise_it() -> None:
+    sim = simulation(
+        node("n1"), gpu_slice("n1", "gpu-0"), GPU_CLASS_WITH_EXTENDED_RESOURCE, extended_pod("p", 1)
+    )
+    got = outcomes(sim)["p"]
+    assert got.status == "Unschedulable"
+    assert got.message.startswith("0/1 nodes are available: 1 Insufficient example.com/gpu.")
