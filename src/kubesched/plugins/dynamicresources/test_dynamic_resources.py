@@ -11,7 +11,7 @@ The claims live in an embedded store that the plugin writes through the Resource
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +84,7 @@ CLAIM_CEL_ERROR = f"claim default/my-pod-my-resource: selector #0: CEL runtime e
 BROKEN_SELECTOR = {"cel": {"expression": f'device.attributes["{DRIVER}"].{ATTR}'}}
 
 
-def pod_dict(name: str = POD, uid: str = POD_UID, **claims: dict[str, str]) -> Obj:
+def pod_dict(claims: dict[str, dict[str, str]], name: str = POD, uid: str = POD_UID) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -104,11 +104,11 @@ def with_claim_statuses(pod: Obj, **generated: str) -> Obj:
     return pod
 
 
-POD_WITH_CLAIM_NAME = pod_dict(**{RESOURCE: {"resourceClaimName": CLAIM}})
-POD_WITH_CLAIM_TEMPLATE = pod_dict(**{RESOURCE: {"resourceClaimTemplateName": CLAIM}})
+POD_WITH_CLAIM_NAME = pod_dict({RESOURCE: {"resourceClaimName": CLAIM}})
+POD_WITH_CLAIM_TEMPLATE = pod_dict({RESOURCE: {"resourceClaimTemplateName": CLAIM}})
 POD_WITH_CLAIM_TEMPLATE_IN_STATUS = with_claim_statuses(POD_WITH_CLAIM_TEMPLATE, **{RESOURCE: CLAIM})
 POD_WITH_TWO_CLAIM_TEMPLATES = pod_dict(
-    **{RESOURCE: {"resourceClaimTemplateName": CLAIM}, RESOURCE2: {"resourceClaimTemplateName": CLAIM}}
+    {RESOURCE: {"resourceClaimTemplateName": CLAIM}, RESOURCE2: {"resourceClaimTemplateName": CLAIM}}
 )
 
 
@@ -248,7 +248,7 @@ Claims = dict[str, Obj]
 Change = Callable[[Obj], Obj]
 
 
-def comparable(claim: Obj | ResourceClaim) -> Obj:
+def comparable(claim: Mapping[str, Any] | ResourceClaim) -> Obj:
     raw = claim.raw if isinstance(claim, ResourceClaim) else claim
     meta = raw.get("metadata") or {}
     return {"finalizers": list(meta.get("finalizers") or []), "status": dict(raw.get("status") or {})}
@@ -667,14 +667,14 @@ class Run:
     def claims(self) -> Claims:
         return {c["metadata"]["name"]: comparable(c) for c in self.store.list("ResourceClaim")}
 
-    def raw_claims(self) -> dict[str, Obj]:
+    def raw_claims(self) -> dict[str, Mapping[str, Any]]:
         return {c["metadata"]["name"]: c for c in self.store.list("ResourceClaim")}
 
     def prepare(self, change: Change | None) -> None:
         if change is None:
             return
         for claim in self.store.list("ResourceClaim"):
-            updated = change(copy.deepcopy(claim))
+            updated = change(copy.deepcopy(dict(claim)))
             if comparable(updated) != comparable(claim) or updated["metadata"] != claim["metadata"]:
                 self.store.update(updated)
         self.handle.informers.pump()
@@ -695,11 +695,13 @@ class Run:
             return []
         return [comparable(c) for c in manager.in_flight_claims()]
 
-    def verify(self, step: str, want: Result, before: dict[str, Obj], status: Status | None) -> None:
+    def verify(
+        self, step: str, want: Result, before: dict[str, Mapping[str, Any]], status: Status | None
+    ) -> None:
         got = _normalized(status)
         assert got == _normalized(want.status), f"{step}: status {got} != {_normalized(want.status)}"
         expected = {
-            name: comparable(want.changes(copy.deepcopy(obj)) if want.changes else obj)
+            name: comparable(want.changes(copy.deepcopy(dict(obj))) if want.changes else obj)
             for name, obj in before.items()
         }
         assert self.claims() == expected, f"{step}: stored claims"
