@@ -445,7 +445,9 @@ _DEVICE: Final = _DeclNode(
 DEVICE_FIELDS: Final = frozenset(name for name, _ in _DEVICE.fields)
 
 
-def _decl_for_path(path: tuple[str, ...]) -> _DeclNode | None:
+def _decl_for_path(path: tuple[str, ...], for_type: bool = False) -> _DeclNode | None:
+    """The declared node a path reaches. Sizes are only known for attribute values reached by
+    name (as upstream's size estimator); ``for_type`` also follows a name into any map's values."""
     if not path or path[0] != "device":
         return None
     node = _DEVICE
@@ -462,8 +464,8 @@ def _decl_for_path(path: tuple[str, ...]) -> _DeclNode | None:
             found = dict(node.fields).get(name)
             if found is None:
                 # Every attribute of a domain has the same bound, whatever its name.
-                if node.elem is _ATTRIBUTE:
-                    node = _ATTRIBUTE
+                if node.elem is _ATTRIBUTE or (for_type and node.kind == "map" and node.elem is not None):
+                    node = node.elem
                     continue
                 return None
             node = found
@@ -528,9 +530,9 @@ class _Coster:
 
     # -- bookkeeping
     def type_of(self, e: Node) -> TypeDesc:
-        decl = _decl_for_path(self.path(e))
+        decl = _decl_for_path(self.path(e), for_type=True)
         if decl is not None:
-            return TypeDesc(decl.kind)
+            return _decl_type(decl)
         return self.ast.types.get(e.id, _DYN)
 
     def path(self, e: Node) -> tuple[str, ...]:
@@ -642,7 +644,7 @@ class _Coster:
             # Presence tests are free in Kubernetes' environments (PresenceTestHasCost(false)).
             return self.cost(e.operand)
         total = self.cost(e.operand)
-        if self.type_of(e.operand).kind in ("map", "struct", "message", "param"):
+        if self.type_of(e.operand).kind in ("map", "message", "param"):
             total = total.add(_ONE)
         self.paths[e.id] = (*self.path(e.operand), e.name)
         return total
@@ -858,6 +860,21 @@ class _Coster:
         return total
 
 
-def estimate_cost(ast: CheckedAst) -> Estimate:
-    """The worst-case cost range of evaluating ``ast`` against any valid device."""
-    return _Coster(ast).cost(ast.expr)
+def _decl_type(decl: _DeclNode) -> TypeDesc:
+    if decl is _QUANTITY:
+        return TypeDesc("abstract", name="kubernetes.Quantity")
+    if decl is _DEVICE:
+        return TypeDesc("message", name="kubernetes.DRADevice")
+    if decl.kind == "map" and decl.key is not None and decl.elem is not None:
+        return TypeDesc("map", params=(_decl_type(decl.key), _decl_type(decl.elem)))
+    return TypeDesc(decl.kind)
+
+
+def estimate_cost(ast: CheckedAst) -> tuple[Estimate, TypeDesc]:
+    """The worst-case cost range of evaluating ``ast`` against any valid device, and the type of
+    the expression as upstream's checker sees it (which knows the declared fields of ``device``)."""
+    coster = _Coster(ast)
+    cost = coster.cost(ast.expr)
+    decl = _decl_for_path(coster.path(ast.expr), for_type=True)
+    output = _decl_type(decl) if decl is not None else ast.types.get(ast.expr.id, _DYN)
+    return cost, output

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from kubesched.api.fields import INT64_MAX, INT64_MIN, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.quantity import QuantityError, canonical_quantity, parse_quantity
@@ -26,6 +26,22 @@ from kubesched.errors import InputError
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
+
+
+class DeviceVersion(str):
+    """A device attribute of type "version" (a semantic version), told apart from a plain string.
+    Defined here rather than with the CEL environment so that reading pods and slices does not load
+    the CEL runtime."""
+
+    __slots__ = ()
+
+
+DeviceAttributeValue: TypeAlias = bool | int | str | DeviceVersion
+
+
+#: A ``version`` attribute is a :class:`DeviceVersion` (the CEL module's, which compares it as a
+#: semantic version); the views re-export both names.
+__all__ = ["DeviceAttributeValue", "DeviceVersion"]
 
 GROUP: Final = "resource.k8s.io"
 VERSION: Final = "v1"
@@ -83,29 +99,6 @@ POOL_NAME_MAX_LENGTH: Final = 253
 CEL_SELECTOR_EXPRESSION_MAX_COST: Final = 1_000_000
 CEL_SELECTOR_EXPRESSION_MAX_LENGTH: Final = 10 * 1024
 OPAQUE_PARAMETERS_MAX_LENGTH: Final = 10 * 1024
-
-
-class DeviceVersion(str):
-    """A ``version`` attribute (a semver string), told apart from a ``string`` attribute because
-    CEL compares versions as semantic versions and constraints compare type and value."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"DeviceVersion({str.__repr__(self)})"
-
-    def __eq__(self, other: object) -> bool:
-        # A version never equals a string of the same text: ``matchAttribute`` compares type too.
-        return isinstance(other, DeviceVersion) and str.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:
-        return hash(("version", str(self)))
-
-
-DeviceAttributeValue = bool | int | str | DeviceVersion
 
 
 # --------------------------------------------------------------------------- field helpers
@@ -321,7 +314,8 @@ class ExactDeviceRequest:
     selectors: tuple[str, ...] = ()
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
-    admin_access: bool = False
+    #: ``adminAccess``; None when unset (asking with ``false`` still needs the feature, as upstream).
+    admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     #: ``capacity.requests``: capacity name (as written) → requested amount; None when unset.
     capacity_requests: Mapping[str, Fraction] | None = None
@@ -381,7 +375,8 @@ class DeviceRequest:
             path = f"{where}.exactly"
             raw = as_mapping(req["exactly"], path)
             exactly = ExactDeviceRequest(
-                admin_access=_bool(raw, "adminAccess", path), **_request_fields(raw, path)
+                admin_access=_bool(raw, "adminAccess", path) if raw.get("adminAccess") is not None else None,
+                **_request_fields(raw, path),
             )
         subs: list[DeviceSubRequest] = []
         path = f"{where}.firstAvailable"
