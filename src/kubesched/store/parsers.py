@@ -25,15 +25,16 @@ from kubesched.store.informers import InformerFactory, Parser
 
 def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
     """Reuse the parsed pod when its spec's containers and its labels and annotations are the very
-    objects parsed before (a bind or a status write): only nodeName and phase can differ then."""
+    objects parsed before (a bind or a status write) and its generated claims are the same: only
+    nodeName and phase can differ then."""
     old = previous.raw
     spec = obj.get("spec") or {}
     if (old.get("spec") or {}).get("containers") is not spec.get("containers"):
         return None
-    if (old.get("status") or {}).get("resourceClaimStatuses") != (obj.get("status") or {}).get(
-        "resourceClaimStatuses"
-    ):
-        return None  # the claims generated for the pod are part of its view
+    if previous.resource_claims and (old.get("status") or {}).get("resourceClaimStatuses") != (
+        obj.get("status") or {}
+    ).get("resourceClaimStatuses"):
+        return None
     old_meta, meta = old.get("metadata") or {}, obj.get("metadata") or {}
     for field in ("labels", "annotations"):
         before, after = old_meta.get(field), meta.get(field)
@@ -80,9 +81,9 @@ DEFAULT_PARSERS: Mapping[str, Parser] = {
     "CSIDriver": _plain(CSIDriver.from_dict),
     "CSIStorageCapacity": _plain(CSIStorageCapacity.from_dict),
     "VolumeAttachment": _plain(VolumeAttachment.from_dict),
+    "DeviceClass": _plain(DeviceClass.from_dict),
     "ResourceClaim": _plain(ResourceClaim.from_dict),
     "ResourceClaimTemplate": _plain(ResourceClaimTemplate.from_dict),
-    "DeviceClass": _plain(DeviceClass.from_dict),
     "ResourceSlice": _plain(ResourceSlice.from_dict),
 }
 
