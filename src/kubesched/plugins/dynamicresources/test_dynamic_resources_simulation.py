@@ -1,10 +1,9 @@
-"""DynamicResources through whole simulations: pods with claims on nodes with ResourceSlices get
-distinct devices and their claims show the allocation and the reservation; a pod no device is left
-for is pending with upstream's message, and explain names its claim; a device freed when its pod
-goes lets the next pod in; a pod waits at PreEnqueue until the claim of its template exists.
-
-Where a cluster's resourceclaim controller would act (generating a template's claim, releasing a
-deleted pod's claim), the tests write what it writes.
+"""DynamicResources through whole simulations, with the resourceclaim controller doing the
+cluster's half: pods with claims on nodes with ResourceSlices get distinct devices and their claims
+show the allocation and the reservation; a pod no device is left for is pending with upstream's
+message, and explain names its claim; a device freed when its pod goes lets the next pod in; a pod
+waits at PreEnqueue until the claim of its template exists; extended resources backed by a
+DeviceClass are allocated through the scheduler's own claim.
 """
 
 from __future__ import annotations
@@ -98,16 +97,6 @@ def reserved_for(sim: Simulation, claim: str) -> list[str]:
     return [r["name"] for r in (obj.get("status") or {}).get("reservedFor") or []]
 
 
-def release(sim: Simulation, pod: str, claim: str) -> None:
-    """What the resourceclaim controller does when a pod goes: the pod leaves the claim's
-    ``reservedFor``, and a claim nobody reserves is deallocated."""
-    sim.store.delete("Pod", "default", pod)
-    obj = sim.store.get("ResourceClaim", "default", claim)
-    assert obj is not None
-    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-    sim.store.update({**obj, "metadata": meta, "status": {}})
-
-
 CLUSTER = [node("n1"), node("n2"), gpu_slice("n1", "gpu-0"), gpu_slice("n2", "gpu-0"), GPU_CLASS]
 
 
@@ -154,11 +143,43 @@ def test_a_freed_device_goes_to_the_pod_that_waited_for_it() -> None:
     sim.store.create(gpu_pod("p1", "c1"))
     assert outcomes(sim)["p1"].status == "Unschedulable"
 
-    release(sim, "p0", "c0")
+    # The resourceclaim controller releases the claim of a pod that is gone and deallocates it.
+    sim.store.delete("Pod", "default", "p0")
     got = outcomes(sim)["p1"]
     assert got.status == "Scheduled" and got.node == "n1"
     assert devices_of(sim, "c1") == [("n1", "gpu-0")]
     assert reserved_for(sim, "c1") == ["p1"]
+    stored = sim.store.get("ResourceClaim", "default", "c0")
+    assert stored is not None and not stored.get("status", {}).get("allocation")
+
+
+TEMPLATE: Obj = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "gpu-template", "namespace": "default"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+}
+
+
+def generated_claim(sim: Simulation, pod: str) -> str:
+    obj = sim.store.get("Pod", "default", pod)
+    assert obj is not None
+    [status] = obj["status"]["resourceClaimStatuses"]
+    return str(status["resourceClaimName"])
+
+
+def test_pods_of_a_template_get_claims_of_their_own_on_distinct_devices() -> None:
+    pods = [gpu_pod(f"p{i}", "gpu-template", template=True) for i in range(3)]
+    sim = simulation(*CLUSTER, TEMPLATE, *pods)
+    got = outcomes(sim)
+    scheduled = sorted(name for name, o in got.items() if o.status == "Scheduled")
+    assert len(scheduled) == 2
+    devices = {devices_of(sim, generated_claim(sim, name))[0] for name in scheduled}
+    assert devices == {("n1", "gpu-0"), ("n2", "gpu-0")}
+    for name in scheduled:
+        assert reserved_for(sim, generated_claim(sim, name)) == [name]
+    [late] = [o for o in got.values() if o.status != "Scheduled"]
+    assert late.message.startswith("0/2 nodes are available: 2 cannot allocate all claims.")
 
 
 def test_a_pod_waits_for_the_claim_of_its_template() -> None:
@@ -167,48 +188,12 @@ def test_a_pod_waits_for_the_claim_of_its_template() -> None:
     assert got.status == "Pending"
     assert got.message == 'pod "default/p": ResourceClaim not created yet'
 
-    # The resourceclaim controller generates the claim, owned by the pod, and records it.
-    pod = sim.store.get("Pod", "default", "p")
-    assert pod is not None
-    owner = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "name": "p",
-        "uid": pod["metadata"]["uid"],
-        "controller": True,
-    }
-    sim.store.create(gpu_claim("p-gpu-x2k4v", ownerReferences=[owner]))
-    pod = sim.store.get("Pod", "default", "p")
-    assert pod is not None
-    meta = {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"}
-    status = {
-        **(pod.get("status") or {}),
-        "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x2k4v"}],
-    }
-    sim.store.update({**pod, "metadata": meta, "status": status})
-
+    # With the template, the resourceclaim controller generates the pod's claim and records it in
+    # the pod's status: the pod is let in and scheduled.
+    sim.store.create(copy.deepcopy(TEMPLATE))
     got = outcomes(sim)["p"]
     assert got.status == "Scheduled"
-    assert reserved_for(sim, "p-gpu-x2k4v") == ["p"]
-
-
-def test_a_claim_owned_by_another_pod_keeps_the_pod_pending() -> None:
-    sim = simulation(*CLUSTER, gpu_pod("p", "gpu-template", template=True))
-    outcomes(sim)
-    owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "someone-else", "controller": True}
-    sim.store.create(gpu_claim("p-gpu-x2k4v", ownerReferences=[owner]))
-    pod = sim.store.get("Pod", "default", "p")
-    assert pod is not None
-    meta = {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"}
-    status = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x2k4v"}]}
-    sim.store.update({**pod, "metadata": meta, "status": status})
-    got = outcomes(sim)["p"]
-    assert got.status == "Pending"
-    assert (
-        got.message
-        == "ResourceClaim default/p-gpu-x2k4v was not created for pod default/p (pod is not owner)"
-    )
-    assert reserved_for(sim, "p-gpu-x2k4v") == []
+    assert reserved_for(sim, generated_claim(sim, "p")) == ["p"]
 
 
 def extended_resource_simulation(*objs: Obj) -> Simulation:
