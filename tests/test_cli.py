@@ -38,6 +38,7 @@ spec:
 
 UNTOLERATED_1 = (
     "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    " no new claims to deallocate,"
     " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 )
 
@@ -124,6 +125,7 @@ def test_quickstart_json_shape_and_statuses(capsys):
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient nvidia.com/gpu."
         # No node can ever hold the GPU (nor tolerate/uncordon): preemption cannot help anywhere.
+        " no new claims to deallocate,"
         " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
@@ -134,6 +136,7 @@ def test_quickstart_json_shape_and_statuses(capsys):
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient cpu, 4 Insufficient memory."
         # 48 CPUs is more than any node has: no eviction can make room.
+        " no new claims to deallocate,"
         " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
