@@ -264,3 +264,97 @@ def test_kubectl_apply_get_and_refusals(make_cluster, tmp_path: Path):
         "spec.devices.requests[0]: Required value: exactly one of `exactly` or `firstAvailable` is required"
         in out
     )
+
+
+@needs_kubectl
+def test_kubectl_a_deployment_of_gpu_pods_gets_distinct_devices_and_frees_them(make_cluster, tmp_path: Path):
+    """A DeviceClass, a ResourceClaimTemplate and a Deployment of GPU pods applied with kubectl: the
+    pods are bound, each claim is allocated its own device on the pod's node and reserved for the
+    pod, `kubectl get resourceclaims` shows them allocated; a pod asking for one more device than
+    the cluster has stays pending with the scheduler's message, and deleting a pod frees its device
+    for it."""
+    cluster = make_cluster(nodes=2, node_gpus=2, node_gpu_model="A100")
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "default"},
+        "spec": {"spec": SPEC},
+    }
+
+    def deployment(name: str, replicas: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {
+                        "containers": [
+                            {"name": "c", "image": "cuda", "resources": {"claims": [{"name": "gpu"}]}}
+                        ],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+                    },
+                },
+            },
+        }
+
+    manifest = tmp_path / "gpu.yaml"
+    manifest.write_text(yaml.safe_dump_all([CLASS, template, deployment("trainer", 4)]))
+    kubectl(cluster, "apply", "-f", str(manifest))
+
+    def pods(app: str) -> list[Any]:
+        return [p for p in cluster.store.list("Pod") if p["metadata"]["labels"].get("app") == app]
+
+    def allocated() -> list[Any]:
+        return [c for c in cluster.store.list("ResourceClaim") if c.get("status", {}).get("reservedFor")]
+
+    until(lambda: len(pods("trainer")) == 4 and all(p["spec"].get("nodeName") for p in pods("trainer")))
+    claims = until(lambda: len(allocated()) == 4 and allocated())
+    devices = set()
+    node_of = {p["metadata"]["uid"]: p["spec"]["nodeName"] for p in pods("trainer")}
+    for claim in claims:
+        [result] = claim["status"]["allocation"]["devices"]["results"]
+        devices.add((result["pool"], result["device"]))
+        [consumer] = claim["status"]["reservedFor"]
+        # The device is on the node the pod was bound to.
+        assert result["pool"] == node_of[consumer["uid"]]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    assert len(devices) == 4
+    out = kubectl(cluster, "get", "resourceclaims", "--no-headers")
+    states = [line.split()[1] for line in out.splitlines() if line.strip()]
+    assert states == ["allocated,reserved"] * 4
+
+    # A fifth GPU pod finds no free device.
+    manifest.write_text(yaml.safe_dump(deployment("extra", 1)))
+    kubectl(cluster, "apply", "-f", str(manifest))
+
+    def extra_condition() -> Any:
+        [pod] = pods("extra") or [None]
+        if pod is None:
+            return None
+        for condition in pod.get("status", {}).get("conditions", []):
+            if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                return condition
+        return None
+
+    condition = until(extra_condition)
+    assert condition["message"].startswith("0/2 nodes are available: 2 cannot allocate all claims.")
+    # Deleting one trainer pod (the Deployment scales down) frees its device for the extra pod.
+    kubectl(cluster, "scale", "deployment/trainer", "--replicas=3")
+    until(lambda: pods("extra") and pods("extra")[0]["spec"].get("nodeName"))
+    claims = until(lambda: len(allocated()) == 4 and allocated())
+    assert (
+        len(
+            {
+                (
+                    c["status"]["allocation"]["devices"]["results"][0]["pool"],
+                    c["status"]["allocation"]["devices"]["results"][0]["device"],
+                )
+                for c in claims
+            }
+        )
+        == 4
+    )
