@@ -4,6 +4,8 @@ limit; a StatefulSet's rollout status."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from tests.apiserver.kubectls import KUBECTLS, kubectl_runner, ok, until
 
@@ -129,3 +131,108 @@ def test_recreate_waits_for_old_pods(make_cluster):
     assert until(lambda: seen.append(images()) or seen[-1] == {"b"})
     assert {"a", "b"} not in seen  # never both at once
     assert until(lambda: _available(cluster) == 2)
+
+
+STATEFULSETS = "/apis/apps/v1/namespaces/default/statefulsets"
+
+
+def _sts_pods(cluster) -> dict[str, dict]:
+    pods = cluster.request("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Ddb")[1]["items"]
+    return {p["metadata"]["name"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
+
+
+@pytest.mark.parametrize("binary", KUBECTLS)
+def test_statefulset_defaults_rollout_status_history_and_undo(make_cluster, binary):
+    cluster = make_cluster(nodes=2)
+    kubectl = kubectl_runner(binary, cluster.kubeconfig)
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "c", "image": "pg:1"}]},
+            },
+        },
+    }
+    assert cluster.request("POST", STATEFULSETS, sts)[0] == 201
+    spec = cluster.request("GET", f"{STATEFULSETS}/db")[1]["spec"]
+    assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert spec["podManagementPolicy"] == "OrderedReady" and spec["revisionHistoryLimit"] == 10
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    out = ok(kubectl("rollout", "status", "statefulset/db", "--timeout=30s"))
+    # The defaulted partition (0) makes kubectl report a partitioned rollout, as on any cluster.
+    assert "partitioned roll out complete: 3 new pods have been updated" in out
+    status = cluster.request("GET", f"{STATEFULSETS}/db")[1]["status"]
+    first = status["currentRevision"]
+    assert status["updateRevision"] == first and status["readyReplicas"] == status["updatedReplicas"] == 3
+    pods = _sts_pods(cluster)
+    assert sorted(pods) == ["db-0", "db-1", "db-2"]
+    assert {p["metadata"]["labels"]["controller-revision-hash"] for p in pods.values()} == {first}
+    assert pods["db-1"]["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
+    assert pods["db-1"]["spec"]["hostname"] == "db-1" and pods["db-1"]["spec"]["subdomain"] == "db"
+
+    ok(kubectl("set", "image", "statefulset/db", "c=pg:2"))
+    out = ok(kubectl("rollout", "status", "statefulset/db", "--timeout=30s"))
+    assert "partitioned roll out complete: 3 new pods have been updated" in out
+    status = cluster.request("GET", f"{STATEFULSETS}/db")[1]["status"]
+    assert status["currentRevision"] == status["updateRevision"] != first
+    assert {p["spec"]["containers"][0]["image"] for p in _sts_pods(cluster).values()} == {"pg:2"}
+    history = ok(kubectl("rollout", "history", "statefulset/db"))
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"], history
+
+    ok(kubectl("rollout", "undo", "statefulset/db"))
+    ok(kubectl("rollout", "status", "statefulset/db", "--timeout=30s"))
+    assert until(
+        lambda: {p["spec"]["containers"][0]["image"] for p in _sts_pods(cluster).values()} == {"pg:1"}
+    )
+    status = cluster.request("GET", f"{STATEFULSETS}/db")[1]["status"]
+    assert status["currentRevision"] == status["updateRevision"] == first  # the first revision again
+    revisions = cluster.request("GET", "/apis/apps/v1/namespaces/default/controllerrevisions")[1]["items"]
+    assert {r["metadata"]["name"]: r["revision"] for r in revisions}[first] == 3
+    listing = ok(kubectl("get", "controllerrevisions"))
+    assert "statefulset.apps/db" in listing and "CONTROLLER" in listing.splitlines()[0]
+
+
+def test_statefulset_ordered_ready_waits_for_each_member(make_cluster):
+    cluster = make_cluster(nodes=1, node_cpu="1")
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 4,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "400m"}}}]
+                },
+            },
+        },
+    }
+    assert cluster.request("POST", STATEFULSETS, sts)[0] == 201
+    # Two fit on the node; the third cannot be scheduled, so no member after it is made.
+    assert until(lambda: sorted(_sts_pods(cluster)) == ["db-0", "db-1", "db-2"])
+    time.sleep(0.5)
+    assert sorted(_sts_pods(cluster)) == ["db-0", "db-1", "db-2"]
+    status = cluster.request("GET", f"{STATEFULSETS}/db")[1]["status"]
+    assert status["readyReplicas"] == 2
+    # Parallel makes them all at once.
+    sts["metadata"]["name"] = "par"
+    sts["spec"]["podManagementPolicy"] = "Parallel"
+    sts["spec"]["replicas"] = 2
+    sts["spec"]["selector"] = {"matchLabels": {"app": "par"}}
+    sts["spec"]["template"]["metadata"]["labels"] = {"app": "par"}
+    assert cluster.request("POST", STATEFULSETS, sts)[0] == 201
+    pods = cluster.request("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dpar")[1]["items"]
+    assert until(
+        lambda: (
+            len(cluster.request("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dpar")[1]["items"])
+            == 2
+        )
+    ), pods

@@ -91,14 +91,16 @@ def test_a_pod_that_loses_its_owner_is_replaced(store):
 def test_a_pass_that_conflicts_is_retried_once_something_changed(store, monkeypatch):
     manager = ControllerManager(store)
     create(store, _workload("StatefulSet", "db", {"replicas": 0}))
-    update = store.update
+    update, create_ = store.update, store.create
 
     def conflict(obj: Any) -> Any:
         raise Conflict("changed under us")
 
     monkeypatch.setattr(store, "update", conflict)
+    monkeypatch.setattr(store, "create", conflict)
     manager.tick()
     monkeypatch.setattr(store, "update", update)
+    monkeypatch.setattr(store, "create", create_)
     manager.tick()  # nothing changed since: nothing to retry
     assert "status" not in store.get("StatefulSet", "default", "db")
     create(store, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})

@@ -28,6 +28,33 @@ Key = tuple[str, str]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
+def normalized(value: Any) -> Any:
+    """A value with null, empty maps and empty lists left out, as Go reads them into a struct:
+    upstream compares templates as Go values, where an absent field and an empty one are equal
+    (what kubectl writes back on ``rollout undo`` carries ``creationTimestamp: null`` and
+    ``resources: {}``)."""
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            n = normalized(v)
+            if n is None or n == {} or n == []:
+                continue
+            out[k] = n
+        return out
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def safe_hash(data: bytes) -> str:
+    """FNV-32a of ``data``, its decimal form written in safe letters (upstream's ``ComputeHash``
+    and ``HashControllerRevision`` with ``rand.SafeEncodeString``)."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_ALPHABET[ord(ch) % len(_ALPHABET)] for ch in str(h))
+
+
 def timestamp(seconds: float | None = None) -> str:
     return format_timestamp(time.time() if seconds is None else seconds)
 

@@ -26,7 +26,9 @@ import orjson
 from kubesched.controllers.controller_utils import (
     OwnerController,
     controller_uid,
+    normalized,
     owner_ref,
+    safe_hash,
     timestamp,
 )
 from kubesched.controllers.garbagecollector import delete_cascading
@@ -55,27 +57,6 @@ SKIPPED_ANNOTATIONS = frozenset(
 _MAX_HISTORY_CHARS = 2000
 _REPORTER = "deployment-controller"
 
-#: The letters upstream's ``rand.SafeEncodeString`` maps characters to (no vowels, no look-alikes).
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def normalized(value: Any) -> Any:
-    """A value with null, empty maps and empty lists left out, as Go reads them into a struct:
-    upstream compares templates as Go values, where an absent field and an empty one are equal
-    (what kubectl writes back on ``rollout undo`` carries ``creationTimestamp: null`` and
-    ``resources: {}``)."""
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            n = normalized(v)
-            if n is None or n == {} or n == []:
-                continue
-            out[k] = n
-        return out
-    if isinstance(value, list):
-        return [normalized(v) for v in value]
-    return value
-
 
 def template_without_hash(template: Mapping[str, Any]) -> Any:
     tmpl = normalized(template)
@@ -95,15 +76,11 @@ def equal_ignore_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def template_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
-    """Upstream ``ComputeHash``: FNV-32a over the template (and the collision count, when there is
-    one), its decimal form written in safe letters."""
+    """Upstream ``ComputeHash``: the template's hash, with the collision count when there is one."""
     data = orjson.dumps(template_without_hash(template), option=orjson.OPT_SORT_KEYS)
     if collision_count is not None:
         data += str(collision_count).encode()
-    h = 0x811C9DC5
-    for byte in data:
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE[ord(ch) % len(_SAFE)] for ch in str(h))
+    return safe_hash(data)
 
 
 def revision(obj: Mapping[str, Any]) -> int:
