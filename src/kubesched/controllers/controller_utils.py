@@ -115,7 +115,14 @@ def owner_ref(owner: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def create_pod(
-    store: SqliteStore, owner: Obj, name: str, template: Mapping[str, Any], extra_labels: Mapping[str, str]
+    store: SqliteStore,
+    owner: Obj,
+    name: str,
+    template: Mapping[str, Any],
+    extra_labels: Mapping[str, str],
+    *,
+    extra_annotations: Mapping[str, str] | None = None,
+    finalizers: list[str] | None = None,
 ) -> None:
     """Create the pod ``template`` describes, controlled by ``owner``."""
     tmeta = template.get("metadata") or {}
@@ -130,8 +137,10 @@ def create_pod(
         },
         "spec": copy.deepcopy(template.get("spec") or {}),
     }
-    if tmeta.get("annotations"):
-        pod["metadata"]["annotations"] = dict(tmeta["annotations"])
+    if tmeta.get("annotations") or extra_annotations:
+        pod["metadata"]["annotations"] = {**(tmeta.get("annotations") or {}), **(extra_annotations or {})}
+    if finalizers:
+        pod["metadata"]["finalizers"] = list(finalizers)
     apply_defaults(pod)
     admit(store, pod)
     store.create(pod)
