@@ -285,9 +285,13 @@ def _set_condition(conditions: Any, condition: Mapping[str, Any], now: float) ->
     replaced = False
     for cond in conditions or []:
         if cond.get("type") == condition.get("type"):
-            new = {**cond, **condition}
+            # The condition is replaced whole (upstream's UpdatePodCondition): a reason it no longer
+            # gives, such as SchedulingGated once the pod is bound, goes with the old one.
+            new = dict(condition)
             if cond.get("status") != condition.get("status"):
                 new["lastTransitionTime"] = format_timestamp(now)
+            elif "lastTransitionTime" not in new and cond.get("lastTransitionTime"):
+                new["lastTransitionTime"] = cond["lastTransitionTime"]
             out.append(new)
             replaced = True
         else:
