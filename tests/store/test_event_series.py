@@ -58,3 +58,16 @@ def test_a_series_whose_event_is_gone_starts_again(tmp_path: Path) -> None:
     (again,) = store.list("Event")
     assert again["metadata"]["name"] != event["metadata"]["name"] and "series" not in again
     store.close()
+
+
+def test_controllers_events_aggregate_only_when_their_messages_match(tmp_path: Path) -> None:
+    clock = [1_700_000_000.0]
+    store = _store(tmp_path, clock)
+    for note in ("Created pod: a", "Created pod: b", "Created pod: a"):
+        store.record_event(POD, "Normal", "SuccessfulCreate", "Create", note, "job-controller")
+    events = sorted(store.list("Event"), key=lambda e: e["note"])
+    assert [(e["note"], (e.get("series") or {}).get("count", 1)) for e in events] == [
+        ("Created pod: a", 2),
+        ("Created pod: b", 1),
+    ]
+    store.close()

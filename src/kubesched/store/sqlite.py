@@ -436,10 +436,16 @@ class SqliteStore(MemoryStore):
         less than :data:`SERIES_WINDOW` before (same action, reason, reporting controller and
         object) joins that event's series (``series.count``, ``series.lastObservedTime``) instead
         of making another. Upstream writes a series' count every 30 minutes and when the series
-        ends; here each occurrence updates it, so the count is current."""
+        ends; here each occurrence updates it, so the count is current.
+
+        kube-controller-manager's controllers (reporters named ``…-controller``) record through
+        the older core/v1 recorder, whose correlator counts only events with the same message too:
+        their ``Created pod: a`` and ``Created pod: b`` stay two Events."""
         meta = regarding.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         key = (action, reason, reporter, regarding.get("kind"), namespace, meta.get("name"), meta.get("uid"))
+        if reporter.endswith("-controller"):
+            key = (*key, event_type, note)
         now = self._now()
         series = self._event_series.get(key)
         if series is not None and now - series[1] <= SERIES_WINDOW:
