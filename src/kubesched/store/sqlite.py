@@ -443,7 +443,15 @@ class SqliteStore(MemoryStore):
         their ``Created pod: a`` and ``Created pod: b`` stay two Events."""
         meta = regarding.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
-        key = (action, reason, reporter, regarding.get("kind"), namespace, meta.get("name"), meta.get("uid"))
+        key: tuple[Any, ...] = (
+            action,
+            reason,
+            reporter,
+            regarding.get("kind"),
+            namespace,
+            meta.get("name"),
+            meta.get("uid"),
+        )
         if reporter.endswith("-controller"):
             key = (*key, event_type, note)
         now = self._now()
