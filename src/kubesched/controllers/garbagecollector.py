@@ -11,7 +11,7 @@ from kubesched.store.base import ClusterStore, NotFound, Obj
 OWNED: dict[str, tuple[str, ...]] = {
     "Deployment": ("ReplicaSet",),
     "ReplicaSet": ("Pod",),
-    "StatefulSet": ("Pod", "PersistentVolumeClaim"),
+    "StatefulSet": ("Pod", "PersistentVolumeClaim", "ControllerRevision"),
     "Job": ("Pod",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
