@@ -89,13 +89,27 @@ def resource_claim(name: str, namespace: str = "ns") -> Obj:
     }
 
 
-def group(name: str, min_member: int, namespace: str = "ns", queue: str = "default") -> Obj:
+def group(
+    name: str, min_member: int, namespace: str = "ns", queue: str = "default", priority_class: str = ""
+) -> Obj:
+    spec: Obj = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     return {
         "apiVersion": VOLCANO,
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": min_member, "queue": queue},
+        "spec": spec,
         "status": {"phase": "Inqueue"},
+    }
+
+
+def priority_class(name: str, value: int) -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
     }
 
 
@@ -143,6 +157,7 @@ def pod(
 
 
 ORDER = (
+    "PriorityClass",
     "Queue",
     "Node",
     "DeviceClass",
@@ -446,6 +461,67 @@ def test_pods_without_claims_are_placed_as_before_beside_gangs_with_claims() -> 
     got = placed(result)
     assert all(n is not None for n in got.values())
     assert sorted(all_allocated_devices(sim)) == [("n1", "gpu-0"), ("n2", "gpu-0")]
+
+
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+
+
+def test_a_pipelined_task_gives_its_devices_back_when_the_session_closes() -> None:
+    """The preemptor fits n1 once its victim is gone: preempt pipelines it there, which holds its
+    device for the rest of that session and no longer (an allocation left in flight would keep its
+    claim "in the process of being allocated" for good); a later session places it."""
+    victims = []
+    for i in range(2):
+        victim = pod(f"low-{i}", "low", claim_template=None, priority=1)
+        victim["spec"]["nodeName"] = "n1"
+        victim["status"] = {"phase": "Running"}
+        victims.append(victim)
+    cluster = [device_class(), template(), node("n1", cpu="2"), gpu_slice("n1", 1)]
+    high = [group("high", 1, priority_class="high"), pod("high-0", "high", priority=100)]
+    low = group("low", 1, priority_class="low")
+    low["status"]["phase"] = "Running"
+    objs = [*cluster, priority_class("low", 1), priority_class("high", 100), low]
+    sim = simulation([*objs, *victims, *high], PREEMPT_CONF)
+    result = sim.run()
+    assert len(result.evicted) == 1
+    assert placed(result)["high-0"] == "n1"
+    claim = claim_of(sim, "high-0")
+    assert claim is not None
+    assert allocated_devices(sim, claim) == [("n1", "gpu-0")]
+    assert reserved_for(sim, claim) == ["high-0"]
+    assert in_flight(sim) == []
+
+
+def test_the_batch_and_the_default_scheduler_never_share_a_device() -> None:
+    """Both pipelines allocate from one DRA manager: with three devices, two default-scheduler pods
+    and a gang of two cannot all be placed, and no device goes to two claims."""
+    plain = []
+    for i in range(2):
+        p = pod(f"web-{i}", "none")
+        del p["metadata"]["annotations"]
+        p["spec"].pop("schedulerName")
+        plain.append(p)
+    sim = simulation([*gpu_cluster(nodes=1, devices=3), *plain, *gang("train", 2)])
+    result = sim.run()
+    got = placed(result)
+    # The default scheduler's pods come first (the batch scheduler's session runs after them): the
+    # gang finds one device left and waits whole.
+    assert got == {"web-0": "n1", "web-1": "n1", "train-0": None, "train-1": None}
+    allocated = all_allocated_devices(sim)
+    assert len(allocated) == 2 and len(set(allocated)) == 2
+    assert in_flight(sim) == []
+
+    # One default-scheduler pod goes: its device and the one left make room for the gang.
+    sim.store.delete("Pod", "ns", "web-0")
+    got = placed(sim.run())
+    assert (got["train-0"], got["train-1"]) == ("n1", "n1")
+    allocated = all_allocated_devices(sim)
+    assert sorted(allocated) == [("n1", "gpu-0"), ("n1", "gpu-1"), ("n1", "gpu-2")]
 
 
 # -- the property: no device twice, no partial gang ---------------------------------------------- #
