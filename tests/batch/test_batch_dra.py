@@ -524,6 +524,28 @@ def test_the_batch_and_the_default_scheduler_never_share_a_device() -> None:
     assert sorted(allocated) == [("n1", "gpu-0"), ("n1", "gpu-1"), ("n1", "gpu-2")]
 
 
+def test_members_sharing_a_claim_follow_the_first_one_session_later() -> None:
+    """As in Volcano (the plugin's own rule): while the first member's allocation of a shared claim
+    is in flight, the next member waits for it to be written. A gang that needs both at once is
+    not placed; with minMember 1 the second member joins once the first is bound."""
+    members = [pod(f"s-{i}", "s", claim_name="shared") for i in range(2)]
+    cluster = [device_class(), node("n1"), gpu_slice("n1", 1), resource_claim("shared")]
+
+    sim = simulation([*cluster, group("s", 2), *members])
+    result = sim.run()
+    assert placed(result) == {"s-0": None, "s-1": None}
+    assert {o.name: o.message for o in result.outcomes}["s-1"] == (
+        "0/1 nodes are unavailable: 1 resource claim ns/shared is in the process of being allocated."
+    )
+    assert allocated_devices(sim, "shared") == [] and in_flight(sim) == []
+
+    sim = simulation([*cluster, group("s", 1), *members])
+    result = sim.run()
+    assert placed(result) == {"s-0": "n1", "s-1": "n1"}
+    assert allocated_devices(sim, "shared") == [("n1", "gpu-0")]
+    assert reserved_for(sim, "shared") == ["s-0", "s-1"]
+
+
 # -- the property: no device twice, no partial gang ---------------------------------------------- #
 
 
