@@ -5,6 +5,7 @@ or a claim with a whole-object update that a stale read or a missing object refu
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,6 +66,19 @@ def _post(cluster: Cluster, path: str, body: dict[str, Any]) -> dict[str, Any]:
     assert code == 201, created
     result: dict[str, Any] = created
     return result
+
+
+def _settled_volume(cluster: Cluster, name: str) -> dict[str, Any]:
+    """A new volume as serve's PersistentVolume controller leaves it (``Available``): the write
+    that follows the create, so a test's own writes carry the volume's latest resourceVersion."""
+    deadline = time.monotonic() + 10
+    while True:
+        code, pv, _ = cluster.request("GET", f"{PVS}/{name}")
+        if code == 200 and pv.get("status", {}).get("phase") == "Available":
+            result: dict[str, Any] = pv
+            return result
+        assert time.monotonic() < deadline, pv
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -219,7 +233,8 @@ async def _sleep(seconds: float) -> None:
 # -- the volume port ---------------------------------------------------------------------------
 def test_a_volume_and_a_claim_are_written_whole_with_their_resource_version(cluster, ports):
     assert ports.ports().volumes is ports
-    pv = _post(cluster, PVS, _pv("pv-a"))
+    _post(cluster, PVS, _pv("pv-a"))
+    pv = _settled_volume(cluster, "pv-a")
     pv["spec"]["claimRef"] = {"namespace": "default", "name": "data", "uid": "u-1"}
     pv.pop("apiVersion")
     written = ports.update_persistent_volume(pv)
@@ -234,7 +249,8 @@ def test_a_volume_and_a_claim_are_written_whole_with_their_resource_version(clus
 
 
 def test_a_stale_read_is_a_conflict_and_a_missing_object_not_found(cluster, ports):
-    pv = _post(cluster, PVS, _pv("pv-a"))
+    _post(cluster, PVS, _pv("pv-a"))
+    pv = _settled_volume(cluster, "pv-a")
     fresher = {**pv, "metadata": {**pv["metadata"], "labels": {"a": "b"}}}
     ports.update_persistent_volume(fresher)
     with pytest.raises(Conflict):
