@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,10 @@ from kubesched.errors import KubeschedError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.registry.admission import admit, apply_defaults
+from kubesched.registry.core.servicealloc import DEFAULT_SERVICE_CIDR, DEFAULT_SERVICE_CIDR_NAME
+from kubesched.registry.networking.servicecidr import default_service_cidr
 from kubesched.store.base import AlreadyExists
+from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore, StoreLocked
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,8 @@ class ServeOptions:
     node_memory: str = "256Gi"
     node_pods: str = "110"
     zones: int = 3
+    #: ``--service-cluster-ip-range``: the default ServiceCIDR's range.
+    service_cidr: str = DEFAULT_SERVICE_CIDR
     objects: Sequence[dict[str, Any]] = field(default_factory=list)
     config: SchedulerConfig | None = None
     batch_conf: BatchConf | None = None
@@ -64,6 +70,13 @@ def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
     wanted: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in SYSTEM_NAMESPACES
     ]
+    existing = store.get("ServiceCIDR", None, DEFAULT_SERVICE_CIDR_NAME)
+    if existing is not None and (existing.get("spec") or {}).get("cidrs", [None])[0] != options.service_cidr:
+        warnings.append(
+            f"--service-cluster-ip-range {options.service_cidr}: the ServiceCIDR "
+            f"{DEFAULT_SERVICE_CIDR_NAME} keeps {existing['spec'].get('cidrs')}, made at the first start"
+        )
+    wanted.append(default_service_cidr(options.service_cidr, format_timestamp(time.time())))
     wanted.append(
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -232,8 +245,6 @@ class Served:
 
 
 def _wall_clock() -> Any:
-    import time
-
     return time.time
 
 

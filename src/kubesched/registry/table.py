@@ -23,6 +23,7 @@ from kubesched.registry.core import (
     service,
     serviceaccount,
 )
+from kubesched.registry.networking import servicecidr
 from kubesched.registry.policy import poddisruptionbudget
 from kubesched.registry.scheduling import priorityclass
 from kubesched.registry.storage import (
@@ -61,6 +62,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     csinode.STRATEGY,
     csistoragecapacity.STRATEGY,
     volumeattachment.STRATEGY,
+    servicecidr.STRATEGY,
     event.EVENTS_V1,
     podgroup.STRATEGY,
     queue.STRATEGY,

@@ -24,6 +24,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "CSINode",
         "CSIDriver",
         "VolumeAttachment",
+        "ServiceCIDR",
     }
 )
 
