@@ -196,3 +196,40 @@ def test_kubectl_creates_and_lists_services_with_their_columns(cluster, binary):
     ]
     assert cells["web"][6] == "app=web"
     assert cells["db"][1] == "ClusterIP" and cells["db"][4] == "5432/TCP"
+
+
+def test_the_kubernetes_service_names_the_api_server(cluster):
+    code, svc, _ = cluster.request("GET", f"{SVCS}/kubernetes")
+    assert code == 200
+    assert svc["spec"]["clusterIP"] == "10.0.0.1"
+    assert svc["spec"]["ports"] == [
+        {"name": "https", "port": 443, "protocol": "TCP", "targetPort": cluster.port}
+    ]
+    assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    code, ep, _ = cluster.request("GET", "/api/v1/namespaces/default/endpoints/kubernetes")
+    assert code == 200
+    assert ep["subsets"] == [
+        {
+            "addresses": [{"ip": "127.0.0.1"}],
+            "ports": [{"name": "https", "port": cluster.port, "protocol": "TCP"}],
+        }
+    ]
+    code, eps, _ = cluster.request(
+        "GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"
+    )
+    assert code == 200 and eps["endpoints"][0]["addresses"] == ["127.0.0.1"]
+    # A Service may not take its address.
+    code, body, _ = cluster.request("POST", SVCS, _svc("x", clusterIP="10.0.0.1"))
+    assert code == 422 and "already allocated" in body["message"]
+
+
+def test_a_restart_on_another_port_updates_the_kubernetes_service(make_cluster):
+    first = make_cluster()
+    ip = first.request("GET", f"{SVCS}/kubernetes")[1]["spec"]["clusterIP"]
+    first.stop()
+    second = make_cluster()
+    svc = second.request("GET", f"{SVCS}/kubernetes")[1]
+    assert svc["spec"]["clusterIP"] == ip
+    assert svc["spec"]["ports"][0]["targetPort"] == second.port
+    ep = second.request("GET", "/api/v1/namespaces/default/endpoints/kubernetes")[1]
+    assert ep["subsets"][0]["ports"][0]["port"] == second.port

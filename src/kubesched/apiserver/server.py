@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubesched.apiserver import bootstrap
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.manifests import create_start_objects
@@ -136,12 +137,12 @@ class Served:
         self.options = options
         # The address first: a server that cannot listen must not have made or changed anything.
         self._socket = listen(options.address, options.port)
+        self.port = self._socket.getsockname()[1]
         try:
             self._open(options)
         except BaseException:
             self._socket.close()
             raise
-        self.port = self._socket.getsockname()[1]
 
     def _open(self, options: ServeOptions) -> None:
         try:
@@ -162,6 +163,11 @@ class Served:
 
     def _build(self, options: ServeOptions) -> None:
         self.warnings = seed_cluster(self.store, options)
+        try:
+            host = str(self._socket.getsockname()[0])
+            bootstrap.reconcile(self.store, "127.0.0.1" if host in ("0.0.0.0", "::") else host, self.port)
+        except Exception as exc:
+            self.warnings.append(f"the kubernetes Service: {exc}")
         hosts = [options.address] if options.address not in ("0.0.0.0", "::") else []
         self.identity = ensure_identity(options.data_dir, hosts)
         self.api = ApiServer(

@@ -18,6 +18,7 @@ from kubesched.controllers.kubelet import Kubelet
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
 from kubesched.controllers.replicaset import ReplicaSetController
+from kubesched.controllers.serviceaccount import ServiceAccountsController
 from kubesched.controllers.statefulset import StatefulSetController
 from kubesched.store.informers import InformerFactory
 from kubesched.store.sqlite import SqliteStore
@@ -41,6 +42,7 @@ class ControllerManager:
         self.provisioner = Provisioner(store, self.informers)
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
+        self.service_accounts = ServiceAccountsController(store, self.informers)
         self._seen_rv = -1
 
     def tick(self) -> None:
@@ -66,6 +68,7 @@ class ControllerManager:
         self.informers.pump()
         self.disruption.sync()
         self.event_ttl.sync()
+        self.service_accounts.sync()
 
     @property
     def next_due(self) -> float | None:

@@ -13,6 +13,7 @@ from kubesched.registry.batch import job
 from kubesched.registry.coordination import lease
 from kubesched.registry.core import (
     configmap,
+    endpoints,
     event,
     namespace,
     node,
@@ -23,6 +24,7 @@ from kubesched.registry.core import (
     service,
     serviceaccount,
 )
+from kubesched.registry.discovery import endpointslice
 from kubesched.registry.networking import servicecidr
 from kubesched.registry.policy import poddisruptionbudget
 from kubesched.registry.scheduling import priorityclass
@@ -42,6 +44,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     pod.STRATEGY,
     event.STRATEGY,
     service.STRATEGY,
+    endpoints.STRATEGY,
     configmap.STRATEGY,
     secret.STRATEGY,
     serviceaccount.STRATEGY,
@@ -63,6 +66,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     csistoragecapacity.STRATEGY,
     volumeattachment.STRATEGY,
     servicecidr.STRATEGY,
+    endpointslice.STRATEGY,
     event.EVENTS_V1,
     podgroup.STRATEGY,
     queue.STRATEGY,
