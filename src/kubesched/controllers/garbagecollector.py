@@ -18,6 +18,8 @@ OWNED: dict[str, tuple[str, ...]] = {
     # A generic ephemeral volume's claim, or a StatefulSet member's claim under a whenScaled: Delete
     # retention policy.
     "Pod": ("PersistentVolumeClaim",),
+    # A node's heartbeat Lease.
+    "Node": ("Lease",),
 }
 
 

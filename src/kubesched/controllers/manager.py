@@ -15,6 +15,7 @@ from kubesched.controllers.disruption import DisruptionController
 from kubesched.controllers.eventttl import EventTTLController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
+from kubesched.controllers.nodelease import NodeLeaseController
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
 from kubesched.controllers.replicaset import ReplicaSetController
@@ -31,6 +32,7 @@ class ControllerManager:
         self.store = store
         self.informers = InformerFactory(store)
         self.kubelet = Kubelet(store, self.informers)
+        self.node_leases = NodeLeaseController(store, self.informers)
         #: In the order they run: each one's writes reach the next in the same tick.
         self.workloads: list[OwnerController] = [
             DeploymentController(store, self.informers),
@@ -48,6 +50,7 @@ class ControllerManager:
     def tick(self) -> None:
         self.informers.pump()
         self.kubelet.sync()
+        self.node_leases.sync()
         rv = self.store.resource_version
         if rv != self._seen_rv:
             # What failed part way is tried again once something changed.
@@ -72,5 +75,6 @@ class ControllerManager:
 
     @property
     def next_due(self) -> float | None:
-        """When the next timed work is due (a pod finishing)."""
-        return self.kubelet.next_due
+        """When the next timed work is due (a pod finishing, a node lease renewed)."""
+        due = [d for d in (self.kubelet.next_due, self.node_leases.next_due) if d is not None]
+        return min(due) if due else None
