@@ -20,6 +20,7 @@ OWNED: dict[str, tuple[str, ...]] = {
     "Pod": ("PersistentVolumeClaim",),
     # A node's heartbeat Lease.
     "Node": ("Lease",),
+    "Service": ("EndpointSlice",),
 }
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 from kubesched.controllers.controller_utils import OwnerController
 from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController
+from kubesched.controllers.endpoints import EndpointsController
+from kubesched.controllers.endpointslice import EndpointSliceController
 from kubesched.controllers.eventttl import EventTTLController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
+from kubesched.controllers.nodeipam import NodeIpamController
 from kubesched.controllers.nodelease import NodeLeaseController
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
@@ -31,6 +34,7 @@ class ControllerManager:
     def __init__(self, store: SqliteStore, event_ttl: float = 3600.0) -> None:
         self.store = store
         self.informers = InformerFactory(store)
+        self.node_ipam = NodeIpamController(store, self.informers)
         self.kubelet = Kubelet(store, self.informers)
         self.node_leases = NodeLeaseController(store, self.informers)
         #: In the order they run: each one's writes reach the next in the same tick.
@@ -45,9 +49,13 @@ class ControllerManager:
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
         self.service_accounts = ServiceAccountsController(store, self.informers)
+        self.endpoints = EndpointsController(store, self.informers)
+        self.endpoint_slices = EndpointSliceController(store, self.informers)
         self._seen_rv = -1
 
     def tick(self) -> None:
+        self.informers.pump()
+        self.node_ipam.sync()
         self.informers.pump()
         self.kubelet.sync()
         self.node_leases.sync()
@@ -72,9 +80,11 @@ class ControllerManager:
         self.disruption.sync()
         self.event_ttl.sync()
         self.service_accounts.sync()
+        self.informers.pump()
+        self.endpoints.sync()
+        self.endpoint_slices.sync()
 
     @property
     def next_due(self) -> float | None:
-        """When the next timed work is due (a pod finishing, a node lease renewed)."""
-        due = [d for d in (self.kubelet.next_due, self.node_leases.next_due) if d is not None]
-        return min(due) if due else None
+        """When the next pod finishes (node leases are renewed on every tick that finds them due)."""
+        return self.kubelet.next_due
