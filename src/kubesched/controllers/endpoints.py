@@ -21,7 +21,9 @@ HEADLESS = "service.kubernetes.io/headless"
 
 def selects(service: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
     selector = (service.get("spec") or {}).get("selector")
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+    if not isinstance(selector, dict) or not selector:
+        return False
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from kubesched.registry.core import servicealloc
 from kubesched.registry.errors import invalid
@@ -172,7 +172,7 @@ def _ports(spec: Mapping[str, Any]) -> str:
     return ",".join(out) if out else "<none>"
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
