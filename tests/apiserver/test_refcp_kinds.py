@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from tests.apiserver.kubectls import until
 from tests.apiserver.test_refcp_kubectl import _Client, _status
 from tests.remote.refcp import RefCluster, needs_refcp
 
@@ -121,5 +122,98 @@ def _service_scenario(server: Any) -> list[Any]:
 def test_services_as_kube_apiserver(reference, make_cluster):
     ours = make_cluster(nodes=1)
     theirs, mine = _service_scenario(reference), _service_scenario(ours)
+    for i, (want, got) in enumerate(zip(theirs, mine, strict=True)):
+        assert got == want, f"answer {i}: kube-apiserver {want!r}, kubesched {got!r}"
+
+
+DSS = "/apis/apps/v1/namespaces/default/daemonsets"
+
+
+def _ds(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "agent:1"}]},
+            },
+            **spec,
+        },
+    }
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _daemonset_scenario(server: Any) -> list[Any]:
+    out: list[Any] = []
+    for name in ("ds-a", "ds-b"):
+        server.request("POST", "/api/v1/nodes", _node(name))
+    code, ds, _ = server.request("POST", DSS, _ds("agent"))
+    rolling = ds["spec"]["updateStrategy"]["rollingUpdate"]
+    # maxSurge came with v1.21.
+    out.append(
+        (
+            code,
+            ds["spec"]["updateStrategy"]["type"],
+            rolling["maxUnavailable"],
+            ds["spec"]["revisionHistoryLimit"],
+        )
+    )
+    bad = _ds("bad", updateStrategy={"type": "Sometimes"})
+    bad["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    bad["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    out.append(_status(server.request("POST", DSS, bad), message=False))
+    out.append(
+        _status(
+            server.request("POST", DSS, {**_ds("nosel"), "spec": {**_ds("nosel")["spec"], "selector": {}}})
+        )
+    )
+
+    def pods() -> list[Any]:
+        items = server.request("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dagent")[1]["items"]
+        return items if len(items) == 2 else []
+
+    found = until(pods, timeout=30)
+    assert found, "no daemon pods"
+    for pod in sorted(
+        found,
+        key=lambda p: p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ][0]["matchFields"][0]["values"][0],
+    ):
+        spec = pod["spec"]
+        out.append(
+            (
+                spec["affinity"],
+                sorted((t["key"], t.get("operator"), t["effect"]) for t in spec["tolerations"]),
+                sorted(pod["metadata"]["labels"]),
+                pod["metadata"]["labels"]["pod-template-generation"],
+                pod["metadata"]["generateName"],
+                [
+                    (r["kind"], r["controller"], r["blockOwnerDeletion"])
+                    for r in pod["metadata"]["ownerReferences"]
+                ],
+            )
+        )
+    return out
+
+
+def test_daemonsets_as_kube_apiserver_and_controller_manager(reference, make_cluster):
+    ours = make_cluster()
+    theirs, mine = _daemonset_scenario(reference), _daemonset_scenario(ours)
     for i, (want, got) in enumerate(zip(theirs, mine, strict=True)):
         assert got == want, f"answer {i}: kube-apiserver {want!r}, kubesched {got!r}"

@@ -88,9 +88,15 @@ def owner_ref(owner: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def create_pod(
-    store: SqliteStore, owner: Obj, name: str, template: Mapping[str, Any], extra_labels: Mapping[str, str]
+    store: SqliteStore,
+    owner: Obj,
+    name: str,
+    template: Mapping[str, Any],
+    extra_labels: Mapping[str, str],
+    generate_from: str | None = None,
 ) -> None:
-    """Create the pod ``template`` describes, controlled by ``owner``."""
+    """Create the pod ``template`` describes, controlled by ``owner`` (``generate_from``: the
+    ``generateName`` its name was made from)."""
     tmeta = template.get("metadata") or {}
     pod: dict[str, Any] = {
         "apiVersion": "v1",
@@ -105,6 +111,8 @@ def create_pod(
     }
     if tmeta.get("annotations"):
         pod["metadata"]["annotations"] = dict(tmeta["annotations"])
+    if generate_from is not None:
+        pod["metadata"]["generateName"] = generate_from
     apply_defaults(pod)
     admit(store, pod)
     store.create(pod)

@@ -13,6 +13,7 @@ OWNED: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("Pod",),
     "StatefulSet": ("Pod", "PersistentVolumeClaim"),
     "Job": ("Pod",),
+    "DaemonSet": ("Pod",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
     # A generic ephemeral volume's claim, or a StatefulSet member's claim under a whenScaled: Delete

@@ -6,7 +6,7 @@ tables, admission defaults and the garbage collector all read this table.
 
 from __future__ import annotations
 
-from kubesched.registry.apps import deployment, replicaset, statefulset
+from kubesched.registry.apps import daemonset, deployment, replicaset, statefulset
 from kubesched.registry.authentication import selfsubjectreview
 from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
 from kubesched.registry.batch import job
@@ -56,6 +56,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     deployment.STRATEGY,
     replicaset.STRATEGY,
     statefulset.STRATEGY,
+    daemonset.STRATEGY,
     job.STRATEGY,
     selfsubjectreview.STRATEGY,
     selfsubjectaccessreview.STRATEGY,
