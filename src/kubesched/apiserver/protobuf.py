@@ -1,5 +1,6 @@
 """Request bodies in Kubernetes' protobuf encoding, for the kinds kubectl's typed clients send that way
-(``kubectl create deployment|job|namespace|configmap|secret|priorityclass|serviceaccount|service``,
+(``kubectl create
+deployment|job|namespace|configmap|secret|priorityclass|serviceaccount|service|cronjob``,
 ``kubectl drain``'s evictions, ``kubectl auth can-i|whoami``'s reviews). Responses are always
 JSON, which those clients accept too.
 
@@ -185,6 +186,18 @@ MESSAGES: dict[str, Schema] = {
     },
     "Eviction": {1: ("metadata", "m:ObjectMeta")},
     "Service": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:ServiceSpec")},
+    "CronJob": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:CronJobSpec")},
+    "CronJobSpec": {
+        1: ("schedule", "s"),
+        2: ("startingDeadlineSeconds", "i0"),
+        3: ("concurrencyPolicy", "s"),
+        4: ("suspend", "b0"),
+        5: ("jobTemplate", "m:JobTemplateSpec"),
+        6: ("successfulJobsHistoryLimit", "i0"),
+        7: ("failedJobsHistoryLimit", "i0"),
+        8: ("timeZone", "s"),
+    },
+    "JobTemplateSpec": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:JobSpec")},
     "ServiceSpec": {
         1: ("ports", "m:ServicePort*"),
         2: ("selector", "map"),

@@ -14,6 +14,7 @@ OWNED: dict[str, tuple[str, ...]] = {
     "StatefulSet": ("Pod", "PersistentVolumeClaim"),
     "Job": ("Pod",),
     "DaemonSet": ("Pod",),
+    "CronJob": ("Job",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
     # A generic ephemeral volume's claim, or a StatefulSet member's claim under a whenScaled: Delete

@@ -10,6 +10,7 @@ what reaches an earlier one is its work at the next tick."""
 from __future__ import annotations
 
 from kubesched.controllers.controller_utils import OwnerController
+from kubesched.controllers.cronjob import CronJobController
 from kubesched.controllers.daemonset import DaemonSetController
 from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController
@@ -44,6 +45,7 @@ class ControllerManager:
             ReplicaSetController(store, self.informers),
             StatefulSetController(store, self.informers),
             DaemonSetController(store, self.informers),
+            CronJobController(store, self.informers),
             JobController(store, self.informers),
         ]
         self.volumes = PersistentVolumeController(store, self.informers)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from kubesched.registry.apps import daemonset, deployment, replicaset, statefulset
 from kubesched.registry.authentication import selfsubjectreview
 from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
-from kubesched.registry.batch import job
+from kubesched.registry.batch import cronjob, job
 from kubesched.registry.coordination import lease
 from kubesched.registry.core import (
     configmap,
@@ -58,6 +58,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     statefulset.STRATEGY,
     daemonset.STRATEGY,
     job.STRATEGY,
+    cronjob.STRATEGY,
     selfsubjectreview.STRATEGY,
     selfsubjectaccessreview.STRATEGY,
     selfsubjectrulesreview.STRATEGY,
