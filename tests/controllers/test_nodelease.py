@@ -4,7 +4,7 @@ node."""
 from __future__ import annotations
 
 from kubesched.controllers.garbagecollector import delete_cascading
-from kubesched.controllers.nodelease import NodeLeaseController
+from kubesched.controllers.nodelease import NodeLeaseController, micro_time, spread
 from kubesched.store.informers import InformerFactory
 
 
@@ -24,14 +24,17 @@ def test_each_node_gets_a_lease_renewed_every_ten_seconds(store):
     assert lease["metadata"]["ownerReferences"] == [
         {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": node["metadata"]["uid"]}
     ]
+    # The first renewal comes within 5 to 10 seconds (the node's own part), then every 10.
+    first = 1_700_000_000.0 + 10 * (0.5 + 0.5 * spread("n1"))
+    assert leases.next_due == first
     rv = store.resource_version
-    now[0] += 9.5
+    now[0] = first - 0.1
     leases.sync()
     assert store.resource_version == rv  # not due yet
-    assert leases.next_due == 1_700_000_010.0
-    now[0] += 0.5
+    now[0] = first
     leases.sync()
-    assert store.get("Lease", "kube-node-lease", "n1")["spec"]["renewTime"] == "2023-11-14T22:13:30.000000Z"
+    assert store.get("Lease", "kube-node-lease", "n1")["spec"]["renewTime"] == micro_time(first)
+    assert leases.next_due == first + 10
     # The lease goes with its node, and is not renewed again.
     delete_cascading(store, "Node", None, "n1", "Background")
     assert store.get("Lease", "kube-node-lease", "n1") is None

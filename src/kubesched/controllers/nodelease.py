@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import time
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,11 @@ NAMESPACE = "kube-node-lease"
 LEASE_DURATION = 40
 #: kubelet renews at a quarter of the duration.
 RENEW_INTERVAL = LEASE_DURATION / 4
+
+
+def spread(name: str) -> float:
+    """A fraction in [0, 1) that is the same for a node name in every run."""
+    return zlib.crc32(name.encode()) % 1000 / 1000
 
 
 def micro_time(seconds: float) -> str:
@@ -64,10 +70,14 @@ class NodeLeaseController:
                 _, name, uid = heapq.heappop(self._due)
                 if self._nodes.get(name) != uid:
                     continue  # deleted, or made again (its own entry renews it)
-                self._renew(name, uid, now)
-                heapq.heappush(self._due, (now + RENEW_INTERVAL, name, uid))
+                first = self._renew(name, uid, now)
+                # The first renewal comes sooner by a part of the interval that is the node's own,
+                # so that the nodes of a cluster that started at once do not renew together.
+                wait = RENEW_INTERVAL * (0.5 + 0.5 * spread(name)) if first else RENEW_INTERVAL
+                heapq.heappush(self._due, (now + wait, name, uid))
 
-    def _renew(self, name: str, uid: str, now: float) -> None:
+    def _renew(self, name: str, uid: str, now: float) -> bool:
+        """Create or renew the node's lease; True when it was created."""
         stamp = micro_time(now)
         lease = self.store.get("Lease", NAMESPACE, name)
         spec = {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION, "renewTime": stamp}
@@ -82,9 +92,10 @@ class NodeLeaseController:
                         "spec": spec,
                     }
                 )
-            return
+            return True
         meta = dict(lease.get("metadata") or {})
         meta["ownerReferences"] = owner
         with contextlib.suppress(Conflict, NotFound):
             # A lease another writer changed in between is renewed at the next interval.
             self.store.update({**lease, "metadata": meta, "spec": {**(lease.get("spec") or {}), **spec}})
+        return False
