@@ -145,16 +145,17 @@ class CronJobStrategy(Strategy):
         set_defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
-        self.check_quantities(body.get("spec", {}).get("jobTemplate") or {})
         name = str(body["metadata"].get("name", ""))
         causes = _causes(name, body.get("spec") or {})
         if causes:
             raise invalid("CronJob", "batch", name, causes)
-        template = ((body.get("spec") or {}).get("jobTemplate") or {}).get("spec", {}).get("template") or {}
+        job = _map(_map(body.get("spec")).get("jobTemplate"))
+        self.check_quantities(job)
+        template = _map(_map(job.get("spec")).get("template"))
         pod = {
             "kind": "Pod",
-            "metadata": {"name": name, **(template.get("metadata") or {})},
-            "spec": template.get("spec") or {},
+            "metadata": {"name": name, **_map(template.get("metadata"))},
+            "spec": _map(template.get("spec")),
         }
         self.check_parses(DEFAULT_PARSERS["Pod"], pod, name)
 
@@ -253,12 +254,11 @@ def _causes(name: str, spec: Mapping[str, Any]) -> list[Cause]:
                     f"Invalid value: {value}: must be greater than or equal to 0",
                 )
             )
-    job = spec.get("jobTemplate")
-    template = ((job or {}).get("spec") or {}).get("template") if isinstance(job, Mapping) else None
+    template = _map(_map(spec.get("jobTemplate")).get("spec")).get("template")
     if not isinstance(template, Mapping):
         causes.append(("FieldValueRequired", "spec.jobTemplate.spec.template", "Required value"))
     else:
-        policy = (template.get("spec") or {}).get("restartPolicy")
+        policy = _map(template.get("spec")).get("restartPolicy")
         if policy not in ("OnFailure", "Never"):
             causes.append(
                 (
@@ -270,6 +270,10 @@ def _causes(name: str, spec: Mapping[str, Any]) -> list[Cause]:
                 )
             )
     return causes
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def schedule_stamp(seconds: float, zone: tzinfo) -> str:

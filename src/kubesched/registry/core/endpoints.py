@@ -22,8 +22,8 @@ class EndpointsStrategy(Strategy):
     columns: tuple[Column, ...] = (NAME, ("Endpoints", "string", 0), AGE)
 
     def defaults(self, obj: dict[str, Any]) -> None:
-        for subset in obj.get("subsets") or []:
-            for port in (subset.get("ports") or []) if isinstance(subset, dict) else []:
+        for subset in _list(obj.get("subsets")):
+            for port in _list(subset.get("ports")) if isinstance(subset, dict) else []:
                 if isinstance(port, dict) and not port.get("protocol"):
                     port["protocol"] = "TCP"
 
@@ -33,13 +33,15 @@ class EndpointsStrategy(Strategy):
     def validate(self, body: dict[str, Any]) -> None:
         causes: list[Cause] = []
         subsets = body.get("subsets")
-        for i, subset in enumerate(subsets if isinstance(subsets, list) else []):
+        if subsets is not None and not isinstance(subsets, list):
+            causes.append(("FieldValueInvalid", "subsets", "Invalid value: must be a list"))
+        for i, subset in enumerate(_list(subsets)):
             path = f"subsets[{i}]"
             if not isinstance(subset, dict):
                 causes.append(("FieldValueInvalid", path, "Invalid value: must be an object"))
                 continue
             for part in ("addresses", "notReadyAddresses"):
-                for j, address in enumerate(subset.get(part) or []):
+                for j, address in enumerate(_list(subset.get(part))):
                     ip = address.get("ip") if isinstance(address, dict) else None
                     if not _valid_ip(ip):
                         causes.append(
@@ -49,9 +51,12 @@ class EndpointsStrategy(Strategy):
                                 f'Invalid value: "{ip}": must be a valid IP address',
                             )
                         )
-            ports = subset.get("ports") or []
+            ports = _list(subset.get("ports"))
             for j, port in enumerate(ports):
                 if not isinstance(port, dict):
+                    causes.append(
+                        ("FieldValueInvalid", f"{path}.ports[{j}]", "Invalid value: must be an object")
+                    )
                     continue
                 if len(ports) > 1 and not port.get("name"):
                     causes.append(("FieldValueRequired", f"{path}.ports[{j}].name", "Required value"))
@@ -84,6 +89,10 @@ class EndpointsStrategy(Strategy):
         ]
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _valid_ip(value: Any) -> bool:
     try:
         ipaddress.ip_address(str(value))
@@ -99,9 +108,11 @@ def format_endpoints(obj: Mapping[str, Any]) -> str:
         return "<none>"
     shown: list[str] = []
     count = 0
-    for subset in subsets:
-        addresses = [a.get("ip") for a in subset.get("addresses") or [] if isinstance(a, dict)]
-        ports = subset.get("ports") or []
+    for subset in _list(subsets):
+        if not isinstance(subset, dict):
+            continue
+        addresses = [a.get("ip") for a in _list(subset.get("addresses")) if isinstance(a, dict)]
+        ports = [p for p in _list(subset.get("ports")) if isinstance(p, dict)]
         if not ports:
             count += len(addresses)
             shown += [str(ip) for ip in addresses][: max(0, SHOWN - len(shown))]

@@ -58,7 +58,8 @@ def set_defaults(obj: dict[str, Any]) -> None:
         spec["sessionAffinity"] = NONE
     if spec["sessionAffinity"] == "ClientIP" and not spec.get("sessionAffinityConfig"):
         spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
-    for port in spec.get("ports") or []:
+    ports = spec.get("ports")
+    for port in ports if isinstance(ports, list) else []:
         if not isinstance(port, dict):
             continue
         if not port.get("protocol"):
@@ -214,26 +215,28 @@ def validate_spec(spec: Mapping[str, Any]) -> list[Cause]:
             )
         )
     ports = spec.get("ports")
+    if ports is not None and not isinstance(ports, list):
+        causes.append(("FieldValueInvalid", "spec.ports", "Invalid value: must be a list"))
     if not isinstance(ports, list):
         ports = []
     if not ports and kind != EXTERNAL_NAME and not headless:
         causes.append(("FieldValueRequired", "spec.ports", "Required value"))
     names: set[str] = set()
-    seen: set[tuple[Any, Any]] = set()
-    node_ports: set[tuple[Any, Any]] = set()
+    seen: set[tuple[str, str]] = set()
+    node_ports: set[tuple[str, str]] = set()
     for i, port in enumerate(ports):
         path = f"spec.ports[{i}]"
         if not isinstance(port, dict):
             causes.append(("FieldValueInvalid", path, "Invalid value: must be an object"))
             continue
         causes += _port_causes(port, path, require_name=len(ports) > 1, names=names)
-        key = (port.get("protocol"), port.get("port"))
+        key = (repr(port.get("protocol")), repr(port.get("port")))
         if key in seen:
             causes.append(("FieldValueDuplicate", path, f"Duplicate value: {_go_service_port(port)}"))
         seen.add(key)
         node_port = port.get("nodePort")
         if node_port:
-            np_key = (port.get("protocol"), node_port)
+            np_key = (repr(port.get("protocol")), repr(node_port))
             if np_key in node_ports:
                 causes.append(("FieldValueDuplicate", f"{path}.nodePort", f"Duplicate value: {node_port}"))
             node_ports.add(np_key)
@@ -250,6 +253,10 @@ def validate_spec(spec: Mapping[str, Any]) -> list[Cause]:
         value = spec.get(field)
         if value is not None and value not in values:
             causes.append(_supported(f"spec.{field}", value, values))
+    for field in ("clusterIPs", "ipFamilies", "externalIPs"):
+        given = spec.get(field)
+        if given is not None and (not isinstance(given, list) or not all(isinstance(v, str) for v in given)):
+            causes.append(("FieldValueInvalid", f"spec.{field}", "Invalid value: must be a list of strings"))
     families = spec.get("ipFamilies") or []
     for i, family in enumerate(families if isinstance(families, list) else []):
         if family not in ("IPv4", "IPv6"):

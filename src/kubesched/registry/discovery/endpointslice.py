@@ -28,7 +28,8 @@ class EndpointSliceStrategy(Strategy):
     )
 
     def defaults(self, obj: dict[str, Any]) -> None:
-        for port in obj.get("ports") or []:
+        ports = obj.get("ports")
+        for port in ports if isinstance(ports, list) else []:
             if isinstance(port, dict) and not port.get("protocol"):
                 port["protocol"] = "TCP"
 
@@ -49,7 +50,11 @@ class EndpointSliceStrategy(Strategy):
                     f'Unsupported value: "{kind}": supported values: {shown}',
                 )
             )
-        endpoints = body.get("endpoints") or []
+        for field in ("endpoints", "ports"):
+            if body.get(field) is not None and not isinstance(body.get(field), list):
+                causes.append(("FieldValueInvalid", field, "Invalid value: must be a list"))
+        given = body.get("endpoints")
+        endpoints: list[Any] = given if isinstance(given, list) else []
         if len(endpoints) > MAX_ENDPOINTS:
             causes.append(
                 (
@@ -103,8 +108,9 @@ def _with_more(shown: list[str], count: int) -> str:
     return text or "<unset>"
 
 
-def _ports(ports: list[Any]) -> str:
+def _ports(given: Any) -> str:
     shown = []
+    ports = [p for p in given if isinstance(p, dict)] if isinstance(given, list) else []
     for port in ports[:SHOWN]:
         if port.get("port") is not None:
             shown.append(str(port["port"]))
@@ -113,8 +119,14 @@ def _ports(ports: list[Any]) -> str:
     return _with_more(shown, len(ports))
 
 
-def _endpoints(endpoints: list[Any]) -> str:
-    addresses = [str(a) for e in endpoints if isinstance(e, dict) for a in e.get("addresses") or []]
+def _endpoints(endpoints: Any) -> str:
+    listed = endpoints if isinstance(endpoints, list) else []
+    addresses = [
+        str(a)
+        for e in listed
+        if isinstance(e, dict)
+        for a in (e.get("addresses") if isinstance(e.get("addresses"), list) else [])
+    ]
     return _with_more(addresses[:SHOWN], len(addresses))
 
 
