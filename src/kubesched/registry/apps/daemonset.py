@@ -35,6 +35,16 @@ def set_defaults(obj: dict[str, Any]) -> None:
         rolling.setdefault("maxSurge", 0)
     if spec.get("revisionHistoryLimit") is None:
         spec["revisionHistoryLimit"] = 10
+    # The counts v1 always writes (they are not omitted when zero).
+    status = obj.get("status")
+    if status is None or isinstance(status, dict):
+        obj["status"] = {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+            **(status or {}),
+        }
     template = spec.get("template")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         pod = template["spec"]
