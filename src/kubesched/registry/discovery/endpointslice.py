@@ -121,12 +121,10 @@ def _ports(given: Any) -> str:
 
 def _endpoints(endpoints: Any) -> str:
     listed = endpoints if isinstance(endpoints, list) else []
-    addresses = [
-        str(a)
-        for e in listed
-        if isinstance(e, dict)
-        for a in (e.get("addresses") if isinstance(e.get("addresses"), list) else [])
-    ]
+    addresses: list[str] = []
+    for endpoint in listed:
+        given = endpoint.get("addresses") if isinstance(endpoint, dict) else None
+        addresses += [str(a) for a in given] if isinstance(given, list) else []
     return _with_more(addresses[:SHOWN], len(addresses))
 
 
