@@ -91,7 +91,9 @@ class EndpointSliceController:
         for pod in self.services.pods_of(svc):
             if not in_endpoints(pod):
                 continue
-            ports = endpoint_ports(svc, pod)
+            # A slice's port always has a name, "" when the Service's has none (a pointer upstream,
+            # which kubectl describe reads without a check).
+            ports = [{"name": "", **p} for p in endpoint_ports(svc, pod)]
             if (svc.get("spec") or {}).get("ports") and not ports:
                 continue
             groups.setdefault(repr(ports), (ports, []))[1].append(self._endpoint(pod))
