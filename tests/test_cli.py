@@ -38,6 +38,7 @@ spec:
 
 UNTOLERATED_1 = (
     "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    " no new claims to deallocate,"
     " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 )
 
@@ -124,6 +125,7 @@ def test_quickstart_json_shape_and_statuses(capsys):
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient nvidia.com/gpu."
         # No node can ever hold the GPU (nor tolerate/uncordon): preemption cannot help anywhere.
+        " no new claims to deallocate,"
         " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
@@ -134,6 +136,7 @@ def test_quickstart_json_shape_and_statuses(capsys):
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient cpu, 4 Insufficient memory."
         # 48 CPUs is more than any node has: no eviction can make room.
+        " no new claims to deallocate,"
         " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
@@ -505,3 +508,37 @@ def test_bench_volume_workloads_stop_each_node_at_its_csi_limit(name: str) -> No
 
     res = WORKLOADS[name](nodes=2, existing_pods=0, pods=100)
     assert res.scheduled == 2 * EBS_ATTACHABLE
+
+
+def test_bench_dra_claim_template_gives_each_pod_its_own_device() -> None:
+    """SchedulingWithResourceClaimTemplate: every pod's claim is made from the template and
+    allocated; with more pods than devices the rest stay pending (no device handed out twice)."""
+    from kubesched.bench.dra import run_claim_template
+
+    res = run_claim_template(nodes=3, existing_pods=10, pods=30, devices_per_node=10)
+    assert res.scheduled == 20
+
+
+@pytest.mark.parametrize(
+    "name", ["dra-steady-empty", "dra-steady-half", "dra-steady-full", "dra-steady-first-available"]
+)
+def test_bench_dra_steady_state_frees_each_steps_devices(name: str) -> None:
+    """SteadyStateClusterResourceClaimTemplate: each step's pods are deleted before the next, so
+    their claims are released and removed; even the full cluster (room for ten) schedules every
+    pod, through the prioritized list's second choice too."""
+    from kubesched.bench.workloads import WORKLOADS
+
+    res = WORKLOADS[name](nodes=4, pods=40, devices_per_node=5)
+    assert res.scheduled == 40
+
+
+def test_bench_dra_allocated_claims_take_distinct_devices() -> None:
+    """upstream's allocResourceClaims: claims allocated up front each take a device no other has,
+    and asking for more claims than devices is refused."""
+    from kubesched.bench.dra import allocated_claims
+
+    claims = allocated_claims(16, nodes=4, devices=4, seed=1)
+    results = [c["status"]["allocation"]["devices"]["results"][0] for c in claims]
+    assert len({(r["pool"], r["device"]) for r in results}) == 16
+    with pytest.raises(ValueError, match="every device is taken"):
+        allocated_claims(17, nodes=4, devices=4, seed=1)

@@ -51,7 +51,8 @@ def test_job_pods_run_for_their_duration_then_the_job_completes(make_cluster):
             and j
         )
     )
-    assert done["status"]["conditions"][0]["type"] == "Complete"
+    conditions = [(c["type"], c["reason"]) for c in done["status"]["conditions"]]
+    assert conditions == [("SuccessCriteriaMet", "CompletionsReached"), ("Complete", "CompletionsReached")]
 
 
 def test_statefulset_replaces_a_deleted_pod_and_delete_collects_pods(make_cluster):

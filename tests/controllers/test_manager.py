@@ -55,7 +55,7 @@ def test_a_deployment_gets_its_replicaset_and_pods_in_one_tick_and_its_status_in
     assert store.resource_version == rv  # nothing left to do
 
 
-def test_a_new_template_scales_the_old_replicaset_to_zero(store):
+def test_a_new_template_rolls_out_within_surge_and_unavailability(store):
     manager = ControllerManager(store)
     create(store, _workload("Deployment", "web", {"replicas": 2}))
     manager.tick()
@@ -64,8 +64,15 @@ def test_a_new_template_scales_the_old_replicaset_to_zero(store):
     store.update({**deploy, "spec": {**deploy["spec"], "template": template}})
     for _ in range(3):
         manager.tick()
+    # 25% of 2: one pod of surge, none unavailable; no pod is running yet, so no old one goes.
     replicas = sorted(rs["spec"]["replicas"] for rs in store.list("ReplicaSet"))
-    assert replicas == [0, 2] and len(_pods(store, "web-")) == 2
+    assert replicas == [1, 2] and len(_pods(store, "web-")) == 3
+    for _ in range(8):
+        _bind_all(store)
+        manager.tick()
+    replicas = sorted(rs["spec"]["replicas"] for rs in store.list("ReplicaSet"))
+    live = [p for p in _pods(store, "web-") if not p["metadata"].get("deletionTimestamp")]
+    assert replicas == [0, 2] and len(live) == 2
 
 
 def test_a_pod_that_loses_its_owner_is_replaced(store):
@@ -84,14 +91,16 @@ def test_a_pod_that_loses_its_owner_is_replaced(store):
 def test_a_pass_that_conflicts_is_retried_once_something_changed(store, monkeypatch):
     manager = ControllerManager(store)
     create(store, _workload("StatefulSet", "db", {"replicas": 0}))
-    update = store.update
+    update, create_ = store.update, store.create
 
     def conflict(obj: Any) -> Any:
         raise Conflict("changed under us")
 
     monkeypatch.setattr(store, "update", conflict)
+    monkeypatch.setattr(store, "create", conflict)
     manager.tick()
     monkeypatch.setattr(store, "update", update)
+    monkeypatch.setattr(store, "create", create_)
     manager.tick()  # nothing changed since: nothing to retry
     assert "status" not in store.get("StatefulSet", "default", "db")
     create(store, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})

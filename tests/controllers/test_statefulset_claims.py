@@ -17,6 +17,8 @@ def _set(replicas: int = 2, policy: dict[str, str] | None = None, klass: str = "
     spec: dict[str, Any] = {
         "replicas": replicas,
         "serviceName": "db",
+        # Members are made together here (with OrderedReady each waits for the one before to run).
+        "podManagementPolicy": "Parallel",
         "selector": {"matchLabels": {"app": "db"}},
         "template": {
             "metadata": {"labels": {"app": "db"}},

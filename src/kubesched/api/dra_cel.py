@@ -49,6 +49,7 @@ from kubesched.api.dra_cel_cost import (
     format_type,
 )
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.resource import DeviceAttributeValue, DeviceVersion
 
 __all__ = [
     "CEL_SELECTOR_EXPRESSION_MAX_LENGTH",
@@ -72,15 +73,6 @@ _QUANTITY_TAG: Final = "kubernetes.Quantity"
 _SEMVER_TAG: Final = "kubernetes.Semver"
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
-
-
-class DeviceVersion(str):
-    """A device attribute of type "version" (a semantic version), told apart from a plain string."""
-
-    __slots__ = ()
-
-
-DeviceAttributeValue: TypeAlias = bool | int | str | DeviceVersion
 
 
 class CELError(Exception):

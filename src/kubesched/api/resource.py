@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from kubesched.api.dra_cel import DeviceAttributeValue, DeviceVersion
 from kubesched.api.fields import INT64_MAX, INT64_MIN, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from kubesched.api.selectors import NodeSelector
@@ -27,6 +26,18 @@ from kubesched.errors import InputError
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
+
+
+class DeviceVersion(str):
+    """A device attribute of type "version" (a semantic version), told apart from a plain string.
+    Defined here rather than with the CEL environment so that reading pods and slices does not load
+    the CEL runtime."""
+
+    __slots__ = ()
+
+
+DeviceAttributeValue: TypeAlias = bool | int | str | DeviceVersion
+
 
 #: A ``version`` attribute is a :class:`DeviceVersion` (the CEL module's, which compares it as a
 #: semantic version); the views re-export both names.

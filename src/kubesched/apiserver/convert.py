@@ -34,6 +34,12 @@ def event_to_core(obj: dict[str, Any]) -> dict[str, Any]:
     out["firstTimestamp"] = obj.get("deprecatedFirstTimestamp") or when
     out["lastTimestamp"] = obj.get("deprecatedLastTimestamp") or when
     out["count"] = obj.get("deprecatedCount") or 1
+    series = obj.get("series")
+    if isinstance(series, dict) and series.get("count"):
+        # A series read as the older recorder's aggregation: its count and when it was last seen.
+        out["count"] = series["count"]
+        if series.get("lastObservedTime"):
+            out["lastTimestamp"] = str(series["lastObservedTime"])[:19] + "Z"
     if out.get("eventTime") and "." not in str(out["eventTime"]):
         # MicroTime: kubectl's decoder wants the fractional seconds.
         out["eventTime"] = str(out["eventTime"]).replace("Z", ".000000Z")

@@ -1,6 +1,9 @@
 """Informer handlers of the batch scheduler: cluster changes into the job cache.
 
-Subscribed to the Pod, Node, PodGroup, Queue and PriorityClass informers. Nodes and placed pods are
+Subscribed to the Pod, Node, PodGroup, Queue and PriorityClass informers, and to the DRA kinds
+(DeviceClass, ResourceSlice, ResourceClaim), whose changes only say that a session may now place
+what it could not: a claim created or released, a pod's claim generated, devices published. Nodes
+and placed pods are
 the scheduler cache's business: the cluster's one :class:`~kubesched.cache.cache.SchedulerCache`,
 shared with the framework scheduler and fed by its :class:`~kubesched.cache.feed.CacheFeed`, which
 subscribed first, so the cache already reflects a change when it arrives here. Pods, PodGroups,
@@ -29,6 +32,8 @@ from kubesched.store.ports import DISRUPTION_TARGET
 #: first gets what its informer already holds, so queues and priority classes come before the jobs
 #: that name them, and PodGroups before their pods.
 KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+#: Kinds whose changes can let a task's claims be allocated (the predicates' DynamicResources).
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim")
 
 
 class ClusterEvents:
@@ -47,6 +52,8 @@ class ClusterEvents:
     def subscribe(self, informers: InformerFactory) -> None:
         for kind in KINDS:
             informers.informer(kind).add_handler(self.dispatch)
+        for kind in DRA_KINDS:
+            informers.informer(kind).add_handler(self.on_devices)
 
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.scheduler_names
@@ -63,9 +70,12 @@ class ClusterEvents:
             self.jobs.dirty = True
         elif event.old is not None:
             old_spec, new_spec = event.old.get("spec") or {}, event.obj.get("spec") or {}
-            if old_spec.get("nodeName") != new_spec.get("nodeName") or (
-                kind == "PodGroup" and old_spec != new_spec
+            if (
+                old_spec.get("nodeName") != new_spec.get("nodeName")
+                or (kind == "PodGroup" and old_spec != new_spec)
+                or (kind == "Pod" and _claim_statuses(event.old) != _claim_statuses(event.obj))
             ):
+                # A pod's claims generated from its templates let its PreFilter through.
                 self.jobs.dirty = True
         if kind == "Node":
             self.on_node()
@@ -82,6 +92,18 @@ class ClusterEvents:
             else:
                 self.jobs.priority_classes[name] = int(event.obj.get("value") or 0)
             self.jobs.rebuild_all = True
+
+    def on_devices(self, event: Change[Any]) -> None:
+        """A DRA object changed: classes and slices always matter; a claim when it comes or goes
+        or its status moves (allocated, released), not for its metadata alone (a finalizer)."""
+        old = event.old if event.type == EventType.MODIFIED else None
+        if (
+            event.kind == "ResourceClaim"
+            and old is not None
+            and (old.get("status") or {}) == (event.obj.get("status") or {})
+        ):
+            return
+        self.jobs.dirty = True
 
     def on_node(self) -> None:
         # Tasks keep node slots, and parked jobs keep their order, which may read the cluster's
@@ -153,7 +175,11 @@ class ClusterEvents:
             self.jobs.queues[name] = event.view
 
 
-__all__ = ["KINDS", "ClusterEvents"]
+__all__ = ["DRA_KINDS", "KINDS", "ClusterEvents"]
+
+
+def _claim_statuses(obj: Any) -> Any:
+    return (obj.get("status") or {}).get("resourceClaimStatuses")
 
 
 def _status_only(event: Change[Any]) -> bool:

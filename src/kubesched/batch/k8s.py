@@ -16,13 +16,14 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.batch.session import Session
 from kubesched.cache.cache import Snapshot
+from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import ScoreNormalizer
+from kubesched.framework.interfaces import CandidateFilterPlugin, ScoreNormalizer
 from kubesched.framework.plugin_args import ARGS_MODELS, parse_args
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
-from kubesched.framework.types import FilterResult, IntArray
+from kubesched.framework.types import BoolArray, FilterResult, IntArray
 from kubesched.plugins import default_registry
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
@@ -81,11 +82,17 @@ def session_handle(ssn: Session) -> Handle:
 
 
 def run_filter(
-    plugin: Any, pod: Pod, snapshot: Snapshot, state: CycleState | None = None
+    plugin: Any,
+    pod: Pod,
+    snapshot: Snapshot,
+    state: CycleState | None = None,
+    candidates: BoolArray | None = None,
 ) -> FilterResult | None:
     """PreFilter then Filter in ``state`` (a fresh one when not given: a caller that runs the
     plugin's later extension points for the pod passes its own); ``None`` when PreFilter says Skip.
-    A PreFilter rejection rejects every node with its message."""
+    A PreFilter rejection rejects every node with its message. A plugin whose Filter searches per
+    node (a :class:`CandidateFilterPlugin`) searches only ``candidates`` when given: the verdict
+    on the other nodes is then not to be read."""
     if state is None:
         state = CycleState()
     pre = getattr(plugin, "pre_filter", None)
@@ -106,8 +113,16 @@ def run_filter(
                 slot = table.slot_of.get(n)
                 if slot is not None:
                     keep[slot] = True
-            out: FilterResult = plugin.filter_nodes(state, pod, table)
+            out = _filter(plugin, state, pod, table, candidates)
             return FilterResult(out.passed & keep, out.failures)
+    return _filter(plugin, state, pod, table, candidates)
+
+
+def _filter(
+    plugin: Any, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray | None
+) -> FilterResult:
+    if candidates is not None and isinstance(plugin, CandidateFilterPlugin):
+        return plugin.filter_candidates(state, pod, table, candidates)
     result: FilterResult = plugin.filter_nodes(state, pod, table)
     return result
 

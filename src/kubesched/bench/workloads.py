@@ -25,6 +25,13 @@ from kubesched.bench.base import (
     priority_class,
     run_workload,
 )
+from kubesched.bench.dra import (
+    run_claim_template,
+    run_steady_empty,
+    run_steady_first_available,
+    run_steady_full,
+    run_steady_half,
+)
 from kubesched.bench.extensions import run_extender, run_per_node_plugin
 from kubesched.bench.volumes import run_csi_pvs, run_in_tree_pvs, run_migrated_in_tree_pvs, run_preemption_pvs
 from kubesched.registry.admission import admitted
@@ -568,6 +575,11 @@ UPSTREAM_THRESHOLDS: dict[str, int] = {
     "in-tree-pvs": 290,
     "migrated-in-tree-pvs": 100,
     "csi-pvs": 100,
+    # test/integration/scheduler_perf/dra/performance-config.yaml (the QueueingHints variants').
+    "dra-claim-template": 56,
+    "dra-steady-empty": 64,
+    "dra-steady-half": 60,
+    "dra-steady-full": 60,
 }
 
 #: ``kubesched bench --all``: upstream's CI-gated workloads, then our gang workload.
@@ -583,6 +595,10 @@ SUITE: tuple[str, ...] = (
     "in-tree-pvs",
     "migrated-in-tree-pvs",
     "csi-pvs",
+    "dra-claim-template",
+    "dra-steady-empty",
+    "dra-steady-half",
+    "dra-steady-full",
     "gang",
 )
 
@@ -607,4 +623,9 @@ WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "migrated-in-tree-pvs": run_migrated_in_tree_pvs,
     "csi-pvs": run_csi_pvs,
     "preemption-pvs": run_preemption_pvs,
+    "dra-claim-template": run_claim_template,
+    "dra-steady-empty": run_steady_empty,
+    "dra-steady-half": run_steady_half,
+    "dra-steady-full": run_steady_full,
+    "dra-steady-first-available": run_steady_first_available,
 }

@@ -13,6 +13,8 @@ from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_OK,
     count_flag,
+    dra_driver_flags,
+    dra_driver_of,
     feature_gates_flag,
     gated,
     plugin_flag,
@@ -42,6 +44,7 @@ def add_parser(sub: Any) -> None:
     explain.add_argument(
         "--top", type=count_flag, default=5, help="how many top-scored nodes to show (default 5)"
     )
+    dra_driver_flags(explain)
     plugin_flag(explain)
     explain.set_defaults(func=cmd_explain)
 
@@ -56,7 +59,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         config = gated(config, parse_feature_gates(args.feature_gates), registry)
     loaded = load_manifests(args.paths)
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
-    sim = Simulation(config, registry, seed=args.seed, explain=True, batch_conf=batch_conf)
+    sim = Simulation(
+        config, registry, seed=args.seed, explain=True, batch_conf=batch_conf, dra_driver=dra_driver_of(args)
+    )
     sim.load(loaded)
     result = sim.run()
     key = args.pod if "/" in args.pod else f"default/{args.pod}"

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable
 
 from kubesched.api.durations import parse_duration
+from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
@@ -88,6 +89,26 @@ def feature_gates_flag(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=BOOL,...",
         help="feature gates, as kube-scheduler takes them (e.g. OpportunisticBatching=false)",
     )
+
+
+def dra_driver_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dra-driver",
+        action="store_true",
+        help="run the simulated DRA driver gpu.kubesched.io: ResourceSlices for the GPU nodes (docs/dra.md)",
+    )
+    parser.add_argument(
+        "--dra-partitions",
+        action="store_true",
+        help="with --dra-driver: each card also as two half-card devices sharing its counters",
+    )
+
+
+def dra_driver_of(args: argparse.Namespace) -> DraDriverOptions | None:
+    """The simulated driver's options when ``--dra-driver`` or ``--dra-partitions`` is given."""
+    if args.dra_driver or args.dra_partitions:
+        return DraDriverOptions(partitions=args.dra_partitions)
+    return None
 
 
 def plugin_registry_of(args: argparse.Namespace) -> Registry:

@@ -22,6 +22,8 @@ from kubesched.cli.options import (
     EXIT_OK,
     EXIT_UNSCHEDULABLE,
     count_flag,
+    dra_driver_flags,
+    dra_driver_of,
     feature_gates_flag,
     gated,
     plugin_flag,
@@ -106,6 +108,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="exit 1 if any pod is left unschedulable or pending",
     )
+    dra_driver_flags(sim)
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     plugin_flag(sim)
     feature_gates_flag(sim)
@@ -139,6 +142,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             metrics=recorder,
             batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
             schedule_period=schedule_period,
+            dra_driver=dra_driver_of(args),
         )
         sim.load(loaded)
         if show_progress and recorder is not None:

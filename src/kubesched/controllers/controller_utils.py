@@ -28,6 +28,33 @@ Key = tuple[str, str]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
+def normalized(value: Any) -> Any:
+    """A value with null, empty maps and empty lists left out, as Go reads them into a struct:
+    upstream compares templates as Go values, where an absent field and an empty one are equal
+    (what kubectl writes back on ``rollout undo`` carries ``creationTimestamp: null`` and
+    ``resources: {}``)."""
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            n = normalized(v)
+            if n is None or n == {} or n == []:
+                continue
+            out[k] = n
+        return out
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def safe_hash(data: bytes) -> str:
+    """FNV-32a of ``data``, its decimal form written in safe letters (upstream's ``ComputeHash``
+    and ``HashControllerRevision`` with ``rand.SafeEncodeString``)."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_ALPHABET[ord(ch) % len(_ALPHABET)] for ch in str(h))
+
+
 def timestamp(seconds: float | None = None) -> str:
     return format_timestamp(time.time() if seconds is None else seconds)
 
@@ -93,6 +120,9 @@ def create_pod(
     name: str,
     template: Mapping[str, Any],
     extra_labels: Mapping[str, str],
+    *,
+    extra_annotations: Mapping[str, str] | None = None,
+    finalizers: list[str] | None = None,
     generate_from: str | None = None,
 ) -> None:
     """Create the pod ``template`` describes, controlled by ``owner`` (``generate_from``: the
@@ -109,8 +139,10 @@ def create_pod(
         },
         "spec": copy.deepcopy(template.get("spec") or {}),
     }
-    if tmeta.get("annotations"):
-        pod["metadata"]["annotations"] = dict(tmeta["annotations"])
+    if tmeta.get("annotations") or extra_annotations:
+        pod["metadata"]["annotations"] = {**(tmeta.get("annotations") or {}), **(extra_annotations or {})}
+    if finalizers:
+        pod["metadata"]["finalizers"] = list(finalizers)
     if generate_from is not None:
         pod["metadata"]["generateName"] = generate_from
     apply_defaults(pod)

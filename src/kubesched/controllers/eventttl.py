@@ -1,5 +1,5 @@
 """Event expiry, as kube-apiserver's ``--event-ttl`` (1h): an Event goes that long after it was
-made; a pod that stays unschedulable would otherwise add events without end."""
+last written (made, or its series last counted); events would otherwise pile up without end."""
 
 from __future__ import annotations
 
@@ -30,12 +30,14 @@ class EventTTLController:
         informers.informer("Event").add_handler(self._on_event)
 
     def _on_event(self, change: Change[Any]) -> None:
-        if change.type != EventType.ADDED:
+        if change.type == EventType.DELETED:
+            return
+        if change.type == EventType.MODIFIED and _last_written(change.obj) == _last_written(change.old or {}):
             return
         meta = change.obj.get("metadata") or {}
-        created = seconds(meta.get("creationTimestamp"))
-        if created is not None:
-            heapq.heappush(self._made, (created, str(meta.get("namespace")), str(meta.get("name"))))
+        written = _last_written(change.obj)
+        if written is not None:
+            heapq.heappush(self._made, (written, str(meta.get("namespace")), str(meta.get("name"))))
 
     def sync(self) -> None:
         now = time.time()
@@ -48,7 +50,18 @@ class EventTTLController:
             _, namespace, name = heapq.heappop(self._made)
             event = self.store.get("Event", namespace, name)
             # The name may have been made again since: the Event there now has an entry of its own.
-            created = seconds((event.get("metadata") or {}).get("creationTimestamp")) if event else None
-            if created is not None and now - created > self.ttl:
+            written = _last_written(event) if event else None
+            if written is not None and now - written > self.ttl:
                 with contextlib.suppress(NotFound):
                     self.store.delete("Event", namespace, name)
+
+
+def _last_written(event: Any) -> float | None:
+    """When the Event was made or, for a series, last seen: kube-apiserver's TTL starts again with
+    each write of an Event."""
+    created = seconds((event.get("metadata") or {}).get("creationTimestamp"))
+    series = event.get("series")
+    observed = seconds(str(series.get("lastObservedTime"))[:19] + "Z") if isinstance(series, dict) else None
+    if observed is None:
+        return created
+    return observed if created is None else max(created, observed)

@@ -11,15 +11,15 @@ from kubesched.store.base import ClusterStore, NotFound, Obj
 OWNED: dict[str, tuple[str, ...]] = {
     "Deployment": ("ReplicaSet",),
     "ReplicaSet": ("Pod",),
-    "StatefulSet": ("Pod", "PersistentVolumeClaim"),
+    "StatefulSet": ("Pod", "PersistentVolumeClaim", "ControllerRevision"),
     "Job": ("Pod",),
     "DaemonSet": ("Pod",),
     "CronJob": ("Job",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
-    # A generic ephemeral volume's claim, or a StatefulSet member's claim under a whenScaled: Delete
-    # retention policy.
-    "Pod": ("PersistentVolumeClaim",),
+    # A generic ephemeral volume's claim, a StatefulSet member's claim under a whenScaled: Delete
+    # retention policy, the ResourceClaims made from the pod's ResourceClaimTemplates.
+    "Pod": ("PersistentVolumeClaim", "ResourceClaim"),
     # A node's heartbeat Lease.
     "Node": ("Lease",),
     "Service": ("EndpointSlice",),

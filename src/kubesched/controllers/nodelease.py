@@ -83,7 +83,8 @@ class NodeLeaseController:
         spec = {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION, "renewTime": stamp}
         owner = [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}]
         if lease is None:
-            with contextlib.suppress(AlreadyExists):
+            # A create that fails is tried again at the next renewal.
+            with contextlib.suppress(AlreadyExists, Conflict):
                 self.store.create(
                     {
                         "apiVersion": "coordination.k8s.io/v1",

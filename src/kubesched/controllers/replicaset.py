@@ -21,7 +21,8 @@ class ReplicaSetController(OwnerController):
     def reconcile(self, rs: Obj, pods: list[Obj]) -> None:
         spec = rs.get("spec") or {}
         replicas = int(spec.get("replicas", 1))
-        live = [p for p in pods if not is_terminal(p)]
+        # Upstream's FilterActivePods: neither finished nor on its way out.
+        live = [p for p in pods if not is_terminal(p) and not p["metadata"].get("deletionTimestamp")]
         name = rs["metadata"]["name"]
         for _ in range(replicas - len(live)):
             create_pod(self.store, rs, generate_name(name), spec.get("template") or {}, {})
@@ -37,12 +38,23 @@ class ReplicaSetController(OwnerController):
             for pod in ranked[: len(live) - replicas]:
                 with contextlib.suppress(NotFound):
                     self.store.delete("Pod", pod["metadata"].get("namespace"), pod["metadata"]["name"])
-        ready = sum(1 for p in live if (p.get("status") or {}).get("phase") == "Running")
+        if len(live) > replicas:
+            live = [p for p in live if p not in ranked[: len(live) - replicas]]
+        ready = sum(1 for p in live if _ready(p))
         status = {
-            "replicas": min(len(live), replicas) if len(live) > replicas else len(live),
+            "replicas": len(live),
             "fullyLabeledReplicas": len(live),
             "readyReplicas": ready,
             "availableReplicas": ready,
             "observedGeneration": rs["metadata"].get("generation", 1),
         }
         write_status(self.store, rs, status)
+
+
+def _ready(pod: Obj) -> bool:
+    """The pod's Ready condition is True (a Running pod the kubelet has not reported on counts)."""
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return status.get("phase") == "Running"

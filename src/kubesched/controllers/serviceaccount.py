@@ -3,11 +3,10 @@ namespace has a ServiceAccount named ``default``, made again when it is deleted.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from kubesched.registry.admission import apply_defaults
-from kubesched.store.base import AlreadyExists, EventType, NotFound
+from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.sqlite import SqliteStore
 
@@ -46,5 +45,9 @@ class ServiceAccountsController:
                 "metadata": {"name": DEFAULT_ACCOUNT, "namespace": namespace},
             }
             apply_defaults(account)
-            with contextlib.suppress(AlreadyExists, NotFound):
+            try:
                 self.store.create(account)
+            except (AlreadyExists, NotFound):
+                pass
+            except Conflict:
+                self._due[namespace] = None  # tried again at the next tick

@@ -17,7 +17,18 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesched.controllers.controller_utils import OwnerController, create_pod, owner_ref, write_status
+import orjson
+
+from kubesched.controllers.controller_utils import (
+    OwnerController,
+    controller_uid,
+    create_pod,
+    is_terminal,
+    normalized,
+    owner_ref,
+    safe_hash,
+    write_status,
+)
 from kubesched.controllers.garbagecollector import delete_cascading
 from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import AlreadyExists, ClusterStore, NotFound, Obj
@@ -181,7 +192,45 @@ def create_missing_claims(
     return errors
 
 
+REVISION_LABEL = "controller-revision-hash"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def revision_data(sts: Obj) -> dict[str, Any]:
+    """Upstream ``getPatch``: what a revision keeps of the set, its pod template to be put back
+    whole (``$patch: replace``), as ``kubectl rollout undo`` applies it."""
+    template = copy.deepcopy((sts.get("spec") or {}).get("template") or {})
+    return {"spec": {"template": {**template, "$patch": "replace"}}}
+
+
+def _revision_template(revision: Obj) -> dict[str, Any]:
+    template = dict(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
+    template.pop("$patch", None)
+    return template
+
+
+def _running_and_ready(pod: Obj) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def _terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
 class StatefulSetController(OwnerController):
+    """Upstream's ``StatefulSetControl``: pods by ordinal, in order (``OrderedReady``: each waits
+    for the one before it to be running and ready; ``Parallel``: all at once), each from the set's
+    revision it belongs to. A template change is a new ControllerRevision (``<set>-<hash>``); a
+    ``RollingUpdate`` replaces the pods at or above the partition from the highest ordinal down,
+    one at a time, and the update revision becomes the current one once every pod runs it."""
+
     kind = "StatefulSet"
 
     def _create_claim(self, claim: dict[str, Any]) -> Any:
@@ -189,44 +238,249 @@ class StatefulSetController(OwnerController):
         admit(self.store, claim)
         return self.store.create(claim)
 
-    def reconcile(self, sts: Obj, pods: list[Obj]) -> None:
-        spec = sts.get("spec") or {}
-        replicas = int(spec.get("replicas", 1))
-        name = sts["metadata"]["name"]
-        have = {p["metadata"]["name"]: p for p in pods}
-        template = spec.get("template") or {}
-        for i in range(replicas):
-            pod_name = f"{name}-{i}"
-            pod = have.get(pod_name)
-            if pod is None:
-                if create_missing_claims(self.store, sts, i, pod_name, self._create_claim):
-                    continue  # no pod without its claims; tried again at the next change
-                pod_spec = with_storage(sts, i, template.get("spec") or {})
-                create_pod(
-                    self.store,
-                    sts,
-                    pod_name,
-                    {**template, "spec": pod_spec},
-                    {"statefulset.kubernetes.io/pod-name": pod_name},
+    # -- revisions -------------------------------------------------------------------------------
+    def _revisions(self, sts: Obj) -> list[Obj]:
+        meta = sts["metadata"]
+        uid = meta.get("uid")
+        return sorted(
+            (
+                r
+                for r in self.store.list("ControllerRevision")
+                if (r.get("metadata") or {}).get("namespace") == meta.get("namespace")
+                and controller_uid(r) == uid
+            ),
+            key=lambda r: (int(r.get("revision") or 0), str(r["metadata"].get("creationTimestamp"))),
+        )
+
+    def _sync_revisions(self, sts: Obj, revisions: list[Obj]) -> tuple[Obj, Obj, list[Obj]]:
+        """Upstream ``getStatefulSetRevisions``: the current and update revisions, made or renumbered
+        as needed, and every revision of the set."""
+        meta = sts["metadata"]
+        status = sts.get("status") or {}
+        data = revision_data(sts)
+        latest = max((int(r.get("revision") or 0) for r in revisions), default=0)
+        equal = [r for r in revisions if normalized(r.get("data")) == normalized(data)]
+        if equal and int(equal[-1].get("revision") or 0) == latest:
+            update = equal[-1]
+        elif equal:
+            # An earlier template again (an undo): its revision becomes the newest.
+            update = self.store.update({**equal[-1], "revision": latest + 1})
+            revisions = [update if r is equal[-1] else r for r in revisions]
+        else:
+            collisions = status.get("collisionCount")
+            count = collisions if isinstance(collisions, int) else 0
+            raw = orjson.dumps(normalized(data), option=orjson.OPT_SORT_KEYS)
+            while True:
+                name = f"{str(meta['name'])[:223]}-{safe_hash(raw + (str(count).encode() if count else b''))}"
+                revision: dict[str, Any] = {
+                    "apiVersion": "apps/v1",
+                    "kind": "ControllerRevision",
+                    "metadata": {
+                        "name": name,
+                        "namespace": meta.get("namespace"),
+                        "labels": dict(
+                            ((sts.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels")
+                            or {}
+                        ),
+                        "ownerReferences": [owner_ref(sts)],
+                    },
+                    "data": data,
+                    "revision": latest + 1,
+                }
+                if meta.get("annotations"):
+                    revision["metadata"]["annotations"] = dict(meta["annotations"])
+                try:
+                    update = self.store.create(revision)
+                    break
+                except AlreadyExists:
+                    taken = self.store.get("ControllerRevision", meta.get("namespace"), name)
+                    if (
+                        taken is not None
+                        and controller_uid(taken) == meta.get("uid")
+                        and normalized(taken.get("data")) == normalized(data)
+                    ):
+                        update = self.store.update({**taken, "revision": latest + 1})
+                        break
+                    count += 1
+            revisions = [*revisions, update]
+        current = next(
+            (r for r in revisions if r["metadata"]["name"] == status.get("currentRevision")), update
+        )
+        return current, update, revisions
+
+    def _truncate_history(self, sts: Obj, revisions: list[Obj], pods: list[Obj], keep: set[str]) -> None:
+        """Upstream ``truncateHistory``: beyond ``revisionHistoryLimit``, the oldest revisions no
+        pod runs go."""
+        limit = (sts.get("spec") or {}).get("revisionHistoryLimit")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else 10
+        live = keep | {str((p["metadata"].get("labels") or {}).get(REVISION_LABEL)) for p in pods}
+        history = [r for r in revisions if r["metadata"]["name"] not in live]
+        for revision in history[: max(0, len(history) - limit)]:
+            with contextlib.suppress(NotFound):
+                self.store.delete(
+                    "ControllerRevision", revision["metadata"].get("namespace"), revision["metadata"]["name"]
                 )
-            elif _pending(pod):
-                create_missing_claims(self.store, sts, i, pod_name, self._create_claim)
-        for pod_name, pod in have.items():
-            ordinal = pod_name.rsplit("-", 1)[-1]
-            if ordinal.isdigit() and int(ordinal) >= replicas:
-                self._scale_down(sts, pod, int(ordinal))
-        ready = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
-        write_status(
+
+    # -- pods ------------------------------------------------------------------------------------
+    def _create_member(self, sts: Obj, ordinal: int, revision: Obj) -> bool:
+        name = sts["metadata"]["name"]
+        pod_name = f"{name}-{ordinal}"
+        if create_missing_claims(self.store, sts, ordinal, pod_name, self._create_claim):
+            return False  # no pod without its claims; tried again at the next change
+        template = _revision_template(revision)
+        pod_spec = with_storage(sts, ordinal, template.get("spec") or {})
+        create_pod(
             self.store,
             sts,
+            pod_name,
             {
-                "replicas": min(len(pods), replicas),
-                "readyReplicas": ready,
-                "currentReplicas": min(len(pods), replicas),
-                "availableReplicas": ready,
-                "observedGeneration": sts["metadata"].get("generation", 1),
+                **template,
+                "spec": {
+                    **pod_spec,
+                    "hostname": pod_name,
+                    **({"subdomain": s} if (s := (sts.get("spec") or {}).get("serviceName")) else {}),
+                },
+            },
+            {
+                POD_NAME_LABEL: pod_name,
+                POD_INDEX_LABEL: str(ordinal),
+                REVISION_LABEL: revision["metadata"]["name"],
             },
         )
+        return True
+
+    def reconcile(self, sts: Obj, pods: list[Obj]) -> None:
+        spec = sts.get("spec") or {}
+        replicas = _replicas(sts)
+        name = sts["metadata"]["name"]
+        revisions = self._revisions(sts)
+        current, update, revisions = self._sync_revisions(sts, revisions)
+        sts = self.store.get("StatefulSet", sts["metadata"].get("namespace"), name) or sts
+        monotonic = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
+        strategy = spec.get("updateStrategy") or {}
+        rolling = strategy.get("type", "RollingUpdate") == "RollingUpdate"
+        partition = (strategy.get("rollingUpdate") or {}).get("partition") or 0
+        if not isinstance(partition, int):
+            partition = 0
+        have: dict[int, Obj] = {}
+        condemned: list[tuple[int, Obj]] = []
+        for member in pods:
+            ordinal = ordinal_of(name, member["metadata"]["name"])
+            if 0 <= ordinal < replicas:
+                have[ordinal] = member
+            elif ordinal >= replicas:
+                condemned.append((ordinal, member))
+        condemned.sort(key=lambda item: -item[0])
+        current_replicas = int((sts.get("status") or {}).get("currentReplicas") or 0)
+        status_out = self._status(sts, pods, current, update)
+        blocked = False
+        pod: Obj | None
+        for ordinal in range(replicas):
+            pod = have.get(ordinal)
+            if pod is not None and is_terminal(pod) and not _terminating(pod):
+                # A failed or finished member is replaced under its name.
+                with contextlib.suppress(NotFound):
+                    self.store.delete("Pod", pod["metadata"].get("namespace"), pod["metadata"]["name"])
+                pod = None
+                if monotonic:
+                    blocked = True
+                    break
+                continue
+            if pod is None:
+                use_current = (ordinal < partition) if rolling else (ordinal < current_replicas)
+                self._create_member(sts, ordinal, current if use_current else update)
+                if monotonic:
+                    blocked = True
+                    break
+                continue
+            if _pending(pod):
+                create_missing_claims(self.store, sts, ordinal, pod["metadata"]["name"], self._create_claim)
+            if monotonic and (_terminating(pod) or not _running_and_ready(pod)):
+                blocked = True
+                break
+        if not blocked:
+            for ordinal, pod in condemned:
+                if _terminating(pod):
+                    if monotonic:
+                        blocked = True
+                        break
+                    continue
+                if (
+                    monotonic
+                    and not _running_and_ready(pod)
+                    and any(not _running_and_ready(p) for o, p in condemned if o != ordinal)
+                ):
+                    blocked = True
+                    break
+                self._scale_down(sts, pod, ordinal)
+                if monotonic:
+                    blocked = True
+                    break
+        if not blocked and rolling:
+            # Highest ordinal first, one at a time, waiting for each updated pod to be ready.
+            for ordinal in range(replicas - 1, partition - 1, -1):
+                pod = have.get(ordinal)
+                if pod is None:
+                    break
+                if (pod["metadata"].get("labels") or {}).get(REVISION_LABEL) != update["metadata"]["name"]:
+                    if not _terminating(pod):
+                        with contextlib.suppress(NotFound):
+                            delete_cascading(
+                                self.store,
+                                "Pod",
+                                pod["metadata"].get("namespace"),
+                                pod["metadata"]["name"],
+                                "Background",
+                            )
+                    break
+                if not _running_and_ready(pod):
+                    break
+        self._truncate_history(
+            sts, revisions, pods, {current["metadata"]["name"], update["metadata"]["name"]}
+        )
+        write_status(self.store, sts, status_out)
+
+    def _status(self, sts: Obj, pods: list[Obj], current: Obj, update: Obj) -> dict[str, Any]:
+        """Upstream ``computeReplicaStatus`` and ``completeRollingUpdate``."""
+        current_name, update_name = current["metadata"]["name"], update["metadata"]["name"]
+        counts = {"replicas": 0, "readyReplicas": 0, "currentReplicas": 0, "updatedReplicas": 0}
+        for pod in pods:
+            if not (pod.get("status") or {}).get("phase"):
+                continue
+            counts["replicas"] += 1
+            if _running_and_ready(pod):
+                counts["readyReplicas"] += 1
+            if not _terminating(pod):
+                label = (pod["metadata"].get("labels") or {}).get(REVISION_LABEL)
+                if label == current_name:
+                    counts["currentReplicas"] += 1
+                if label == update_name:
+                    counts["updatedReplicas"] += 1
+        old = sts.get("status") or {}
+        status: dict[str, Any] = {
+            "observedGeneration": sts["metadata"].get("generation", 1),
+            "replicas": counts["replicas"],
+            "readyReplicas": counts["readyReplicas"],
+            "currentReplicas": counts["currentReplicas"],
+            "updatedReplicas": counts["updatedReplicas"],
+            "currentRevision": current_name,
+            "updateRevision": update_name,
+            "collisionCount": old.get("collisionCount", 0),
+            "availableReplicas": counts["readyReplicas"],
+        }
+        strategy = (sts.get("spec") or {}).get("updateStrategy") or {}
+        if (
+            strategy.get("type", "RollingUpdate") == "RollingUpdate"
+            and counts["updatedReplicas"] == counts["replicas"]
+            and counts["readyReplicas"] == counts["replicas"]
+        ):
+            status["currentReplicas"] = counts["updatedReplicas"]
+            status["currentRevision"] = update_name
+        # Upstream leaves zero counts out of what it writes.
+        for key in ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"):
+            if status[key] == 0 and key != "replicas":
+                del status[key]
+        return status
 
     def _scale_down(self, sts: Obj, pod: Obj, ordinal: int) -> None:
         namespace = pod["metadata"].get("namespace")

@@ -6,7 +6,7 @@ tables, admission defaults and the garbage collector all read this table.
 
 from __future__ import annotations
 
-from kubesched.registry.apps import daemonset, deployment, replicaset, statefulset
+from kubesched.registry.apps import controllerrevision, daemonset, deployment, replicaset, statefulset
 from kubesched.registry.authentication import selfsubjectreview
 from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
 from kubesched.registry.batch import cronjob, job
@@ -27,6 +27,7 @@ from kubesched.registry.core import (
 from kubesched.registry.discovery import endpointslice
 from kubesched.registry.networking import servicecidr
 from kubesched.registry.policy import poddisruptionbudget
+from kubesched.registry.resource import deviceclass, resourceclaim, resourceclaimtemplate, resourceslice
 from kubesched.registry.scheduling import priorityclass
 from kubesched.registry.storage import (
     csidriver,
@@ -57,6 +58,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     replicaset.STRATEGY,
     statefulset.STRATEGY,
     daemonset.STRATEGY,
+    controllerrevision.STRATEGY,
     job.STRATEGY,
     cronjob.STRATEGY,
     selfsubjectreview.STRATEGY,
@@ -67,6 +69,10 @@ STRATEGIES: tuple[Strategy, ...] = (
     csinode.STRATEGY,
     csistoragecapacity.STRATEGY,
     volumeattachment.STRATEGY,
+    deviceclass.STRATEGY,
+    resourceclaim.STRATEGY,
+    resourceclaimtemplate.STRATEGY,
+    resourceslice.STRATEGY,
     servicecidr.STRATEGY,
     endpointslice.STRATEGY,
     event.EVENTS_V1,

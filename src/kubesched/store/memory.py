@@ -73,6 +73,8 @@ class MemoryStore:
     def __init__(self, now: Callable[[], float] | None = None, uid_seed: int | None = None) -> None:
         #: Held by every read and write, and by whoever must list and start following kinds at once.
         self.lock = threading.RLock()
+        #: The name of the Event :meth:`record_event` made last.
+        self._last_event_name = ""
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._by_kind: dict[str, dict[tuple[str, str, str], Obj]] = {}
         self._watches: list[Watch] = []
@@ -270,6 +272,7 @@ class MemoryStore:
             if key in self._objects:
                 raise AlreadyExists(f"{object_ref(event)} already exists")
             self._add(key, event)
+            self._last_event_name = name
 
 
 #: The condition a bind sets (read only: ``_set_condition`` copies what it keeps).
@@ -282,9 +285,13 @@ def _set_condition(conditions: Any, condition: Mapping[str, Any], now: float) ->
     replaced = False
     for cond in conditions or []:
         if cond.get("type") == condition.get("type"):
-            new = {**cond, **condition}
+            # The condition is replaced whole (upstream's UpdatePodCondition): a reason it no longer
+            # gives, such as SchedulingGated once the pod is bound, goes with the old one.
+            new = dict(condition)
             if cond.get("status") != condition.get("status"):
                 new["lastTransitionTime"] = format_timestamp(now)
+            elif "lastTransitionTime" not in new and cond.get("lastTransitionTime"):
+                new["lastTransitionTime"] = cond["lastTransitionTime"]
             out.append(new)
             replaced = True
         else:

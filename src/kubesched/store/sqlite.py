@@ -30,6 +30,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -52,6 +53,10 @@ R = TypeVar("R")
 
 #: Changes kept for watches that start from a resourceVersion.
 DEFAULT_HISTORY = 100_000
+#: client-go's events broadcaster ends a series that saw nothing isomorphic for six minutes.
+SERIES_WINDOW = 6 * 60.0
+#: How many series are remembered before those that ended are forgotten.
+_SERIES_KEPT = 10_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -116,6 +121,9 @@ class SqliteStore(MemoryStore):
         if not hasattr(self, "_write_listeners"):
             self._write_listeners: list[Callable[[], None]] = []
         self._kind_listeners: list[Callable[[str], None]] = []
+        #: Per isomorphic event (action, reason, reporter, object), the Event of its series and when
+        #: it was last seen.
+        self._event_series: dict[tuple[Any, ...], tuple[str, float]] = {}
         self.path = Path(path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         # One process serves a database: holding its lock from the first write to close spares
@@ -424,9 +432,48 @@ class SqliteStore(MemoryStore):
     def _record_event_in_memory(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
     ) -> None:
+        """client-go's events broadcaster (``tools/events``): an event isomorphic to one recorded
+        less than :data:`SERIES_WINDOW` before (same action, reason, reporting controller and
+        object) joins that event's series (``series.count``, ``series.lastObservedTime``) instead
+        of making another. Upstream writes a series' count every 30 minutes and when the series
+        ends; here each occurrence updates it, so the count is current.
+
+        kube-controller-manager's controllers (reporters named ``…-controller``) record through
+        the older core/v1 recorder, whose correlator counts only events with the same message too:
+        their ``Created pod: a`` and ``Created pod: b`` stay two Events."""
+        meta = regarding.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        key: tuple[Any, ...] = (
+            action,
+            reason,
+            reporter,
+            regarding.get("kind"),
+            namespace,
+            meta.get("name"),
+            meta.get("uid"),
+        )
+        if reporter.endswith("-controller"):
+            key = (*key, event_type, note)
+        now = self._now()
+        series = self._event_series.get(key)
+        if series is not None and now - series[1] <= SERIES_WINDOW:
+            existing = MemoryStore.get(self, "Event", namespace, series[0])
+            if existing is not None:
+                count = int((existing.get("series") or {}).get("count") or 1) + 1
+                observed = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                MemoryStore.update(
+                    self, {**existing, "series": {"count": count, "lastObservedTime": observed}}
+                )
+                self._event_series[key] = (series[0], now)
+                return
+        if len(self._event_series) >= _SERIES_KEPT:
+            # Series that ended (nothing isomorphic within the window) are forgotten, as upstream's
+            # broadcaster finishes them.
+            self._event_series = {k: v for k, v in self._event_series.items() if now - v[1] <= SERIES_WINDOW}
         for _ in range(3):
             try:
                 super().record_event(regarding, event_type, reason, action, note, reporter)
+                self._event_series[key] = (self._last_event_name, now)
                 return
             except AlreadyExists:
                 # Named after an event of an earlier run: skip past it.

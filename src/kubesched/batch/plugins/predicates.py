@@ -2,14 +2,16 @@
 
 Runs, in Volcano's order, the pod-count check (``node(s) pod number exceeded``), NodeUnschedulable,
 NodeAffinity, NodePorts, TaintToleration, InterPodAffinity, NodeVolumeLimits, VolumeZone,
-PodTopologySpread and VolumeBinding, with upstream's reason strings. As
+PodTopologySpread, VolumeBinding and DynamicResources, with upstream's reason strings. As
 in Volcano a node collects the reasons of every failing filter up to the first *unresolvable* one.
 Volcano runs no VolumeRestrictions, and neither does this plugin.
 
 Arguments (Volcano's): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
 ``predicate.NodeVolumeLimitsEnable``, ``predicate.VolumeZoneEnable``,
-``predicate.PodTopologySpreadEnable``, ``predicate.VolumeBindingEnable`` (all default true).
+``predicate.PodTopologySpreadEnable``, ``predicate.VolumeBindingEnable`` (all default true), and
+``predicate.DynamicResourceAllocationEnable`` (default: the ``DynamicResourceAllocation`` feature
+gate, on) with ``dynamicresources.filterTimeoutSeconds`` (default 10).
 
 Volcano adds the tasks it allocates to its node infos (and takes evicted ones out): NodeVolumeLimits
 here reads node infos of its own, copies of the session's that the allocate and deallocate events
@@ -26,6 +28,18 @@ its arguments ``volumebinding.bindTimeoutSeconds`` and ``volumebinding.weight`` 
 With the StorageCapacityScoring gate on, its Score joins the node order with
 ``volumebinding.weight`` (default 1); with the gate off (the default) it scores nothing, as
 Volcano's.
+
+DynamicResources runs the same way, after VolumeBinding at each step: the allocate event runs its
+Reserve (the devices its Filter chose on the task's node are in flight in the scheduler's DRA
+manager, so the next task's allocation, of this gang or another, counts them as taken), the
+deallocate event its Unreserve (a gang that cannot be placed whole gives its devices back when its
+statement is discarded), and PreBind writes the claims' allocation and reservation before the pod
+is bound. A placement the session keeps without binding it (a pipelined task) gives its devices
+back when the session closes, as does a task whose PreBind failed: no allocation stays in flight
+past its session. The plugin is built each session (as Volcano's); what it keeps between sessions
+lives in the DRA manager, which the kube-scheduler profiles share, so neither pipeline hands out a
+device the other holds. A task's PreFilter and Filter run again whenever a task of the session
+reserves or gives back devices.
 
 Speed: within a session the static filters (NodeUnschedulable, NodeAffinity, TaintToleration) see
 the same nodes throughout; their combined verdict is computed once per pod spec
@@ -54,9 +68,12 @@ from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import PODS_COL, NodeTable
 from kubesched.errors import InputError
+from kubesched.framework.config.defaults import FEATURE_GATE_DEFAULTS
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, IntArray, NodeFailure
+from kubesched.plugins.dynamicresources import DynamicResourcesError
+from kubesched.plugins.dynamicresources.extended import device_class_mapping, dra_requests
 from kubesched.plugins.nodeports import ERR_REASON as NODE_PORTS_REASON
 from kubesched.plugins.nodeports import conflicting_nodes
 from kubesched.plugins.nodevolumelimits import counts_volumes
@@ -73,6 +90,11 @@ _KEPT_VOLUME_BINDING = "predicates/VolumeBinding"
 VOLUME_BINDING_WEIGHT = "volumebinding.weight"
 VOLUME_BINDING_TIMEOUT = "volumebinding.bindTimeoutSeconds"
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
+DYNAMIC_RESOURCES = "DynamicResources"
+#: Volcano's switch for DynamicResources and its one argument, with Volcano's default.
+DYNAMIC_RESOURCES_SWITCH = "predicate.DynamicResourceAllocationEnable"
+DRA_FILTER_TIMEOUT = "dynamicresources.filterTimeoutSeconds"
+DEFAULT_DRA_FILTER_TIMEOUT_SECONDS = 10
 
 _SWITCHES = (
     ("NodeAffinity", "predicate.NodeAffinityEnable"),
@@ -87,10 +109,17 @@ _SWITCHES = (
 #: Filters before NodePorts, and after it (NodePorts itself is checked per task: ports change).
 _BEFORE_PORTS = ("NodeUnschedulable", "NodeAffinity")
 _AFTER_PORTS = ("TaintToleration",)
-#: Filters that read other pods or the volumes (run last, after the static ones, in Volcano's order).
-#: VolumeBinding's PreFilter and Filter run here; its Reserve runs on allocate and its PreBind
-#: before the bind (see the module docstring).
-_POD_FILTERS = ("InterPodAffinity", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "VolumeBinding")
+#: Filters that read other pods, the volumes or the devices (run last, after the static ones, in
+#: Volcano's order). VolumeBinding's and DynamicResources' PreFilter and Filter run here; their
+#: Reserve runs on allocate and their PreBind before the bind (see the module docstring).
+_POD_FILTERS = (
+    "InterPodAffinity",
+    "NodeVolumeLimits",
+    "VolumeZone",
+    "PodTopologySpread",
+    VOLUME_BINDING,
+    DYNAMIC_RESOURCES,
+)
 #: Filters whose verdict changes with any task placed or evicted when the pod has volumes.
 _VOLUME_FILTERS = ("NodeVolumeLimits", "VolumeBinding")
 
@@ -133,6 +162,16 @@ class PredicatesPlugin:
         self.enabled = {"NodeUnschedulable": True}
         for plugin, key in _SWITCHES:
             self.enabled[plugin] = get_bool(args, key, True, plugin=self.name)
+        # Volcano follows the DynamicResourceAllocation gate unless the switch says otherwise.
+        self.enabled[DYNAMIC_RESOURCES] = get_bool(
+            args,
+            DYNAMIC_RESOURCES_SWITCH,
+            FEATURE_GATE_DEFAULTS.get("DynamicResourceAllocation", False),
+            plugin=self.name,
+        )
+        self._dra_filter_timeout = get_int(
+            args, DRA_FILTER_TIMEOUT, DEFAULT_DRA_FILTER_TIMEOUT_SECONDS, plugin=self.name
+        )
         self._cache: dict[Any, _Static] = {}
         self._dynamic_cache: dict[Any, _Dynamic] = {}
         self._filters: dict[str, Any] = {}
@@ -146,6 +185,17 @@ class PredicatesPlugin:
         self._volume_states: dict[str, CycleState] = {}
         #: Task uid → the node VolumeBinding's Reserve ran for.
         self._reserved: dict[str, str] = {}
+        #: Task uid → DynamicResources' cycle state for the task (its last PreFilter and Filter),
+        #: which its Reserve, Unreserve and PreBind read.
+        self._device_states: dict[str, CycleState] = {}
+        #: Task uid → (task, node) whose DynamicResources Reserve ran and whose PreBind has not.
+        self._devices_reserved: dict[str, tuple[TaskInfo, str]] = {}
+        #: Task uid → (task, node) whose DynamicResources PreBind wrote the claims.
+        self._devices_bound: dict[str, tuple[TaskInfo, str]] = {}
+        #: Task uid → whether DynamicResources has anything to allocate for the task.
+        self._uses_devices: dict[str, bool] = {}
+        #: Extended resource → DeviceClass backing it (with DRAExtendedResource), per session.
+        self._extended_classes: dict[str, str] | None = None
         self._volume_weight = get_int(args, VOLUME_BINDING_WEIGHT, 1, plugin=self.name)
 
     def on_session_open(self, ssn: Session) -> None:
@@ -157,26 +207,29 @@ class PredicatesPlugin:
         self._placed = {}
         self._volume_states = {}
         self._reserved = {}
+        self._reset_devices()
         for name in (*_BEFORE_PORTS, *_AFTER_PORTS, *_POD_FILTERS):
             if self.enabled.get(name):
                 handle = None
                 if name == "NodeVolumeLimits":
                     handle = replace(k8s.session_handle(ssn), snapshot=self._volumes_snapshot())
-                plugin = (
-                    self._volume_binding(ssn)
-                    if name == VOLUME_BINDING
-                    else k8s.build(name, ssn, handle=handle)
-                )
+                if name == VOLUME_BINDING:
+                    plugin = self._volume_binding(ssn)
+                elif name == DYNAMIC_RESOURCES:
+                    plugin = self._dynamic_resources(ssn)
+                else:
+                    plugin = k8s.build(name, ssn, handle=handle)
                 if plugin is not None:
                     self._filters[name] = plugin
-        if self._volume_snapshot is not None or VOLUME_BINDING in self._filters:
+        reserves = VOLUME_BINDING in self._filters or DYNAMIC_RESOURCES in self._filters
+        if self._volume_snapshot is not None or reserves:
             ssn.add_event_handler(EventHandler(self._on_allocate, self._on_deallocate))
         ssn.add_predicate_fn(self.name, self.predicate, self.predicate_mask)
-        volume_binding = self._filters.get(VOLUME_BINDING)
-        if volume_binding is not None:
+        if reserves:
             ssn.register_pre_binder(self)
-            if volume_binding.scorer is not None:
-                ssn.add_node_order_fn(self.name, self.volume_binding_score)
+        volume_binding = self._filters.get(VOLUME_BINDING)
+        if volume_binding is not None and volume_binding.scorer is not None:
+            ssn.add_node_order_fn(self.name, self.volume_binding_score)
 
     def _volume_binding(self, ssn: Session) -> Any | None:
         """The VolumeBinding instance: built on the first session and kept (its assume caches
@@ -201,6 +254,47 @@ class PredicatesPlugin:
         if plugin is not None:
             ssn.kept[_KEPT_VOLUME_BINDING] = plugin
         return plugin
+
+    def _dynamic_resources(self, ssn: Session) -> Any | None:
+        """The DynamicResources instance of this session (Volcano builds one per session); None
+        when the DynamicResourceAllocation gate is off. Its wait for the cluster is the
+        session's."""
+        handle = replace(k8s.session_handle(ssn), wait_for_cluster=ssn.wait_for_cluster)
+        if not handle.gate_enabled("DynamicResourceAllocation"):
+            return None
+        timeout = self._dra_filter_timeout
+        if timeout < 0:
+            # Volcano keeps its default for a negative value.
+            timeout = DEFAULT_DRA_FILTER_TIMEOUT_SECONDS
+        return k8s.build(DYNAMIC_RESOURCES, ssn, {"filterTimeout": f"{timeout}s"}, handle=handle)
+
+    def _uses_dra(self, task: TaskInfo) -> bool:
+        """Whether DynamicResources has claims to look at for the task: the pod's own, or (with
+        DRAExtendedResource) extended resources a DeviceClass backs. Pods without either are
+        filtered by spec as before, and no device event touches them."""
+        plugin = self._filters.get(DYNAMIC_RESOURCES)
+        if plugin is None:
+            return False
+        pod = task.pod
+        if pod.resource_claims:
+            return True
+        if not plugin.enable_extended_resource or not pod.requests:
+            return False
+        uses = self._uses_devices.get(task.uid)
+        if uses is None:
+            if self._extended_classes is None:
+                manager = plugin.manager
+                classes = manager.device_classes().values() if manager is not None else ()
+                self._extended_classes = device_class_mapping(classes)
+            uses = self._uses_devices[task.uid] = bool(dra_requests(pod, self._extended_classes))
+        return uses
+
+    def _reset_devices(self) -> None:
+        self._device_states = {}
+        self._devices_reserved = {}
+        self._devices_bound = {}
+        self._uses_devices = {}
+        self._extended_classes = None
 
     # -- the session's placements, for the filters that count other pods' volumes -----------------
     def _volumes_snapshot(self) -> Snapshot:
@@ -227,19 +321,29 @@ class PredicatesPlugin:
 
     def _on_allocate(self, event: Event) -> None:
         task = event.task
-        if not task.pod.volumes or not task.node_name:
+        if not task.node_name:
             return
-        state = self._volume_states.get(task.uid)
+        volumes = bool(task.pod.volumes)
+        # Volcano's Reserve plugins run first, in order (VolumeBinding, DynamicResources), up to
+        # the first that fails; a failure leaves the node infos untouched and the statement undoes
+        # the placement (whose deallocate event runs every Unreserve).
+        state = self._volume_states.get(task.uid) if volumes else None
         if state is not None:
-            # Volcano's Reserve plugins run first; a failure leaves the node infos untouched and
-            # the statement undoes the placement.
             st = self._filters[VOLUME_BINDING].reserve(state, task.pod, task.node_name)
             self._reserved[task.uid] = task.node_name
-            self._volumes_changed()
+            self._changed()
             if st is not None and st.code != Code.SUCCESS:
                 event.err = st.message
                 return
-        if self._volume_snapshot is None:
+        devices = self._device_states.get(task.uid)
+        if devices is not None:
+            st = self._filters[DYNAMIC_RESOURCES].reserve(devices, task.pod, task.node_name)
+            self._devices_reserved[task.uid] = (task, task.node_name)
+            self._changed()
+            if st is not None and st.code != Code.SUCCESS:
+                event.err = st.message or "reserving devices failed"
+                return
+        if not volumes or self._volume_snapshot is None:
             return
         info = self._own_info(task.node_name)
         if info is not None:
@@ -248,12 +352,14 @@ class PredicatesPlugin:
 
     def _on_deallocate(self, event: Event) -> None:
         task = event.task
+        # Unreserve in the reverse order of Reserve.
+        self._unreserve_devices(task.uid)
         if not task.pod.volumes:
             return
         reserved = self._reserved.pop(task.uid, None)
         if reserved is not None:
             self._filters[VOLUME_BINDING].unreserve(self._volume_states[task.uid], task.pod, reserved)
-            self._volumes_changed()
+            self._changed()
         if self._volume_snapshot is None:
             return
         # An allocation undone has lost its node name by now; an evicted pod still has its own.
@@ -262,27 +368,51 @@ class PredicatesPlugin:
         if info is not None:
             info.remove_pod(task.pod)
 
-    def _volumes_changed(self) -> None:
-        """The binder's caches moved: verdicts of tasks with claims are stale (the session's own
-        placements already say so where it keeps a pod index)."""
+    def _unreserve_devices(self, uid: str) -> None:
+        """DynamicResources' Unreserve for a task whose Reserve ran: its in-flight allocations
+        dropped (and its reservations, had PreBind written them)."""
+        held = self._devices_reserved.pop(uid, None) or self._devices_bound.pop(uid, None)
+        if held is None:
+            return
+        task, node = held
+        self._filters[DYNAMIC_RESOURCES].unreserve(self._device_states[uid], task.pod, node)
+        self._changed()
+
+    def _changed(self) -> None:
+        """The binder's caches or the devices in flight moved: verdicts of tasks with volume or
+        resource claims are stale (the session's own placements already say so where it keeps a
+        pod index)."""
         ssn = self._ssn
         if ssn is not None:
             ssn.pods_version += 1
 
     # -- PreBind (the session's pre-binder) --------------------------------------------------------
     def pre_bind(self, task: TaskInfo) -> str | None:
-        """VolumeBinding's PreBind for a committed task: the claims' bindings written and waited
-        for. The error, if it failed."""
+        """The PreBind of VolumeBinding (the claims' bindings written and waited for), then of
+        DynamicResources (the claims' allocation and reservation written) for a committed task.
+        The error, if one failed."""
         state = self._volume_states.get(task.uid)
-        if state is None or task.uid not in self._reserved:
+        if state is not None and task.uid in self._reserved:
+            st = self._filters[VOLUME_BINDING].pre_bind(state, task.pod, task.node_name)
+            if st is not None and st.code != Code.SUCCESS:
+                return st.message or "binding volumes failed"
+        held = self._devices_reserved.get(task.uid)
+        if held is None:
             return None
-        st = self._filters[VOLUME_BINDING].pre_bind(state, task.pod, task.node_name)
+        _, node = held
+        st = self._filters[DYNAMIC_RESOURCES].pre_bind(self._device_states[task.uid], task.pod, node)
         if st is not None and st.code != Code.SUCCESS:
-            return st.message or "binding volumes failed"
+            # Its claims not yet written stay in flight otherwise, taking their devices from every
+            # later pod: given back now, as kube-scheduler's Unreserve after a failed PreBind.
+            self._unreserve_devices(task.uid)
+            return st.message or "binding devices failed"
+        self._devices_bound[task.uid] = self._devices_reserved.pop(task.uid)
         return None
 
     def pre_bind_rollback(self, task: TaskInfo) -> None:
-        """The pod's bind failed after PreBind: VolumeBinding's Unreserve."""
+        """The pod's bind failed after PreBind: the Unreserve of DynamicResources (the pod leaves
+        its claims' ``reservedFor``), then of VolumeBinding."""
+        self._unreserve_devices(task.uid)
         node = self._reserved.pop(task.uid, None)
         if node is not None:
             self._filters[VOLUME_BINDING].unreserve(self._volume_states[task.uid], task.pod, node)
@@ -306,6 +436,10 @@ class PredicatesPlugin:
         # A generic ephemeral volume's claim is named after its pod: equal specs, different claims.
         if task.spec_key is None or any(v.ephemeral for v in task.pod.volumes):
             return task.uid
+        if self._uses_dra(task):
+            # A template's claim is the pod's own, and DynamicResources keeps a cycle state per
+            # task, which its Reserve and PreBind read.
+            return task.uid
         if task.pod.volumes and VOLUME_BINDING in self._filters and has_claims(task.pod):
             # VolumeBinding keeps a cycle state per task, which its Reserve and PreBind read.
             return task.uid
@@ -326,7 +460,12 @@ class PredicatesPlugin:
             state = None
             if name == VOLUME_BINDING and task.uid not in self._reserved:
                 state = self._volume_states[task.uid] = CycleState()
-            res = k8s.run_filter(plugin, task.pod, self._snapshot, state)
+            if name == DYNAMIC_RESOURCES:
+                if not self._uses_dra(task):
+                    continue
+                res = self._filter_devices(plugin, task, alive)
+            else:
+                res = k8s.run_filter(plugin, task.pod, self._snapshot, state)
             if res is None:
                 continue
             failing |= alive & ~res.passed
@@ -339,6 +478,20 @@ class PredicatesPlugin:
                         abort |= hit
             alive = alive & ~abort
         return failures, alive
+
+    def _filter_devices(self, plugin: Any, task: TaskInfo, alive: BoolArray) -> FilterResult | None:
+        """DynamicResources' PreFilter and Filter, in a cycle state of the task's own; an
+        allocation costs a search per node, so only the nodes still alive are searched. An
+        allocator error (a CEL selector failing on a device) rejects them all with its message,
+        as Volcano's Filter error status."""
+        state = CycleState()
+        if task.uid not in self._devices_reserved and task.uid not in self._devices_bound:
+            # A reserved task keeps the state its Reserve read, for its Unreserve and PreBind.
+            self._device_states[task.uid] = state
+        try:
+            return k8s.run_filter(plugin, task.pod, self._snapshot, state, alive)
+        except DynamicResourcesError as exc:
+            return FilterResult.reject(alive.copy(), str(exc), unresolvable=True)
 
     def _static(self, task: TaskInfo, table: NodeTable) -> _Static:
         key = self._key(task)
@@ -372,6 +525,9 @@ class PredicatesPlugin:
             and any(counts_volumes(v) for v in pod.volumes)
         ):
             # The tasks placed count their volumes (and take the claims' volumes).
+            depends = _PODS
+        if depends < _PODS and self._uses_dra(task):
+            # The tasks placed take devices.
             depends = _PODS
         spread = self._filters.get("PodTopologySpread")
         if spread is not None and depends < _PODS:
@@ -443,6 +599,11 @@ class PredicatesPlugin:
         return passed
 
     def on_session_close(self, ssn: Session) -> None:
+        # Placements the session did not bind (pipelined, or their PreBind failed) give their
+        # devices back: an allocation in flight would outlive the session that chose it.
+        for uid in list(self._devices_reserved):
+            self._unreserve_devices(uid)
+        self._reset_devices()
         self._cache = {}
         self._dynamic_cache = {}
         self._filters = {}

@@ -194,6 +194,8 @@ def _kobj(claim: ResourceClaim) -> str:
 
 
 _METADATA_NAME: Final = "metadata.name"
+#: Where the search for a request's first device begins: the first device of the first pool.
+_FIRST_DEVICE: Final = (0, 0, 0)
 
 
 class Allocator:
@@ -324,6 +326,14 @@ class _Run:
         parent: str,
     ) -> _RequestData:
         claim = self.claims[claim_index]
+        for i, expression in enumerate(spec.selectors):
+            if not expression:
+                # A selector that is not a CEL expression: a selector type this version does not
+                # know (the resource views refuse it, but a claim may come from elsewhere).
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {request_name}, selector #{i}: "
+                    "CEL expression empty (unsupported selector type?)"
+                )
         admin_requested = isinstance(spec, ExactDeviceRequest) and spec.admin_access is not None
         if not self.features.admin_access and admin_requested:
             raise AllocationError(
@@ -381,11 +391,22 @@ class _Run:
     # ------------------------------------------------------------------ search
 
     def _allocate_one(
-        self, claim_index: int, request_index: int, sub_index: int, device_index: int, in_sub: bool
+        self,
+        claim_index: int,
+        request_index: int,
+        sub_index: int,
+        device_index: int,
+        in_sub: bool,
+        start: tuple[int, int, int] = _FIRST_DEVICE,
     ) -> bool:
         """Place device ``device_index`` of the given (sub-)request and everything after it; True
         when a complete solution was found. Raises :class:`_MaxSizeExceeded` to backtrack past
-        choices that cannot keep a claim within its result limit."""
+        choices that cannot keep a claim within its result limit.
+
+        ``start`` (pool, slice and device index) is where the search for this device begins: the
+        devices of one request form a set, so after taking a device the next one of the same
+        request is only looked for further on. Every combination is tried once instead of every
+        permutation of it."""
         self.a.allocate_one_calls += 1
         if claim_index >= len(self.claims):
             return True
@@ -441,12 +462,23 @@ class _Run:
             return done
 
         admin = data.admin
-        for pool in self.pools:
+        pools = self.pools
+        start_pool, start_slice, start_device = start
+        for pool_index in range(start_pool, len(pools)):
+            pool = pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            for s in pool.slices:
+            slices = pool.slices
+            first_slice = start_slice if pool_index == start_pool else 0
+            for slice_index in range(first_slice, len(slices)):
+                s = slices[slice_index]
                 driver, pool_name = s.driver, s.pool.name
-                for device in s.devices:
+                devices = s.devices
+                if start_device and pool_index == start_pool and slice_index == start_slice:
+                    indexed = enumerate(devices[start_device:], start_device)
+                else:
+                    indexed = enumerate(devices)
+                for index, device in indexed:
                     device_id = DeviceID(driver, pool_name, device.name)
                     if admin:
                         if claim_index in self.allocating.get(device_id, ()):
@@ -463,7 +495,12 @@ class _Run:
                         continue
                     try:
                         done = self._allocate_one(
-                            claim_index, request_index, sub_index, device_index + 1, in_sub
+                            claim_index,
+                            request_index,
+                            sub_index,
+                            device_index + 1,
+                            in_sub,
+                            (pool_index, slice_index, index + 1),
                         )
                     except BaseException:
                         undo()

@@ -4,7 +4,9 @@ reads like its upstream original: objects are written as manifests and parsed by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.objects import Node
@@ -16,6 +18,8 @@ from kubesched.api.resource import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubesched.plugins.dynamicresources.allocated_state import AllocatedState, DeviceID
+from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, AllocatorFeatures
 
 REGION1, REGION2 = "region-1", "region-2"
 NODE1, NODE2 = "node-1", "node-2"
@@ -284,6 +288,28 @@ def device_allocation_result(
     return result
 
 
+def with_attribute(s: ResourceSlice, device_index: int, name: str, value: object) -> ResourceSlice:
+    """The slice with one device attribute set to a value no ResourceSlice can carry (an empty
+    attribute, or a list while list-type attributes are off). The resource views refuse such a
+    slice when they read it, so it is built here directly."""
+    devices = list(s.devices)
+    target = devices[device_index]
+    attributes: dict[str, Any] = dict(target.attributes)
+    attributes[name] = value
+    devices[device_index] = dataclasses.replace(target, attributes=attributes)
+    return dataclasses.replace(s, devices=tuple(devices))
+
+
+def local_allocation(*results: DeviceRequestAllocationResult) -> AllocationResult:
+    """An allocation for node-1 alone (upstream's ``allocationResult(localNodeSelector(node1), ...)``)."""
+    return allocation_result(local_node_selector(NODE1), *results)
+
+
+def memory_selector(amount: str, driver: str = DRIVER_A) -> dict[str, Any]:
+    """Upstream's recurring selector: the device's ``memory`` capacity is at least ``amount``."""
+    return cel(f'device.capacity["{driver}"].memory.compareTo(quantity("{amount}")) >= 0')
+
+
 def _norm_selector(selector: Mapping[str, Any] | None) -> Any:
     if selector is None:
         return None
@@ -330,6 +356,58 @@ def normalize(result: AllocationResult) -> Any:
         [dict(c) for c in result.config],
         _norm_selector(result.node_selector),
     )
+
+
+#: Upstream's zero ``Features``: every gate the allocator honours off.
+NO_FEATURES = AllocatorFeatures(admin_access=False, prioritized_list=False)
+
+
+@dataclass
+class Case:
+    """One row of upstream's table: the inputs, and either the allocations (one per claim, None or
+    empty for "does not fit") or a substring of the error. ``expect_allocate_one_calls`` is how
+    often the search may try to place a device, where upstream counts it."""
+
+    claims: Sequence[ResourceClaim] = ()
+    classes: Sequence[DeviceClass] = ()
+    slices: Sequence[ResourceSlice] = ()
+    node: Node | None = None
+    features: AllocatorFeatures = NO_FEATURES
+    allocated: Sequence[DeviceID] = ()
+    state: AllocatedState | None = None
+    expect: Sequence[AllocationResult] | None = None
+    expect_error: str | None = None
+    expect_allocate_one_calls: int | None = None
+
+
+def run_case(case: Case) -> None:
+    """Allocate as upstream's ``RunTestAllocator`` does (on node-1 when the case names no node)
+    and compare with what the case expects."""
+    state = case.state or AllocatedState(allocated_devices=set(case.allocated))
+    allocator = Allocator(
+        case.features,
+        state,
+        {c.name: c for c in case.classes},
+        case.slices,
+        new_share_id=lambda: FIXED_SHARE_ID,
+    )
+    target = case.node if case.node is not None else node(NODE1, REGION1)
+    if case.expect_error is not None:
+        try:
+            allocator.allocate(target, case.claims)
+        except AllocationError as exc:
+            assert case.expect_error in str(exc), f"{case.expect_error!r} not in {str(exc)!r}"
+        else:
+            raise AssertionError(f"no error, expected one containing {case.expect_error!r}")
+        return
+    results = allocator.allocate(target, case.claims)
+    if not case.expect:
+        assert not results, f"expected no allocation, got {results}"
+    else:
+        assert results is not None, "expected an allocation, got none"
+        assert [normalize(r) for r in results] == [normalize(r) for r in case.expect]
+    if case.expect_allocate_one_calls is not None:
+        assert allocator.allocate_one_calls == case.expect_allocate_one_calls
 
 
 __all__ = ["DeviceToleration"]

@@ -36,11 +36,6 @@ def _kind(value: DeviceAttributeValue) -> str:
     return "string"
 
 
-def _semver_core(version: str) -> str:
-    # Semantic versions that differ only in build metadata are equal.
-    return version.split("+", 1)[0]
-
-
 def _applies(names: frozenset[str], request: str, sub_request: str) -> bool:
     if not names:
         return True
@@ -105,17 +100,12 @@ class DistinctAttribute:
         value = lookup_attribute(attributes, driver, self.attribute)
         if value is None:
             return False
-        kind = _kind(value)
-        candidate: object = (
-            _semver_core(str(value)) if kind == "version" else (str(value) if kind == "string" else value)
-        )
-        for existing_kind, existing in self.values:
-            if existing_kind != kind:
-                # Upstream stops comparing at the first value of another type and accepts.
-                break
-            if existing == candidate:
-                return False
-        self.values.append((kind, candidate))
+        # Values of different types never clash. Versions are compared as written: semantic
+        # versions are required in their minimal form, so equal versions are equal strings.
+        candidate = (_kind(value), str(value) if isinstance(value, str) else value)
+        if candidate in self.values:
+            return False
+        self.values.append(candidate)
         return True
 
     def remove(self, request: str, sub_request: str) -> None:

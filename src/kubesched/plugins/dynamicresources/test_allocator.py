@@ -3,16 +3,20 @@ case names verbatim, run against :class:`Allocator`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import dataclasses
 from typing import Any
 
 import pytest
 
-from kubesched.api.objects import Node
-from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.plugins.dynamicresources.allocated_state import AllocatedState, DeviceID
-from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, AllocatorFeatures
+from kubesched.api.resource import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocationResult,
+    DeviceClass,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kubesched.plugins.dynamicresources.allocated_state import DeviceID
+from kubesched.plugins.dynamicresources.allocator import AllocatorFeatures
 from kubesched.plugins.dynamicresources.allocator_testing import (
     CAPACITY0,
     CAPACITY1,
@@ -30,9 +34,11 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     DRIVER_B,
     FIELD_NAME_KEY,
     FIXED_SHARE_ID,
+    NO_FEATURES,
     NODE1,
     NODE2,
     NODE_SELECTION_ALL,
+    NODE_SELECTION_PER_DEVICE,
     PLANET_EARTH,
     PLANET_KEY,
     POOL1,
@@ -51,6 +57,7 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     SLICE4,
     SUB_REQ0,
     SUB_REQ1,
+    Case,
     all_device_request,
     allocation_result,
     capacity_with_range_policy,
@@ -66,21 +73,22 @@ from kubesched.plugins.dynamicresources.allocator_testing import (
     device_allocation_result,
     device_class,
     device_configuration,
+    distinct_attribute,
     local_node_selector,
     match_attribute,
     node,
     node_label_selector,
-    normalize,
     request,
     request_with_prioritized_list,
     resource_pool,
+    run_case,
     slice_,
     slice_with_multiple_devices,
     slice_with_one_device,
     sub_request,
+    with_attribute,
 )
 
-NO_FEATURES = AllocatorFeatures(admin_access=False, prioritized_list=False)
 ALL_FEATURES = AllocatorFeatures(
     admin_access=True,
     prioritized_list=True,
@@ -89,20 +97,6 @@ ALL_FEATURES = AllocatorFeatures(
     device_binding_and_status=True,
     consumable_capacity=True,
 )
-
-
-@dataclass
-class Case:
-    claims: Sequence[ResourceClaim] = ()
-    classes: Sequence[DeviceClass] = ()
-    slices: Sequence[ResourceSlice] = ()
-    node: Node | None = None
-    features: AllocatorFeatures = NO_FEATURES
-    allocated: Sequence[DeviceID] = ()
-    state: AllocatedState | None = None
-    expect: Sequence[AllocationResult] | None = None
-    expect_error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 REQ0_SUB_REQ0 = "req-0/subReq-0"
@@ -210,6 +204,59 @@ def _two_devices(first: dict[str, Any], second: dict[str, Any]) -> ResourceSlice
 
 def _memory_selector(amount: str) -> dict[str, Any]:
     return cel(f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("{amount}")) >= 0')
+
+
+PARTITIONABLE_PRIORITIZED = AllocatorFeatures(
+    admin_access=False, prioritized_list=True, partitionable_devices=True
+)
+
+
+def _with_unknown_selector(c: ResourceClaim) -> ResourceClaim:
+    """The claim with its first request's selectors replaced by one that is not a CEL selector
+    (a selector type of some future API version). The resource views refuse such a claim when
+    they read it, so it is built here directly; "" stands for the missing expression."""
+    first = c.requests[0]
+    assert first.exactly is not None
+    exactly = dataclasses.replace(first.exactly, selectors=("",))
+    return dataclasses.replace(c, requests=(dataclasses.replace(first, exactly=exactly), *c.requests[1:]))
+
+
+def _generation(name: str, generation: str, *, selected: bool | None = None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"generation": {"string": generation}}
+    if selected is not None:
+        attributes["selected"] = {"bool": selected}
+    return device(name, None, attributes)
+
+
+def _generations_claim() -> ResourceClaim:
+    """All devices of generation v6, else all of generation v5."""
+    return claim(
+        CLAIM0,
+        request_with_prioritized_list(
+            REQ0,
+            *(
+                sub_request(
+                    sub, CLASS_A, 0, cel(f'device.attributes["{DRIVER_A}"].generation == "{gen}"'), mode="All"
+                )
+                for sub, gen in ((SUB_REQ0, "v6"), (SUB_REQ1, "v5"))
+            ),
+        ),
+    )
+
+
+def _numbered_results(req: str, count: int, start: int) -> list[Any]:
+    """Upstream's ``multipleDeviceAllocationResults``: device-<start> … for one request."""
+    return [
+        device_allocation_result(req, DRIVER_A, POOL1, f"device-{i}") for i in range(start, start + count)
+    ]
+
+
+def _string_lists(*values: tuple[str, ...]) -> ResourceSlice:
+    """device-1, device-2, … whose stringAttribute is a list (as list-type attributes write it)."""
+    s = slice_(SLICE1, NODE1, POOL1, DRIVER_A, *(device(f"device-{i + 1}") for i in range(len(values))))
+    for i, listed in enumerate(values):
+        s = with_attribute(s, i, "stringAttribute", listed)
+    return s
 
 
 CASES: dict[str, Case] = {
@@ -1813,6 +1860,483 @@ CASES: dict[str, Case] = {
         node=node(NODE1, REGION1),
         expect=[_shared(DEVICE1, "2")],
     ),
+    "all-devices-many-plus-another-reversed": Case(
+        claims=[
+            claim(CLAIM1, request(REQ0, CLASS_B, 1)),
+            claim(CLAIM0, all_device_request(REQ0, CLASS_A)),
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2)),
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1)),
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2),
+            ),
+        ],
+    ),
+    "unknown-selector": Case(
+        claims=[_with_unknown_selector(claim_with_request(CLAIM0, REQ0, CLASS_A))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect_error="CEL expression empty (unsupported selector type?)",
+    ),
+    "all-devices-invalid-CEL": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 500))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        expect_error="exceeds the claim limit",
+    ),
+    "prioritized-list-with-backtracking": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("8Gi")),
+                    sub_request(SUB_REQ1, CLASS_A, 1, _memory_selector("4Gi")),
+                ),
+                request(REQ1, CLASS_A, 1, _memory_selector("8Gi")),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {"memory": "8Gi"})),
+            slice_(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE2, {"memory": "4Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1),
+            )
+        ],
+    ),
+    "prioritized-list-too-many-in-first-subrequest": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 500), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "partitionable-devices-prioritized-list": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True, partitionable_devices=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("6Gi")),
+                    sub_request(SUB_REQ1, CLASS_A, 1, _memory_selector("4Gi")),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_device(DEVICE1, _mem("4Gi")),
+                counter_device(DEVICE2, _mem("6Gi")),
+                counter_device(DEVICE3, _mem("4Gi")),
+            ),
+            _counters(SLICE2, resource_pool(POOL1, 2), counter_set(COUNTER_SET1, {"memory": "8Gi"})),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3),
+            )
+        ],
+    ),
+    "partitionable-devices-disabled-per-device-node-selection": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE_SELECTION_PER_DEVICE, POOL1, DRIVER_A, device(DEVICE2, nodeName=NODE1))],
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-per-device-node-selection-nodename": Case(
+        features=PARTITIONABLE_PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _memory_selector("6Gi")),
+                    sub_request(SUB_REQ1, CLASS_A, 1, _memory_selector("4Gi")),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                {**counter_device(DEVICE1, _mem("4Gi")), "nodeName": NODE1},
+                {**counter_device(DEVICE2, _mem("6Gi")), "nodeName": NODE2},
+            ),
+            slice_(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                shared_counters=[counter_set(COUNTER_SET1, {"memory": "18Gi"})],
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector": Case(
+        features=PARTITIONABLE_PRIORITIZED,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                {
+                    **counter_device(DEVICE1, _mem("4Gi")),
+                    "nodeSelector": node_label_selector(REGION_KEY, REGION1),
+                },
+            ),
+            slice_(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                shared_counters=[counter_set(COUNTER_SET1, {"memory": "18Gi"})],
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                node_label_selector(REGION_KEY, REGION1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+            )
+        ],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector-multiple-devices": Case(
+        features=PARTITIONABLE_PRIORITIZED,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 3), request(REQ1, CLASS_B, 3))],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                {
+                    **counter_device(DEVICE1, _mem("4Gi")),
+                    "nodeSelector": node_label_selector(REGION_KEY, REGION1),
+                },
+                {**counter_device(DEVICE2, _mem("4Gi")), "nodeName": NODE1},
+                {**counter_device(DEVICE3, _mem("4Gi")), "allNodes": True},
+            ),
+            slice_(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                shared_counters=[counter_set(COUNTER_SET1, {"memory": "18Gi"})],
+            ),
+            slice_(
+                SLICE3,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_B,
+                counter_device(DEVICE1, _mem("4Gi", COUNTER_SET2)),
+                counter_device(DEVICE2, _mem("4Gi", COUNTER_SET2)),
+                counter_device(DEVICE3, _mem("4Gi", COUNTER_SET2)),
+            ),
+            slice_(
+                SLICE4,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_B,
+                shared_counters=[counter_set(COUNTER_SET2, {"memory": "12Gi"})],
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE1),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE2),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE3),
+            )
+        ],
+    ),
+    "tainted-two-devices-prioritized-list-tolerated": Case(
+        features=AllocatorFeatures(admin_access=False, prioritized_list=True, device_taints=True),
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 1),
+                    sub_request(SUB_REQ1, CLASS_A, 1, tolerations=[TOLERATION_NO_EXECUTE]),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NO_SCHEDULE,), (TAINT_NO_EXECUTE,))],
+        node=node(NODE1, REGION1),
+        # Only the second device's taint is tolerated.
+        expect=[
+            _local(
+                device_allocation_result(
+                    REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False, TOLERATION_NO_EXECUTE
+                )
+            )
+        ],
+    ),
+    "tainted-no-effect": Case(
+        features=TAINTS,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_tainted((TAINT_NONE,))],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    "prioritized-list-allocation-mode-all": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 0, mode="All"), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    # With allocationMode All at least one device must be allocated, else the next
+    # sub-request is tried.
+    "prioritized-list-allocation-mode-all-with-selectors": Case(
+        features=PRIORITIZED,
+        claims=[_generations_claim()],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _generation(DEVICE1, "v5"))],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    # Every device the class selects is allocated, across resource pools.
+    "prioritized-list-allocation-mode-all-with-selectors-multiple-pools": Case(
+        features=PRIORITIZED,
+        claims=[_generations_claim()],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, _generation(DEVICE1, "v5")),
+            slice_(SLICE2, NODE1, POOL2, DRIVER_A, _generation(DEVICE1, "v5")),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE1),
+            )
+        ],
+    ),
+    # ... as long as they are available on the node.
+    "prioritized-list-allocation-mode-all-with-selectors-multiple-pools-across-nodes": Case(
+        features=PRIORITIZED,
+        claims=[_generations_claim()],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(SLICE1, NODE1, POOL1, DRIVER_A, _generation(DEVICE1, "v5")),
+            slice_(SLICE2, NODE2, POOL2, DRIVER_A, _generation(DEVICE1, "v5"), _generation(DEVICE2, "v6")),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1))],
+    ),
+    # Only devices selected by the class are considered.
+    "prioritized-list-allocation-mode-all-with-selectors-deviceclass-subset": Case(
+        features=PRIORITIZED,
+        claims=[_generations_claim()],
+        classes=[
+            DeviceClass.from_dict(
+                {
+                    "metadata": {"name": CLASS_A},
+                    "spec": {
+                        "selectors": [
+                            cel(f'device.driver == "{DRIVER_A}" && device.attributes["{DRIVER_A}"].selected')
+                        ]
+                    },
+                }
+            )
+        ],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                _generation(DEVICE1, "v6", selected=False),
+                _generation(DEVICE2, "v5", selected=False),
+                _generation(DEVICE3, "v5", selected=True),
+            )
+        ],
+        node=node(NODE1, REGION1),
+        expect=[_local(device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE3))],
+    ),
+    "max-number-devices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE))],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE)],
+        node=node(NODE1, REGION1),
+        expect=[_local(*_numbered_results(REQ0, ALLOCATION_RESULTS_MAX_SIZE, 0))],
+    ),
+    "partitionable-devices-with-attribute-selector": Case(
+        features=PARTITIONABLE,
+        claims=[
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 2),
+                request(REQ1, CLASS_A, 1, cel(f'device.attributes["{DRIVER_A}"].special')),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                *(
+                    {
+                        **counter_device(
+                            name,
+                            counter_consumption(COUNTER_SET1, {cpu: "1"}),
+                            counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                            from_counters=False,
+                        ),
+                        "attributes": {"special": {"bool": special}},
+                    }
+                    for name, cpu, special in (
+                        (DEVICE1, "cpu1", True),
+                        (DEVICE2, "cpu2", False),
+                        (DEVICE3, "cpu3", False),
+                    )
+                ),
+            ),
+            _counters(
+                SLICE2,
+                resource_pool(POOL1, 2),
+                counter_set(COUNTER_SET1, {"cpu1": "1", "cpu2": "1", "cpu3": "1"}),
+                counter_set(COUNTER_SET2, {"mem": "30Gi"}),
+            ),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1),
+            )
+        ],
+    ),
+    "prioritized-list-max-allocation-limit-request": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                *(
+                    request_with_prioritized_list(
+                        name,
+                        sub_request(SUB_REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE),
+                        sub_request(SUB_REQ1, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE // 2),
+                    )
+                    for name in (REQ0, REQ1)
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE * 2)],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                *_numbered_results(REQ0_SUB_REQ1, ALLOCATION_RESULTS_MAX_SIZE // 2, 0),
+                *_numbered_results(
+                    REQ1_SUB_REQ1, ALLOCATION_RESULTS_MAX_SIZE // 2, ALLOCATION_RESULTS_MAX_SIZE // 2
+                ),
+            )
+        ],
+        expect_allocate_one_calls=75,
+    ),
+    "prioritized-list-max-allocation-allocation-mode-all": Case(
+        features=PRIORITIZED,
+        claims=[
+            claim(
+                CLAIM0,
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 0, mode="All"), sub_request(SUB_REQ1, CLASS_A, 2)
+                ),
+                request(REQ1, CLASS_B, 2),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=[
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE - 1),
+            slice_with_multiple_devices(SLICE2, NODE1, POOL2, DRIVER_B, 2),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            _local(
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE0),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE0),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE1),
+            )
+        ],
+        expect_allocate_one_calls=42,
+    ),
+    # List-type attributes (DRAListTypeAttributes, alpha and off by default in 1.36) are not
+    # supported: a device carrying a list is refused as upstream refuses it with the gate off.
+    # Upstream's list-attributes-* cases with the gate on need list values in the resource views
+    # and in CEL (with its ``includes`` function) and are not ported.
+    "list-attributes-disabled-match-constraint-with-lists": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2), constraints=[match_attribute(STRING_ATTRIBUTE)])],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_string_lists(("value1", "value2", "value3"), ("value2", "value3", "value4"))],
+        node=node(NODE1, REGION1),
+        expect_error="unsupported attribute value",
+    ),
+    "list-attributes-disabled-distinct-constraint-with-lists": Case(
+        features=CONSUMABLE,
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2), constraints=[distinct_attribute(STRING_ATTRIBUTE)])],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[_string_lists(("value1", "value2", "value3"), ("value2", "value3", "value4"))],
+        node=node(NODE1, REGION1),
+        expect_error="unsupported attribute value",
+    ),
 }
 
 # Unused names from the builders stay importable for cases added later.
@@ -1821,23 +2345,4 @@ _ = (NODE_SELECTION_ALL, REGION_KEY, node_label_selector, FIXED_SHARE_ID)
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_allocator(name: str) -> None:
-    case = CASES[name]
-    state = case.state or AllocatedState(allocated_devices=set(case.allocated))
-    allocator = Allocator(
-        case.features,
-        state,
-        {c.name: c for c in case.classes},
-        case.slices,
-        new_share_id=lambda: FIXED_SHARE_ID,
-    )
-    if case.expect_error is not None:
-        with pytest.raises(AllocationError) as err:
-            allocator.allocate(case.node, case.claims)
-        assert case.expect_error in str(err.value)
-        return
-    results = allocator.allocate(case.node, case.claims)
-    if not case.expect:
-        assert not results
-        return
-    assert results is not None
-    assert [normalize(r) for r in results] == [normalize(r) for r in case.expect]
+    run_case(CASES[name])

@@ -65,7 +65,14 @@ class EventStrategy(Strategy):
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
         involved = obj.get("involvedObject") or obj.get("regarding") or {}
-        last = obj.get("lastTimestamp") or obj.get("eventTime") or meta_of(obj).get("creationTimestamp")
+        raw = obj.get("series")
+        series: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        last = (
+            series.get("lastObservedTime")
+            or obj.get("lastTimestamp")
+            or obj.get("eventTime")
+            or meta_of(obj).get("creationTimestamp")
+        )
         return [
             age(last, now),
             obj.get("type", ""),

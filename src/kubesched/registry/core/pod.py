@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from kubesched.registry.errors import invalid
 from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, Strategy, age, meta_of
 from kubesched.store.base import Obj
+from kubesched.store.memory import format_timestamp
 
 POD_UPDATE_FORBIDDEN = (
     "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
@@ -52,6 +54,32 @@ class PodStrategy(Strategy):
             spec.setdefault("dnsPolicy", "ClusterFirst")
             spec.setdefault("enableServiceLinks", True)
 
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        """Upstream's ``applySchedulingGatedCondition``: a pod created with scheduling gates says so
+        in its PodScheduled condition (False, ``SchedulingGated``)."""
+        super().prepare_for_create(obj)
+        spec = obj.get("spec")
+        gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
+        if not (isinstance(gates, list) and gates):
+            return
+        status = obj.get("status")
+        status = dict(status) if isinstance(status, dict) else {}
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+        if any(c.get("type") == "PodScheduled" for c in conditions):
+            return
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": format_timestamp(time.time()),
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        )
+        status["conditions"] = conditions
+        obj["status"] = status
+
     def prepare_for_update(self, old: Obj, new: dict[str, Any]) -> None:
         """A bound pod stays on its node; what binding and admission set survives an update that
         leaves it out."""
@@ -76,6 +104,11 @@ class PodStrategy(Strategy):
         ready = sum(1 for c in statuses if c.get("ready"))
         restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
         phase = status.get("reason") or status.get("phase") or "Pending"
+        if any(
+            isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
+            for c in status.get("conditions") or []
+        ):
+            phase = "SchedulingGated"
         if meta_of(obj).get("deletionTimestamp"):
             phase = "Terminating"
         elif phase == "Succeeded":
