@@ -188,3 +188,22 @@ def test_kubectl_apply_rollout_status_and_columns(make_cluster, binary, tmp_path
     assert len(pods) == 3 and not before & {p["metadata"]["name"] for p in pods}
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {"agent:2"}
     assert {p["metadata"]["labels"]["pod-template-generation"] for p in pods} == {"2"}
+    # Each template is a ControllerRevision: history lists both, undo brings the first back.
+    out = ok(kubectl("rollout", "history", "ds/agent"))
+    assert [line.split()[0] for line in out.splitlines()[2:] if line.strip()] == ["1", "2"]
+    revisions = cluster.request("GET", "/apis/apps/v1/namespaces/default/controllerrevisions")[1]["items"]
+    by_revision = {r["revision"]: r for r in revisions}
+    assert by_revision[1]["data"]["spec"]["template"]["spec"]["containers"][0]["image"] == "agent:1"
+    assert by_revision[1]["data"]["spec"]["template"]["$patch"] == "replace"
+    assert {p["metadata"]["labels"]["controller-revision-hash"] for p in pods} == {
+        by_revision[2]["metadata"]["labels"]["controller-revision-hash"]
+    }
+    ok(kubectl("rollout", "undo", "ds/agent"))
+    ok(kubectl("rollout", "status", "ds/agent", "--timeout=60s", timeout=90))
+    pods = [p for p in _pods(cluster) if not p["metadata"].get("deletionTimestamp")]
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"agent:1"}
+    assert {p["metadata"]["labels"]["controller-revision-hash"] for p in pods} == {
+        by_revision[1]["metadata"]["labels"]["controller-revision-hash"]
+    }
+    out = ok(kubectl("rollout", "history", "ds/agent"))
+    assert [line.split()[0] for line in out.splitlines()[2:] if line.strip()] == ["2", "3"]

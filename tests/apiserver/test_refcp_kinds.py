@@ -187,6 +187,23 @@ def _daemonset_scenario(server: Any) -> list[Any]:
         items = server.request("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dagent")[1]["items"]
         return items if len(items) == 2 else []
 
+    def revisions() -> list[Any]:
+        items = server.request("GET", "/apis/apps/v1/namespaces/default/controllerrevisions")[1]["items"]
+        return [r for r in items if r["metadata"]["name"].startswith("agent-")]
+
+    (revision,) = until(revisions, timeout=30)
+    template = revision["data"]["spec"]["template"]
+    out.append(
+        (
+            revision["revision"],
+            template["$patch"],
+            template["spec"]["containers"][0]["image"],
+            sorted(revision["metadata"]["labels"]),
+            revision["metadata"]["name"]
+            == f"agent-{revision['metadata']['labels']['controller-revision-hash']}",
+            [(r["kind"], r["controller"]) for r in revision["metadata"]["ownerReferences"]],
+        )
+    )
     found = until(pods, timeout=30)
     assert found, "no daemon pods"
     for pod in sorted(

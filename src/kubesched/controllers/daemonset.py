@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,15 +17,19 @@ from kubesched.api.selectors import NodeSelector
 from kubesched.api.taints import Taint, Toleration, find_untolerated_taint
 from kubesched.controllers.controller_utils import (
     OwnerController,
+    controller_uid,
     create_pod,
     generate_name,
     is_terminal,
+    normalized,
+    owner_ref,
+    safe_hash,
     write_status,
 )
 from kubesched.controllers.endpoints import pod_ready
 from kubesched.errors import InputError
 from kubesched.registry.apps.daemonset import ON_DELETE, int_or_percent
-from kubesched.store.base import EventType, NotFound, Obj
+from kubesched.store.base import AlreadyExists, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.sqlite import SqliteStore
 
@@ -50,8 +53,17 @@ NETWORK_TOLERATION = {
 }
 
 
-def template_hash(template: Mapping[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]
+def template_hash(template: Mapping[str, Any], collisions: int = 0) -> str:
+    """The ``controller-revision-hash`` of a pod template (upstream ``ComputeHash``: the template
+    as Go reads it, and the collision count when there is one)."""
+    raw = orjson.dumps(normalized(template), option=orjson.OPT_SORT_KEYS)
+    return safe_hash(raw + (str(collisions).encode() if collisions else b""))
+
+
+def revision_data(template: Mapping[str, Any]) -> dict[str, Any]:
+    """What a DaemonSet's ControllerRevision keeps (upstream ``getPatch``): the template, put back
+    whole (``$patch: replace``) by ``kubectl rollout undo``."""
+    return {"spec": {"template": {**copy.deepcopy(dict(template)), "$patch": "replace"}}}
 
 
 def daemon_pod_spec(template: Mapping[str, Any], node: str) -> dict[str, Any]:
@@ -145,7 +157,8 @@ class DaemonSetController(OwnerController):
     def reconcile(self, ds: Obj, pods: list[Obj]) -> None:
         spec = ds.get("spec") or {}
         template = spec.get("template") or {}
-        digest = template_hash(template)
+        revisions = self._revisions(ds)
+        digest = self._current_revision(ds, revisions)
         generation = int(ds["metadata"].get("generation") or 1)
         nodes = sorted(self._nodes.list_raw(), key=lambda n: str(n["metadata"]["name"]))
         by_node: dict[str, list[Obj]] = {}
@@ -195,7 +208,76 @@ class DaemonSetController(OwnerController):
                 for pod in old:
                     self._delete(pod)
                 unavailable += 1
+        self._truncate_history(ds, self._revisions(ds), pods, digest)
         self._write_status(ds, eligible, by_node, digest, generation)
+
+    # -- revisions (upstream ``constructHistory``) -----------------------------------------------
+    def _revisions(self, ds: Obj) -> list[Obj]:
+        meta = ds["metadata"]
+        return sorted(
+            (
+                r
+                for r in self.store.list("ControllerRevision")
+                if (r.get("metadata") or {}).get("namespace") == meta.get("namespace")
+                and controller_uid(r) == meta.get("uid")
+            ),
+            key=lambda r: (int(r.get("revision") or 0), str(r["metadata"].get("name"))),
+        )
+
+    def _current_revision(self, ds: Obj, revisions: list[Obj]) -> str:
+        """The hash of the DaemonSet's template, its ControllerRevision made (``<ds>-<hash>``) or,
+        for an earlier template again (an undo), renumbered as the newest."""
+        meta, spec = ds["metadata"], ds.get("spec") or {}
+        template = spec.get("template") or {}
+        data = revision_data(template)
+        latest = max((int(r.get("revision") or 0) for r in revisions), default=0)
+        same = [r for r in revisions if normalized(r.get("data")) == normalized(data)]
+        if same:
+            found = same[-1]
+            if int(found.get("revision") or 0) != latest:
+                found = self.store.update({**found, "revision": latest + 1})
+            return str((found["metadata"].get("labels") or {}).get(REVISION_HASH) or template_hash(template))
+        collisions = (ds.get("status") or {}).get("collisionCount")
+        count = collisions if isinstance(collisions, int) and not isinstance(collisions, bool) else 0
+        while True:
+            digest = template_hash(template, count)
+            name = f"{meta['name']}-{digest}"
+            labels = {**((template.get("metadata") or {}).get("labels") or {}), REVISION_HASH: digest}
+            revision: dict[str, Any] = {
+                "apiVersion": "apps/v1",
+                "kind": "ControllerRevision",
+                "metadata": {
+                    "name": name,
+                    "namespace": meta.get("namespace"),
+                    "labels": labels,
+                    "ownerReferences": [owner_ref(ds)],
+                },
+                "data": data,
+                "revision": latest + 1,
+            }
+            if meta.get("annotations"):
+                revision["metadata"]["annotations"] = dict(meta["annotations"])
+            try:
+                self.store.create(revision)
+                return digest
+            except AlreadyExists:
+                taken = self.store.get("ControllerRevision", meta.get("namespace"), name)
+                if taken is not None and controller_uid(taken) == meta.get("uid"):
+                    self.store.update({**taken, "data": data, "revision": latest + 1})
+                    return digest
+                count += 1  # another's revision has the name: the hash takes the collision count
+
+    def _truncate_history(self, ds: Obj, revisions: list[Obj], pods: list[Obj], current: str) -> None:
+        """Beyond ``revisionHistoryLimit``, the oldest revisions no pod runs go."""
+        limit = (ds.get("spec") or {}).get("revisionHistoryLimit")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else 10
+        live = {current} | {str(_hash_of(p)) for p in pods}
+        history = [r for r in revisions if (r["metadata"].get("labels") or {}).get(REVISION_HASH) not in live]
+        for revision in history[: max(0, len(history) - limit)]:
+            with contextlib.suppress(NotFound):
+                self.store.delete(
+                    "ControllerRevision", revision["metadata"].get("namespace"), revision["metadata"]["name"]
+                )
 
     def _create(self, ds: Obj, template: Mapping[str, Any], node: str, digest: str, generation: int) -> None:
         pod_template = {"metadata": template.get("metadata") or {}, "spec": daemon_pod_spec(template, node)}

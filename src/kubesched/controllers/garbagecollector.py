@@ -13,7 +13,7 @@ OWNED: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("Pod",),
     "StatefulSet": ("Pod", "PersistentVolumeClaim", "ControllerRevision"),
     "Job": ("Pod",),
-    "DaemonSet": ("Pod",),
+    "DaemonSet": ("Pod", "ControllerRevision"),
     "CronJob": ("Job",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
