@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +29,19 @@ def kubectl_runner(binary: str | None, kubeconfig: Path) -> Callable[..., subpro
     """``run(*args, input=None)``: kubectl against ``kubeconfig``; skips when ``binary`` is absent."""
     if binary is None:
         pytest.skip("this kubectl is not installed here")
+    # kubectl keeps discovery per host and port for hours: a server that listened on the same port
+    # earlier in the run (without some kind) must not answer for this one.
+    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
 
     def run(*args: str, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         return subprocess.run(
-            [binary, *args], env=env, capture_output=True, text=True, timeout=timeout, input=input
+            [binary, f"--cache-dir={cache}", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
         )
 
     return run

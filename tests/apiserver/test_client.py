@@ -49,3 +49,77 @@ def test_python_client_lists_and_watches(make_cluster):
         core.read_namespaced_pod("missing", "default")
     assert info.value.status == 404
     api_client.close()
+
+
+def test_python_client_reads_services_endpoints_daemonsets_and_cronjobs(make_cluster):
+    from tests.apiserver.kubectls import until
+
+    cluster = make_cluster(nodes=2)
+    api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    batch, discovery = client.BatchV1Api(api_client), client.DiscoveryV1Api(api_client)
+    labels = {"app": "agent"}
+    template = client.V1PodTemplateSpec(
+        metadata=client.V1ObjectMeta(labels=labels),
+        spec=client.V1PodSpec(
+            containers=[
+                client.V1Container(name="c", image="x", ports=[client.V1ContainerPort(container_port=9000)])
+            ]
+        ),
+    )
+    apps.create_namespaced_daemon_set(
+        "default",
+        client.V1DaemonSet(
+            metadata=client.V1ObjectMeta(name="agent"),
+            spec=client.V1DaemonSetSpec(
+                selector=client.V1LabelSelector(match_labels=labels), template=template
+            ),
+        ),
+    )
+    svc = core.create_namespaced_service(
+        "default",
+        client.V1Service(
+            metadata=client.V1ObjectMeta(name="agent"),
+            spec=client.V1ServiceSpec(
+                selector=labels, ports=[client.V1ServicePort(port=80, target_port=9000)]
+            ),
+        ),
+    )
+    assert svc.spec.cluster_ip.startswith("10.0.0.") and svc.spec.type == "ClusterIP"
+    assert until(lambda: apps.read_namespaced_daemon_set("agent", "default").status.number_ready == 2)
+    assert until(
+        lambda: (
+            len(
+                (core.read_namespaced_endpoints("agent", "default").subsets or [client.V1EndpointSubset()])[
+                    0
+                ].addresses
+                or []
+            )
+            == 2
+        )
+    )
+    (slice_,) = discovery.list_namespaced_endpoint_slice(
+        "default", label_selector="kubernetes.io/service-name=agent"
+    ).items
+    assert slice_.address_type == "IPv4" and all(e.conditions.ready for e in slice_.endpoints)
+    assert [p.port for p in slice_.ports] == [9000]
+    job_template = client.V1JobTemplateSpec(
+        spec=client.V1JobSpec(
+            template=client.V1PodTemplateSpec(
+                spec=client.V1PodSpec(
+                    restart_policy="Never", containers=[client.V1Container(name="c", image="x")]
+                )
+            )
+        )
+    )
+    batch.create_namespaced_cron_job(
+        "default",
+        client.V1CronJob(
+            metadata=client.V1ObjectMeta(name="nightly"),
+            spec=client.V1CronJobSpec(schedule="0 3 * * *", job_template=job_template),
+        ),
+    )
+    cj = batch.read_namespaced_cron_job("nightly", "default")
+    assert cj.spec.concurrency_policy == "Allow" and cj.spec.successful_jobs_history_limit == 3
+    lease = client.CoordinationV1Api(api_client).read_namespaced_lease("node-0", "kube-node-lease")
+    assert lease.spec.holder_identity == "node-0" and lease.spec.renew_time is not None

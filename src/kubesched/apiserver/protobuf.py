@@ -1,5 +1,6 @@
 """Request bodies in Kubernetes' protobuf encoding, for the kinds kubectl's typed clients send that way
-(``kubectl create deployment|job|namespace|configmap|secret|priorityclass|serviceaccount``,
+(``kubectl create
+deployment|job|namespace|configmap|secret|priorityclass|serviceaccount|service|cronjob``,
 ``kubectl drain``'s evictions, ``kubectl auth can-i|whoami``'s reviews). Responses are always
 JSON, which those clients accept too.
 
@@ -19,8 +20,8 @@ MAGIC = b"k8s\x00"
 
 # Field kinds: "s" string, "i" integer, "b" bool, "b0" bool kept when false (a pointer upstream),
 # "i0" integer kept when zero, "t" Time, "q" Quantity, "m:<Message>" message, "map" map<string,string>,
-# "mapq" map<string,Quantity>, "mapb" map<string,bytes> (base64 in JSON); a trailing "*" marks a
-# repeated field.
+# "mapq" map<string,Quantity>, "mapb" map<string,bytes> (base64 in JSON), "ios" IntOrString; a
+# trailing "*" marks a repeated field.
 Schema = dict[int, tuple[str, str]]
 
 _META: Schema = {
@@ -184,6 +185,36 @@ MESSAGES: dict[str, Schema] = {
         5: ("preemptionPolicy", "s"),
     },
     "Eviction": {1: ("metadata", "m:ObjectMeta")},
+    "Service": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:ServiceSpec")},
+    "CronJob": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:CronJobSpec")},
+    "CronJobSpec": {
+        1: ("schedule", "s"),
+        2: ("startingDeadlineSeconds", "i0"),
+        3: ("concurrencyPolicy", "s"),
+        4: ("suspend", "b0"),
+        5: ("jobTemplate", "m:JobTemplateSpec"),
+        6: ("successfulJobsHistoryLimit", "i0"),
+        7: ("failedJobsHistoryLimit", "i0"),
+        8: ("timeZone", "s"),
+    },
+    "JobTemplateSpec": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:JobSpec")},
+    "ServiceSpec": {
+        1: ("ports", "m:ServicePort*"),
+        2: ("selector", "map"),
+        3: ("clusterIP", "s"),
+        4: ("type", "s"),
+        5: ("externalIPs", "s*"),
+        7: ("sessionAffinity", "s"),
+        10: ("externalName", "s"),
+    },
+    "ServicePort": {
+        1: ("name", "s"),
+        2: ("protocol", "s"),
+        3: ("port", "i"),
+        4: ("targetPort", "ios"),
+        5: ("nodePort", "i"),
+        6: ("appProtocol", "s"),
+    },
 }
 
 
@@ -263,6 +294,21 @@ def _map_entry(value: int | bytes, kind: str) -> tuple[str, str]:
     return key, val
 
 
+def _int_or_string(value: int | bytes) -> int | str:
+    """An ``IntOrString``: its string when its type says so (1), else its integer."""
+    if not isinstance(value, bytes):
+        raise ProtobufError("expected an IntOrString")
+    kind, number, text = 0, 0, ""
+    for n, item in _fields(value):
+        if n == 1 and isinstance(item, int):
+            kind = item
+        elif n == 2 and isinstance(item, int):
+            number = _signed(item)
+        elif n == 3:
+            text = _text(item)
+    return text if kind == 1 else number
+
+
 def decode_message(name: str, data: bytes) -> dict[str, Any]:
     schema = MESSAGES[name]
     out: dict[str, Any] = {}
@@ -287,6 +333,8 @@ def decode_message(name: str, data: bytes) -> dict[str, Any]:
             if not value and kind == "b":
                 continue
             item = bool(value)
+        elif kind == "ios":
+            item = _int_or_string(value)
         elif kind in ("map", "mapq", "mapb"):
             key, val = _map_entry(value, kind)
             out.setdefault(field, {})[key] = val

@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubesched.apiserver import bootstrap
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.manifests import create_start_objects
@@ -27,7 +29,10 @@ from kubesched.errors import KubeschedError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.registry.admission import admit, apply_defaults
+from kubesched.registry.core.servicealloc import DEFAULT_SERVICE_CIDR, DEFAULT_SERVICE_CIDR_NAME
+from kubesched.registry.networking.servicecidr import default_service_cidr
 from kubesched.store.base import AlreadyExists
+from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore, StoreLocked
 
 log = logging.getLogger(__name__)
@@ -45,6 +50,8 @@ class ServeOptions:
     node_memory: str = "256Gi"
     node_pods: str = "110"
     zones: int = 3
+    #: ``--service-cluster-ip-range``: the default ServiceCIDR's range.
+    service_cidr: str = DEFAULT_SERVICE_CIDR
     #: Each simulated node's GPU cards (``nvidia.com/gpu``) and their model label.
     node_gpus: int = 0
     node_gpu_model: str = ""
@@ -70,6 +77,13 @@ def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
     wanted: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in SYSTEM_NAMESPACES
     ]
+    existing = store.get("ServiceCIDR", None, DEFAULT_SERVICE_CIDR_NAME)
+    if existing is not None and (existing.get("spec") or {}).get("cidrs", [None])[0] != options.service_cidr:
+        warnings.append(
+            f"--service-cluster-ip-range {options.service_cidr}: the ServiceCIDR "
+            f"{DEFAULT_SERVICE_CIDR_NAME} keeps {existing['spec'].get('cidrs')}, made at the first start"
+        )
+    wanted.append(default_service_cidr(options.service_cidr, format_timestamp(time.time())))
     wanted.append(
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -135,12 +149,12 @@ class Served:
         self.options = options
         # The address first: a server that cannot listen must not have made or changed anything.
         self._socket = listen(options.address, options.port)
+        self.port = self._socket.getsockname()[1]
         try:
             self._open(options)
         except BaseException:
             self._socket.close()
             raise
-        self.port = self._socket.getsockname()[1]
 
     def _open(self, options: ServeOptions) -> None:
         try:
@@ -161,6 +175,11 @@ class Served:
 
     def _build(self, options: ServeOptions) -> None:
         self.warnings = seed_cluster(self.store, options)
+        try:
+            host = str(self._socket.getsockname()[0])
+            bootstrap.reconcile(self.store, "127.0.0.1" if host in ("0.0.0.0", "::") else host, self.port)
+        except Exception as exc:
+            self.warnings.append(f"the kubernetes Service: {exc}")
         hosts = [options.address] if options.address not in ("0.0.0.0", "::") else []
         self.identity = ensure_identity(options.data_dir, hosts)
         self.api = ApiServer(
@@ -244,8 +263,6 @@ class Served:
 
 
 def _wall_clock() -> Any:
-    import time
-
     return time.time
 
 

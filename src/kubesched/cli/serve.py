@@ -4,6 +4,7 @@ kubectl."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,12 @@ def add_parser(sub: Any) -> None:
     serve.add_argument("--data-dir", default=".kubesched", help="state, certificates and kubeconfig")
     serve.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=6443, help="port to listen on (0: any free one)")
+    serve.add_argument(
+        "--service-cluster-ip-range",
+        default="10.0.0.0/24",
+        metavar="CIDR",
+        help="the CIDR Services' cluster IPs come from (default 10.0.0.0/24, as kube-apiserver's)",
+    )
     serve.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
     serve.add_argument("--batch-conf", metavar="FILE", help="Volcano scheduler conf for the batch profile")
     serve.add_argument(
@@ -67,6 +74,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
         raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
+    try:
+        service_cidr = str(ipaddress.ip_network(args.service_cluster_ip_range, strict=True))
+    except ValueError as exc:
+        raise InputError(f"--service-cluster-ip-range {args.service_cluster_ip_range}: {exc}") from None
     if not 0 <= args.node_gpus <= MAX_CARDS:
         raise InputError(f"--node-gpus must be within 0..{MAX_CARDS}")
     registry = plugin_registry_of(args)
@@ -84,6 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         node_memory=args.node_memory,
         node_pods=args.node_pods,
         zones=args.zones,
+        service_cidr=service_cidr,
         node_gpus=args.node_gpus,
         node_gpu_model=args.node_gpu_model,
         dra_driver=None if args.no_dra_driver else DraDriverOptions(partitions=args.dra_partitions),

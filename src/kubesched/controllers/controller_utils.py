@@ -123,8 +123,10 @@ def create_pod(
     *,
     extra_annotations: Mapping[str, str] | None = None,
     finalizers: list[str] | None = None,
+    generate_from: str | None = None,
 ) -> None:
-    """Create the pod ``template`` describes, controlled by ``owner``."""
+    """Create the pod ``template`` describes, controlled by ``owner`` (``generate_from``: the
+    ``generateName`` its name was made from)."""
     tmeta = template.get("metadata") or {}
     pod: dict[str, Any] = {
         "apiVersion": "v1",
@@ -141,6 +143,8 @@ def create_pod(
         pod["metadata"]["annotations"] = {**(tmeta.get("annotations") or {}), **(extra_annotations or {})}
     if finalizers:
         pod["metadata"]["finalizers"] = list(finalizers)
+    if generate_from is not None:
+        pod["metadata"]["generateName"] = generate_from
     apply_defaults(pod)
     admit(store, pod)
     store.create(pod)

@@ -13,11 +13,16 @@ OWNED: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("Pod",),
     "StatefulSet": ("Pod", "PersistentVolumeClaim", "ControllerRevision"),
     "Job": ("Pod",),
+    "DaemonSet": ("Pod", "ControllerRevision"),
+    "CronJob": ("Job",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
     # A generic ephemeral volume's claim, a StatefulSet member's claim under a whenScaled: Delete
     # retention policy, the ResourceClaims made from the pod's ResourceClaimTemplates.
     "Pod": ("PersistentVolumeClaim", "ResourceClaim"),
+    # A node's heartbeat Lease.
+    "Node": ("Lease",),
+    "Service": ("EndpointSlice",),
 }
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import ipaddress
 import time
 from typing import Any
 
 from kubesched.api.annotations import ANNOTATION_DURATION
 from kubesched.api.durations import parse_duration
 from kubesched.controllers.controller_utils import Key, is_terminal, seconds, timestamp
+from kubesched.controllers.nodeipam import pod_cidr
 from kubesched.store.base import Conflict, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.sqlite import SqliteStore
@@ -31,7 +33,7 @@ def simulated_node(
         capacity["nvidia.com/gpu"] = str(gpus)
         if gpu_model:
             labels["kubesched.io/gpu-model"] = gpu_model
-    return {
+    node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
@@ -42,14 +44,72 @@ def simulated_node(
             "capacity": capacity,
             "allocatable": dict(capacity),
             "addresses": [
-                {
-                    "type": "InternalIP",
-                    "address": f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}",
-                },
+                # As kind numbers its nodes: 172.18.0.2 onwards.
+                {"type": "InternalIP", "address": str(ipaddress.IPv4Address("172.18.0.2") + index)},
                 {"type": "Hostname", "address": name},
             ],
         },
     }
+    # The node IPAM controller's /24 for it, given at once so that a large cluster starts without
+    # an update of every node.
+    cidr = pod_cidr(index)
+    if cidr is not None:
+        node["spec"] = {"podCIDR": cidr, "podCIDRs": [cidr]}
+    return node
+
+
+def host_ip(node: Obj | None) -> str | None:
+    """A node's address pods report as ``hostIP``: its InternalIP (kubelet's ``GetNodeHostIPs``)."""
+    addresses = ((node or {}).get("status") or {}).get("addresses") or []
+    for kind in ("InternalIP", "ExternalIP"):
+        for address in addresses:
+            if isinstance(address, dict) and address.get("type") == kind and address.get("address"):
+                return str(address["address"])
+    return None
+
+
+class PodAddresses:
+    """Each node's pod IPs, handed out from its pod CIDR one after the other (as the host-local
+    IPAM plugin does: the network's first address is the gateway's), skipping those live pods
+    hold."""
+
+    def __init__(self) -> None:
+        #: Per node, each IP in use and the uid of the pod holding it.
+        self._used: dict[str, dict[str, str]] = {}
+        self._last: dict[str, int] = {}
+
+    def hold(self, node: str, ip: str, uid: str) -> None:
+        self._used.setdefault(node, {})[ip] = uid
+
+    def release(self, node: str, ip: str, uid: str) -> None:
+        held = self._used.get(node, {})
+        if held.get(ip) == uid:
+            del held[ip]
+
+    def next(self, node: Obj, uid: str) -> str | None:
+        spec = node.get("spec") or {}
+        cidr = (spec.get("podCIDRs") or [spec.get("podCIDR")])[0]
+        if not cidr:
+            return None
+        try:
+            net = ipaddress.ip_network(str(cidr), strict=False)
+        except ValueError:
+            return None
+        name = str(node["metadata"]["name"])
+        used = self._used.setdefault(name, {})
+        first = int(net.network_address) + 2
+        count = min(net.num_addresses - 3, 1 << 20)
+        if count <= 0:
+            return None
+        last = self._last.get(name, -1)
+        for step in range(1, count + 1):
+            offset = (last + step) % count
+            ip = str(ipaddress.ip_address(first + offset))
+            if ip not in used:
+                self._last[name] = offset
+                used[ip] = uid
+                return ip
+        return None
 
 
 class Kubelet:
@@ -64,10 +124,25 @@ class Kubelet:
             (str(p["metadata"].get("namespace")), str(p["metadata"]["name"])) for p in pods.list_raw()
         ]
         self._changes: list[Change[Any]] = []
+        #: Pod IPs in use per node: those of the pods that are bound and not finished.
+        self.addresses = PodAddresses()
+        for pod in pods.list_raw():
+            self._hold(pod)
         pods.add_handler(self._changes.append, replay=False)
         #: Pods with a duration: when they finish, by namespace, name and uid.
         self._finishing: list[tuple[float, str, str, str]] = []
-        self._ip = 0
+
+    def _hold(self, pod: Obj) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        ip = (pod.get("status") or {}).get("podIP")
+        if node and ip and not is_terminal(pod):
+            self.addresses.hold(str(node), str(ip), str(pod["metadata"].get("uid")))
+
+    def _release(self, pod: Obj) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        ip = (pod.get("status") or {}).get("podIP")
+        if node and ip:
+            self.addresses.release(str(node), str(ip), str(pod["metadata"].get("uid")))
 
     @property
     def next_due(self) -> float | None:
@@ -96,6 +171,8 @@ class Kubelet:
             obj = change.obj
             meta = obj.get("metadata") or {}
             key = (str(meta.get("namespace")), str(meta.get("name")))
+            if change.type == EventType.DELETED or is_terminal(obj):
+                self._release(obj)
             if change.type == EventType.DELETED:
                 starting.pop(key, None)
                 stopping.pop(key, None)
@@ -126,7 +203,7 @@ class Kubelet:
             if not (pod.get("spec") or {}).get("nodeName"):
                 return
             now = timestamp()
-            self._ip += 1
+            node = self.store.get("Node", None, str(pod["spec"]["nodeName"]))
             status = dict(pod.get("status") or {})
             conditions = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
             conditions += [
@@ -138,8 +215,6 @@ class Kubelet:
                     "phase": "Running",
                     "conditions": conditions,
                     "startTime": now,
-                    "podIP": f"10.244.{self._ip // 256 % 256}.{self._ip % 256}",
-                    "hostIP": "10.0.0.1",
                     "containerStatuses": [
                         {
                             "name": c.get("name"),
@@ -155,11 +230,22 @@ class Kubelet:
                     ],
                 }
             )
+            host = host_ip(node)
+            if host is not None:
+                status["hostIP"] = host
+                status["hostIPs"] = [{"ip": host}]
+            uid = str(pod["metadata"].get("uid"))
+            ip = self.addresses.next(node, uid) if node is not None else None
+            if ip is not None:
+                status["podIP"] = ip
+                status["podIPs"] = [{"ip": ip}]
             try:
                 self.store.update({**pod, "status": status})
-            except Conflict:
-                continue
-            except NotFound:
+            except (Conflict, NotFound) as exc:
+                if ip is not None:
+                    self.addresses.release(str(pod["spec"]["nodeName"]), ip, uid)
+                if isinstance(exc, Conflict):
+                    continue
                 return
             self._finish_later(pod, time.time())
             return

@@ -10,16 +10,23 @@ what reaches an earlier one is its work at the next tick."""
 from __future__ import annotations
 
 from kubesched.controllers.controller_utils import OwnerController
+from kubesched.controllers.cronjob import CronJobController
+from kubesched.controllers.daemonset import DaemonSetController
 from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController
 from kubesched.controllers.dradriver import DraDriverOptions, SimulatedDraDriver
+from kubesched.controllers.endpoints import EndpointsController
+from kubesched.controllers.endpointslice import EndpointSliceController
 from kubesched.controllers.eventttl import EventTTLController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
+from kubesched.controllers.nodeipam import NodeIpamController
+from kubesched.controllers.nodelease import NodeLeaseController
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
 from kubesched.controllers.replicaset import ReplicaSetController
 from kubesched.controllers.resourceclaim import ResourceClaimController
+from kubesched.controllers.serviceaccount import ServiceAccountsController
 from kubesched.controllers.statefulset import StatefulSetController
 from kubesched.store.informers import InformerFactory
 from kubesched.store.sqlite import SqliteStore
@@ -33,12 +40,16 @@ class ControllerManager:
     ) -> None:
         self.store = store
         self.informers = InformerFactory(store)
+        self.node_ipam = NodeIpamController(store, self.informers)
         self.kubelet = Kubelet(store, self.informers)
+        self.node_leases = NodeLeaseController(store, self.informers)
         #: In the order they run: each one's writes reach the next in the same tick.
         self.workloads: list[OwnerController] = [
             DeploymentController(store, self.informers),
             ReplicaSetController(store, self.informers),
             StatefulSetController(store, self.informers),
+            DaemonSetController(store, self.informers),
+            CronJobController(store, self.informers),
             JobController(store, self.informers),
         ]
         self.volumes = PersistentVolumeController(store, self.informers)
@@ -49,11 +60,17 @@ class ControllerManager:
         )
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
+        self.service_accounts = ServiceAccountsController(store, self.informers)
+        self.endpoints = EndpointsController(store, self.informers)
+        self.endpoint_slices = EndpointSliceController(store, self.informers)
         self._seen_rv = -1
 
     def tick(self) -> None:
         self.informers.pump()
+        self.node_ipam.sync()
+        self.informers.pump()
         self.kubelet.sync()
+        self.node_leases.sync()
         rv = self.store.resource_version
         if rv != self._seen_rv:
             # What failed part way is tried again once something changed.
@@ -81,8 +98,12 @@ class ControllerManager:
         self.informers.pump()
         self.disruption.sync()
         self.event_ttl.sync()
+        self.service_accounts.sync()
+        self.informers.pump()
+        self.endpoints.sync()
+        self.endpoint_slices.sync()
 
     @property
     def next_due(self) -> float | None:
-        """When the next timed work is due (a pod finishing)."""
+        """When the next pod finishes (node leases are renewed on every tick that finds them due)."""
         return self.kubelet.next_due

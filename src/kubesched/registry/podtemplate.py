@@ -70,10 +70,12 @@ def _go_empty_selector(selector: Mapping[str, Any]) -> str:
     return f"v1.LabelSelector{{MatchLabels:{_go_string_map(labels)}, MatchExpressions:{exprs_text}}}"
 
 
-def selector_causes(spec: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """Upstream's selector rules of a Deployment or ReplicaSet spec (``ValidateDeploymentSpec``,
-    ``ValidateReplicaSetSpec``): a selector is required and may not be empty, and it must match the
-    template's labels. A missing selector selects nothing, so it does not match either."""
+def selector_causes(spec: Mapping[str, Any], kind_word: str = "deployment") -> list[tuple[str, str, str]]:
+    """Upstream's selector rules of a Deployment, ReplicaSet or DaemonSet spec
+    (``ValidateDeploymentSpec``, ``ValidateReplicaSetSpec``, ``ValidateDaemonSetSpec``; the
+    refusal of an empty selector names ``kind_word``): a selector is required and may not be
+    empty, and it must match the template's labels. A missing selector selects nothing, so it does
+    not match either."""
     causes: list[tuple[str, str, str]] = []
     raw = spec.get("selector")
     template = spec.get("template")
@@ -94,7 +96,7 @@ def selector_causes(spec: Mapping[str, Any]) -> list[tuple[str, str, str]]:
                 (
                     "FieldValueInvalid",
                     "spec.selector",
-                    f"Invalid value: {_go_empty_selector(raw)}: empty selector is invalid for deployment",
+                    f"Invalid value: {_go_empty_selector(raw)}: empty selector is invalid for {kind_word}",
                 )
             )
             return causes

@@ -21,7 +21,7 @@ from kubesched.api.resource_rules import resource_quantities
 from kubesched.api.storage_rules import storage_quantities
 from kubesched.errors import InputError
 from kubesched.registry.errors import bad_request, invalid
-from kubesched.store.base import Obj
+from kubesched.store.base import ClusterStore, Obj
 from kubesched.store.parsers import DEFAULT_PARSERS
 
 T = TypeVar("T")
@@ -112,6 +112,11 @@ class Strategy:
             meta.pop(key, None)
         if self.generation:
             meta["generation"] = 1
+
+    def allocate(self, store: ClusterStore, old: Obj | None, new: dict[str, Any]) -> None:
+        """What the kind's storage hands out before ``new`` is stored, on create (``old`` None) and
+        on update of the main resource, reading what others hold in ``store`` (a Service's cluster
+        IP and node ports); a refusal is an :class:`ApiError`."""
 
     # -- update ----------------------------------------------------------------------------------
     def prepare_for_update(self, old: Obj, new: dict[str, Any]) -> None:

@@ -6,13 +6,14 @@ tables, admission defaults and the garbage collector all read this table.
 
 from __future__ import annotations
 
-from kubesched.registry.apps import controllerrevision, deployment, replicaset, statefulset
+from kubesched.registry.apps import controllerrevision, daemonset, deployment, replicaset, statefulset
 from kubesched.registry.authentication import selfsubjectreview
 from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
-from kubesched.registry.batch import job
+from kubesched.registry.batch import cronjob, job
 from kubesched.registry.coordination import lease
 from kubesched.registry.core import (
     configmap,
+    endpoints,
     event,
     namespace,
     node,
@@ -23,6 +24,8 @@ from kubesched.registry.core import (
     service,
     serviceaccount,
 )
+from kubesched.registry.discovery import endpointslice
+from kubesched.registry.networking import servicecidr
 from kubesched.registry.policy import poddisruptionbudget
 from kubesched.registry.resource import deviceclass, resourceclaim, resourceclaimtemplate, resourceslice
 from kubesched.registry.scheduling import priorityclass
@@ -42,6 +45,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     pod.STRATEGY,
     event.STRATEGY,
     service.STRATEGY,
+    endpoints.STRATEGY,
     configmap.STRATEGY,
     secret.STRATEGY,
     serviceaccount.STRATEGY,
@@ -53,8 +57,10 @@ STRATEGIES: tuple[Strategy, ...] = (
     deployment.STRATEGY,
     replicaset.STRATEGY,
     statefulset.STRATEGY,
+    daemonset.STRATEGY,
     controllerrevision.STRATEGY,
     job.STRATEGY,
+    cronjob.STRATEGY,
     selfsubjectreview.STRATEGY,
     selfsubjectaccessreview.STRATEGY,
     selfsubjectrulesreview.STRATEGY,
@@ -67,6 +73,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     resourceclaim.STRATEGY,
     resourceclaimtemplate.STRATEGY,
     resourceslice.STRATEGY,
+    servicecidr.STRATEGY,
+    endpointslice.STRATEGY,
     event.EVENTS_V1,
     podgroup.STRATEGY,
     queue.STRATEGY,

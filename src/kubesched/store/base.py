@@ -26,6 +26,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "VolumeAttachment",
         "DeviceClass",
         "ResourceSlice",
+        "ServiceCIDR",
     }
 )
 

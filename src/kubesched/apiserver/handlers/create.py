@@ -42,6 +42,7 @@ def create_object(
     obj, warnings = prepare(store, auto_create_namespaces, strategy, namespace, body, query, creating=True)
     strategy.prepare_for_create(obj)
     strategy.defaults(obj)
+    strategy.allocate(store, None, obj)
     if query.get("dryRun") == "All":
         return obj, warnings
     name = obj["metadata"]["name"]

@@ -65,6 +65,7 @@ def store_update(
     else:
         new = obj
         strategy.prepare_for_update(old, new)
+        strategy.allocate(server.store, old, new)
     new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
     if manager is not None:
         managed_fields.track_update(

@@ -1,0 +1,1 @@
+"""networking.k8s.io kinds."""
