@@ -16,15 +16,15 @@ variant).
   ``deviceclass.resource.kubernetes.io/test-class-<i mod classes>``), which no node advertises, so
   DynamicResources serves it from a device of the class that backs the name.
 
-Upstream's other DRA workloads carry no ``threshold`` in v1.35/v1.36 and are left out of the suite:
-Partitionable, PartitionableBacktracking, ConsumableCapacity, DeviceTaintToleration (the
-DeviceTaintRule API) and FirstAvailable run ungated, and their 2000-pod shapes have no label that
-gates CI. ExtendedResourceScoring is gated (120 and 70 pods/s) but measures NodeResourcesFit scoring
-DRA-backed extended resources (upstream counts the class's devices on the node as its allocatable),
-which our NodeResourcesFit does not do: it scores cpu and memory only, so the number would not be the
-same workload. ListAttributes (``DRAListTypeAttributes``), CompatibilityGroups
+Upstream's other DRA workloads are left out of the suite. Partitionable and
+PartitionableBacktracking (``DRAPartitionableDevices``), ConsumableCapacity, DeviceTaintToleration
+and FirstAvailable carry no ``threshold``: in v1.35/v1.36 only their small shapes run, none labelled
+``performance``. ExtendedResourceScoring has thresholds (120 and 70 pods/s) but what it measures is
+NodeResourcesFit scoring DRA-backed extended resources (the class's devices on a node as the
+resource's allocatable), which our NodeResourcesFit does not do, so it would not be the same
+workload. ListAttributes (``DRAListTypeAttributes``), CompatibilityGroups
 (``DRADeviceCompatibilityGroups``) and the pod-group claims of ``workloadresourceclaims`` (the
-Workload API, ``GenericWorkload``) need features we do not have.
+Workload API, ``GenericWorkload``) need features we do not have, and have no threshold either.
 """
 
 from __future__ import annotations
