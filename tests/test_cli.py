@@ -532,6 +532,27 @@ def test_bench_dra_steady_state_frees_each_steps_devices(name: str) -> None:
     assert res.scheduled == 40
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dra-extended-resource-25classes",
+        "dra-extended-resource-50classes",
+        "dra-implicit-extended-resource-25classes",
+    ],
+)
+def test_bench_dra_extended_resources_are_served_by_devices_until_none_is_left(name: str) -> None:
+    """ExtendedResource workloads: no node advertises the extended resource, so each pod gets one
+    device through the DeviceClass that backs its resource name (explicit or implicit); once every
+    device is taken the rest wait, and without DRAExtendedResource no pod fits at all."""
+    from kubesched.bench.workloads import UPSTREAM_THRESHOLDS, WORKLOADS
+
+    res = WORKLOADS[name](nodes=3, existing_pods=10, pods=30, devices_per_node=10)
+    assert res.scheduled == 3 * 10 - 10
+    off = WORKLOADS[name](nodes=3, existing_pods=0, pods=5, feature_gates={"DRAExtendedResource": False})
+    assert off.scheduled == 0
+    assert name in UPSTREAM_THRESHOLDS
+
+
 def test_bench_dra_allocated_claims_take_distinct_devices() -> None:
     """upstream's allocResourceClaims: claims allocated up front each take a device no other has,
     and asking for more claims than devices is refused."""

@@ -10,6 +10,21 @@ variant).
 - SteadyStateClusterResourceClaimTemplate: ``init_claims`` claims already allocated (upstream's
   ``allocResourceClaims``: one at a time, each on a random node with a free device), then pods in
   steps of ten, each step deleted once it is scheduled so the cluster stays at the same level.
+- ExtendedResource_25Classes / _50Classes and ImplicitExtendedResource_25Classes
+  (``dra/extendedresource``, ``DRAExtendedResource``): no claims in the pods at all; pod ``i`` asks
+  for one ``example.com/gpu-<i mod classes>`` (or the class's implicit
+  ``deviceclass.resource.kubernetes.io/test-class-<i mod classes>``), which no node advertises, so
+  DynamicResources serves it from a device of the class that backs the name.
+
+Upstream's other DRA workloads are left out of the suite. Partitionable and
+PartitionableBacktracking (``DRAPartitionableDevices``), ConsumableCapacity, DeviceTaintToleration
+and FirstAvailable carry no ``threshold``: in v1.35/v1.36 only their small shapes run, none labelled
+``performance``. ExtendedResourceScoring has thresholds (120 and 70 pods/s) but what it measures is
+NodeResourcesFit scoring DRA-backed extended resources (the class's devices on a node as the
+resource's allocatable), which our NodeResourcesFit does not do, so it would not be the same
+workload. ListAttributes (``DRAListTypeAttributes``), CompatibilityGroups
+(``DRADeviceCompatibilityGroups``) and the pod-group claims of ``workloadresourceclaims`` (the
+Workload API, ``GenericWorkload``) need features we do not have, and have no threshold either.
 """
 
 from __future__ import annotations
@@ -19,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.resource import RESOURCE_DEVICE_CLASS_PREFIX
 from kubesched.bench.base import BenchResult, Obj, pod_default, run_workload
 from kubesched.sim.simulation import Simulation
 
@@ -246,6 +262,94 @@ def run_steady_state(
         feature_gates=feature_gates,
         churn=_delete_step(STEADY_STEP),
         churn_every=STEADY_STEP,
+    )
+
+
+def extended_resource_class(i: int, *, implicit: bool = False) -> Obj:
+    """templates/deviceclass-extended-resource.yaml (``test-class-<i>`` backing
+    ``example.com/gpu-<i>``), or deviceclass-implicit-extended-resource.yaml (no
+    ``extendedResourceName``: only the implicit name)."""
+    obj = device_class(f"test-class-{i}")
+    if not implicit:
+        obj["spec"]["extendedResourceName"] = f"example.com/gpu-{i}"
+    return obj
+
+
+def pod_with_extended_resource(name: str, namespace: str, resource: str) -> Obj:
+    """templates/pod-with-extended-resource-mod25.yaml (and its mod50 and implicit variants): one
+    pause container asking for one ``resource``, requests and limits, nothing else."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}},
+                }
+            ]
+        },
+    }
+
+
+#: The feature gate the extended-resource workloads turn on (upstream's ``featureGates``).
+DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
+
+
+def run_extended_resource(
+    nodes: int = 500,
+    existing_pods: int = 2500,
+    pods: int = 2500,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+    devices_per_node: int = 10,
+    classes: int = 25,
+    implicit: bool = False,
+    name: str = "dra-extended-resource-25classes",
+) -> BenchResult:
+    """ExtendedResource_<classes>Classes/5000pods_500nodes (or ImplicitExtendedResource_25Classes):
+    ``classes`` DeviceClasses, each selecting every device of the driver; pod ``i`` asks for one
+    device through the extended resource of class ``i mod classes``. 2500 + 2500 pods fill the
+    5000 devices exactly."""
+
+    def resource(i: int) -> str:
+        k = i % classes
+        return f"{RESOURCE_DEVICE_CLASS_PREFIX}test-class-{k}" if implicit else f"example.com/gpu-{k}"
+
+    return run_workload(
+        name,
+        nodes,
+        existing_pods,
+        pods,
+        seed,
+        setup=[
+            namespace("init"),
+            namespace("test"),
+            *(extended_resource_class(i, implicit=implicit) for i in range(classes)),
+        ],
+        node=lambda i: dra_node(i, devices_per_node),
+        existing=lambda i: pod_with_extended_resource(f"init-{i}", "init", resource(i)),
+        measured=lambda i: pod_with_extended_resource(f"test-{i}", "test", resource(i)),
+        feature_gates={DRA_EXTENDED_RESOURCE: True, **(feature_gates or {})},
+    )
+
+
+def run_extended_resource_25(**kw: Any) -> BenchResult:
+    """ExtendedResource_25Classes/5000pods_500nodes."""
+    return run_extended_resource(classes=25, name="dra-extended-resource-25classes", **kw)
+
+
+def run_extended_resource_50(**kw: Any) -> BenchResult:
+    """ExtendedResource_50Classes/5000pods_500nodes."""
+    return run_extended_resource(classes=50, name="dra-extended-resource-50classes", **kw)
+
+
+def run_implicit_extended_resource_25(**kw: Any) -> BenchResult:
+    """ImplicitExtendedResource_25Classes/5000pods_500nodes: the classes' implicit names."""
+    return run_extended_resource(
+        classes=25, implicit=True, name="dra-implicit-extended-resource-25classes", **kw
     )
 
 

@@ -27,6 +27,9 @@ from kubesched.bench.base import (
 )
 from kubesched.bench.dra import (
     run_claim_template,
+    run_extended_resource_25,
+    run_extended_resource_50,
+    run_implicit_extended_resource_25,
     run_steady_empty,
     run_steady_first_available,
     run_steady_full,
@@ -580,6 +583,10 @@ UPSTREAM_THRESHOLDS: dict[str, int] = {
     "dra-steady-empty": 64,
     "dra-steady-half": 60,
     "dra-steady-full": 60,
+    # test/integration/scheduler_perf/dra/extendedresource/performance-config.yaml.
+    "dra-extended-resource-25classes": 120,
+    "dra-extended-resource-50classes": 130,
+    "dra-implicit-extended-resource-25classes": 130,
 }
 
 #: ``kubesched bench --all``: upstream's CI-gated workloads, then our gang workload.
@@ -599,6 +606,9 @@ SUITE: tuple[str, ...] = (
     "dra-steady-empty",
     "dra-steady-half",
     "dra-steady-full",
+    "dra-extended-resource-25classes",
+    "dra-extended-resource-50classes",
+    "dra-implicit-extended-resource-25classes",
     "gang",
 )
 
@@ -628,4 +638,7 @@ WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "dra-steady-half": run_steady_half,
     "dra-steady-full": run_steady_full,
     "dra-steady-first-available": run_steady_first_available,
+    "dra-extended-resource-25classes": run_extended_resource_25,
+    "dra-extended-resource-50classes": run_extended_resource_50,
+    "dra-implicit-extended-resource-25classes": run_implicit_extended_resource_25,
 }
