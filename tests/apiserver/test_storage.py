@@ -217,6 +217,7 @@ def test_tables_and_discovery(cluster):
         "",
     ]
     code, table, _ = cluster.request("GET", f"{STORAGE}/storageclasses", headers=TABLE)
+    assert code == 200
     assert table["rows"][0]["cells"][:5] == [
         "standard (default)",
         "kubernetes.io/no-provisioner",
@@ -226,10 +227,12 @@ def test_tables_and_discovery(cluster):
     ]
 
     code, v1, _ = cluster.request("GET", "/api/v1")
+    assert code == 200
     short = {r["name"]: r.get("shortNames") for r in v1["resources"]}
     assert short["persistentvolumes"] == ["pv"] and short["persistentvolumeclaims"] == ["pvc"]
     assert "persistentvolumes/status" in short and "persistentvolumeclaims/status" in short
     code, storage, _ = cluster.request("GET", STORAGE)
+    assert code == 200
     names = {r["name"]: r for r in storage["resources"]}
     assert {
         "storageclasses",
