@@ -1,0 +1,167 @@
+"""Network-topology-aware allocation: Volcano v1.15.1's ``TestAllocateWithNetWorkTopologies`` cases
+(``actions/allocate/allocate_test.go``, names verbatim) on kubesched's allocate action with the
+predicates, gang and network-topology-aware plugins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched.batch.testing import node, one_tier, pod, queue, run_conf
+
+PLUGINS = [{"name": "predicates"}, {"name": "gang"}, {"name": "network-topology-aware"}]
+
+
+def hyper_node(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {
+            "tier": tier,
+            "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members],
+        },
+    }
+
+
+def group(min_member: int, mode: str, tier: int, name: str = "pg1") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "c1"},
+        "spec": {
+            "minMember": min_member,
+            "queue": "q1",
+            "networkTopology": {"mode": mode, "highestTierAllowed": tier},
+        },
+        "status": {"phase": "Inqueue"},
+    }
+
+
+def task(name: str, node_name: str, role: str, selector: dict[str, str] | None = None) -> dict[str, Any]:
+    p = pod(name, node_name, "pg1", "2", "4G")
+    p["metadata"]["labels"] = {"volcano.sh/task-spec": role}
+    if selector:
+        p["spec"]["nodeSelector"] = selector
+    return p
+
+
+def two_leaves(spine: bool = True) -> list[dict[str, Any]]:
+    """s0 = {s0-n1, s0-n2}, s1 = {s1-n3, s1-n4} at tier 1, under s2 at tier 2 when ``spine``."""
+    out = [node(n, "2", "4Gi") for n in ("s0-n1", "s0-n2", "s1-n3", "s1-n4")]
+    out += [hyper_node("s0", 1, ["s0-n1", "s0-n2"]), hyper_node("s1", 1, ["s1-n3", "s1-n4"])]
+    if spine:
+        out.append(hyper_node("s2", 2, ["s0", "s1"], "HyperNode"))
+    return out
+
+
+def three_pending() -> list[dict[str, Any]]:
+    return [task("p1", "", "master"), task("p2", "", "worker"), task("p3", "", "worker")]
+
+
+def rescheduled() -> list[dict[str, Any]]:
+    return [task("p1", "s0-n1", "master"), task("p2", "s0-n2", "worker"), task("p3", "", "worker")]
+
+
+CASES: list[tuple[str, list[dict[str, Any]], int, dict[str, str] | None]] = [
+    (
+        "soft network topology constrain, can allocate job when resources are enough",
+        [*two_leaves(), group(3, "soft", 0), *three_pending()],
+        3,
+        None,
+    ),
+    (
+        "soft network topology constrain, can allocate job when minavailable < replicas",
+        [*two_leaves(), group(1, "soft", 1), task("p1", "", "master"), task("p2", "", "worker")],
+        2,
+        None,
+    ),
+    (
+        "soft network topology constrain and tasks in job rescheduled, can allocate job when resources are enough",  # noqa: E501 (Volcano's name)
+        [*two_leaves(), group(2, "soft", 1), *rescheduled()],
+        1,
+        None,
+    ),
+    (
+        "hard network topology constrain, can not allocate job when cross highestTierAllowed tier",
+        [*two_leaves(), group(3, "hard", 1), *three_pending()],
+        0,
+        None,
+    ),
+    (
+        "hard network topology constrain, can allocate job when highestTierAllowed not reached",
+        [*two_leaves(), group(3, "hard", 2), *three_pending()],
+        3,
+        None,
+    ),
+    (
+        "hard network topology constrain, can allocate job when multi hyperNodes are available",
+        [*two_leaves(), group(2, "hard", 1), task("p1", "", "master"), task("p2", "", "worker")],
+        2,
+        None,
+    ),
+    (
+        "hard network topology constrain, can allocate job when minavailable < replicas",
+        [*two_leaves(), group(1, "hard", 1), task("p1", "", "master"), task("p2", "", "worker")],
+        2,
+        None,
+    ),
+    (
+        "hard network topology constrain, two available hyperNodes, can allocate job to nodes with affinity",
+        [
+            node("s0-n1", "2", "4Gi"),
+            {**node("s1-n2", "2", "4Gi")},
+            hyper_node("s0", 0, ["s0-n1"]),
+            hyper_node("s1", 0, ["s1-n2"]),
+            group(1, "hard", 1),
+            task("p1", "", "master", {"nodeRole": "master"}),
+        ],
+        1,
+        {"p1": "s1-n2"},
+    ),
+    (
+        "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached",  # noqa: E501 (Volcano's name)
+        [*two_leaves(), group(2, "hard", 2), *rescheduled()],
+        1,
+        None,
+    ),
+    (
+        "hard network topology constrain and tasks in job rescheduled, can not allocate job when cross highestTierAllowed tier",  # noqa: E501 (Volcano's name)
+        [*two_leaves(), group(2, "hard", 1), *rescheduled()],
+        0,
+        None,
+    ),
+    (
+        "hard network topology constrain and tasks in job rescheduled, can allocate job when LCAHyperNode is empty",  # noqa: E501 (Volcano's name)
+        [*two_leaves(spine=False), group(2, "hard", 2), *rescheduled()],
+        1,
+        None,
+    ),
+]
+
+
+def _label(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for obj in objects:
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == "s1-n2":
+            obj["metadata"]["labels"] = {**obj["metadata"].get("labels", {}), "nodeRole": "master"}
+    return objects
+
+
+@pytest.mark.parametrize(("objects", "binds", "where"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_allocate_with_network_topologies(
+    objects: list[dict[str, Any]], binds: int, where: dict[str, str] | None
+) -> None:
+    sched = run_conf([*_label(objects), queue("q1")], one_tier("allocate", PLUGINS))
+    bound = {
+        o["metadata"]["name"]: o["spec"].get("nodeName")
+        for o in sched.informers.store.list("Pod")
+        if o["spec"].get("nodeName")
+    }
+    running = (
+        {"p1", "p2"} if any(o["kind"] == "Pod" and o["spec"].get("nodeName") for o in objects) else set()
+    )
+    newly = {k: v for k, v in bound.items() if k not in running}
+    assert len(newly) == binds, newly
+    if where:
+        assert {k: newly[k] for k in where} == where
