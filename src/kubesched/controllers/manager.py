@@ -14,6 +14,7 @@ from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController
 from kubesched.controllers.dradriver import DraDriverOptions, SimulatedDraDriver
 from kubesched.controllers.eventttl import EventTTLController
+from kubesched.controllers.hypernode_discovery import HyperNodeDiscovery
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
 from kubesched.controllers.persistentvolume import PersistentVolumeController
@@ -49,6 +50,7 @@ class ControllerManager:
         )
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
+        self.hyper_nodes = HyperNodeDiscovery(store, self.informers)
         self._seen_rv = -1
 
     def tick(self) -> None:
@@ -81,6 +83,8 @@ class ControllerManager:
         self.informers.pump()
         self.disruption.sync()
         self.event_ttl.sync()
+        self.informers.pump()
+        self.hyper_nodes.sync()
 
     @property
     def next_due(self) -> float | None:
