@@ -167,7 +167,7 @@ def test_tree_resolves_selectors_parents_and_the_cluster_top() -> None:
     assert tree.infos["leaf-a"].parent == "spine"
     top = tree.top()
     assert top.tier == 3 and top.children == {"spine", "leaf-c"} and top.real_nodes == set(nodes)
-    assert tree.tiers == [1, 2]
+    assert tree.tiers == [1, 2, 3]  # the virtual top's tier included, as Volcano's session has it
     assert tree.lca("leaf-a", "leaf-b") == "spine"
     assert tree.lca("leaf-a", "leaf-c") == CLUSTER_TOP_HYPER_NODE
     assert tree.leaf_of("gpu-b-1") == "leaf-b"
@@ -183,3 +183,36 @@ def test_a_hyper_node_with_two_parents_makes_the_tree_not_ready() -> None:
         {"n1": {}},
     )
     assert not tree.ready and "already has a parent s1" in tree.error
+
+
+def test_batch_node_order_fn_for_a_task_without_network_topology() -> None:
+    """score empty nodes for single task with no network topology and default plugin arguments"""
+    objects = [
+        *three_tier_fabric(),
+        queue("q1"),
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "pg1", "namespace": "ns1"},
+            "spec": {"minMember": 1, "queue": "q1"},
+            "status": {"phase": "Inqueue"},
+        },
+        pod("p1", "", "pg1", "2", "4G", ns="ns1"),
+    ]
+    ssn = open_on(objects, PLUGIN)
+    plugin = ssn.plugins["network-topology-aware"]
+    task = next(iter(next(iter(ssn.jobs.values())).tasks.values()))
+    slots = ssn.node_slots
+    scores = plugin.node_order(task, ssn.table, slots)
+    got = {ssn.table.names[s]: round(float(v), 1) for s, v in zip(slots.tolist(), scores, strict=True)}
+    expected = {
+        "s3-n1": 25.8,
+        "s3-n2": 25.8,
+        "s4-n1": 21.6,
+        "s4-n2": 21.6,
+        "s5-n1": 19.9,
+        "s5-n2": 19.9,
+        "s6-n1": 15.7,
+        "s6-n2": 15.7,
+    }
+    assert got == expected

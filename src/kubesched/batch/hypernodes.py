@@ -37,14 +37,17 @@ class HyperNodeTree:
     infos: dict[str, HyperNodeInfo]
     #: Tier → names of the HyperNodes at it (the virtual top included).
     by_tier: dict[int, set[str]]
-    #: Real tiers in ascending order (Volcano's ``HyperNodesTiers``; the virtual top left out).
+    #: Tiers in ascending order, the virtual top's included (Volcano's ``HyperNodesTiers``).
     tiers: list[int]
     ready: bool = True
     error: str = ""
+    #: Tier → node → the HyperNode of that tier holding it (filled on first use).
+    _at_tier: dict[int, dict[str, str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.tiers
+        """No HyperNode but the virtual top."""
+        return len(self.infos) <= 1
 
     def top(self) -> HyperNodeInfo:
         return self.infos[CLUSTER_TOP_HYPER_NODE]
@@ -72,12 +75,23 @@ class HyperNodeTree:
                 return name
         return ""
 
+    def at_tier(self, tier: int) -> dict[str, str]:
+        """Node → the HyperNode of ``tier`` holding it (the first by name if several do)."""
+        found = self._at_tier.get(tier)
+        if found is None:
+            found = {}
+            for name in sorted(self.by_tier.get(tier, ()), reverse=True):
+                for node in self.infos[name].real_nodes:
+                    found[node] = name
+            self._at_tier[tier] = found
+        return found
+
     def leaf_of(self, node: str) -> str:
         """The HyperNode of the lowest tier holding ``node`` (Volcano's ``FindHyperNodeForNode``)."""
         for tier in self.tiers:
-            for name in sorted(self.by_tier.get(tier, ())):
-                if node in self.infos[name].real_nodes:
-                    return name
+            name = self.at_tier(tier).get(node)
+            if name is not None:
+                return name
         return ""
 
 
@@ -135,8 +149,7 @@ def build_tree(hyper_nodes: Iterable[HyperNode], nodes: Mapping[str, Mapping[str
     for info in infos.values():
         if info.hyper_node is not None:
             by_tier.setdefault(info.tier, set()).add(info.name)
-    tiers = sorted(by_tier)
-    top_tier = max([1, *(t + 1 for t in tiers)])
+    top_tier = max([1, *(t + 1 for t in by_tier)])
     top = HyperNodeInfo(CLUSTER_TOP_HYPER_NODE, top_tier, real_nodes=set(nodes))
     for info in infos.values():
         if not info.parent:
@@ -144,4 +157,4 @@ def build_tree(hyper_nodes: Iterable[HyperNode], nodes: Mapping[str, Mapping[str
             top.children.add(info.name)
     infos[CLUSTER_TOP_HYPER_NODE] = top
     by_tier[top_tier] = {CLUSTER_TOP_HYPER_NODE}
-    return HyperNodeTree(infos, by_tier, tiers, ready=not error, error=error)
+    return HyperNodeTree(infos, by_tier, sorted(by_tier), ready=not error, error=error)

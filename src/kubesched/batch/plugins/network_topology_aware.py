@@ -243,15 +243,14 @@ class NetworkTopologyAwarePlugin:
             acc = 0.0
             for tier in range(self.min_tier, self.max_tier + 1):
                 score = FULL_SCORE
-                for name in sorted(tree.by_tier.get(tier, ())):
-                    if node in tree.infos[name].real_nodes:
-                        if name not in cache:
-                            mask = ssn.hyper_node_mask(name)
-                            alloc = ssn.node_allocatable[mask][:, self._cols].sum(axis=0).astype(np.float64)
-                            used = ssn.table.requested[mask][:, self._cols].sum(axis=0).astype(np.float64)
-                            cache[name] = _binpack(request, alloc, used, self._w, asked)
-                        score = cache[name]
-                        break
+                name = tree.at_tier(tier).get(node)
+                if name is not None:
+                    if name not in cache:
+                        mask = ssn.hyper_node_mask(name)
+                        alloc = ssn.node_allocatable[mask][:, self._cols].sum(axis=0).astype(np.float64)
+                        used = ssn.table.requested[mask][:, self._cols].sum(axis=0).astype(np.float64)
+                        cache[name] = _binpack(request, alloc, used, self._w, asked)
+                    score = cache[name]
                 acc += tier_weights[tier] * score
             scores[i] = acc / total
         return scores
