@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubesched.api.topology import HyperNode
@@ -216,3 +217,23 @@ def test_batch_node_order_fn_for_a_task_without_network_topology() -> None:
         "s6-n2": 15.7,
     }
     assert got == expected
+
+
+def test_network_topology_aware_node_score_hard() -> None:
+    """Tasks in job rescheduled, score nodes according to node hypernode LCA hyperNode tier"""
+    objects = [o for o in three_tier_fabric() if o["kind"] == "HyperNode"]
+    objects += [node(f"{leaf}-n{i}", "2", "4Gi") for leaf in ("s3", "s4", "s5", "s6") for i in (1, 2)]
+    objects += [queue("q1"), group(1, 0)]
+    objects += [
+        pod("p1", "s3-n1", "pg1", "2", "4G", ns="ns1"),
+        pod("p2", "s3-n2", "pg1", "2", "4G", ns="ns1"),
+        pod("p3", "", "pg1", "2", "4G", ns="ns1"),
+    ]
+    ssn = open_on(objects, [{"name": "network-topology-aware", "arguments": {"weight": 1}}])
+    job = next(iter(ssn.jobs.values()))
+    assert job.allocated_hyper_node == "s3"
+    task = next(t for t in job.tasks.values() if t.name == "p3")
+    slots = np.array([ssn.slot_of(n) for n in ("s3-n1", "s4-n1", "s5-n1")], dtype=np.int64)
+    scores = ssn.plugins["network-topology-aware"].node_order(task, ssn.table, slots)
+    got = {n: int(float(v) * 10) / 10 for n, v in zip(("s3-n1", "s4-n1", "s5-n1"), scores, strict=True)}
+    assert got == {"s3-n1": 100.0, "s4-n1": 66.6, "s5-n1": 33.3}
