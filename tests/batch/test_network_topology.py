@@ -13,28 +13,31 @@ from kubesched.batch.testing import node, one_tier, pod, queue, run_conf
 PLUGINS = [{"name": "predicates"}, {"name": "gang"}, {"name": "network-topology-aware"}]
 
 
-def hyper_node(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
+def hyper_node(
+    name: str, tier: int, members: list[str], kind: str = "Node", tier_name: str = ""
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "tier": tier,
+        "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members],
+    }
+    if tier_name:
+        spec["tierName"] = tier_name
     return {
         "apiVersion": "topology.volcano.sh/v1alpha1",
         "kind": "HyperNode",
         "metadata": {"name": name},
-        "spec": {
-            "tier": tier,
-            "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members],
-        },
+        "spec": spec,
     }
 
 
-def group(min_member: int, mode: str, tier: int, name: str = "pg1") -> dict[str, Any]:
+def group(min_member: int, mode: str, tier: int | str) -> dict[str, Any]:
+    """A PodGroup with ``highestTierAllowed`` (an int) or ``highestTierName`` (a string)."""
+    key = "highestTierName" if isinstance(tier, str) else "highestTierAllowed"
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "c1"},
-        "spec": {
-            "minMember": min_member,
-            "queue": "q1",
-            "networkTopology": {"mode": mode, "highestTierAllowed": tier},
-        },
+        "metadata": {"name": "pg1", "namespace": "c1"},
+        "spec": {"minMember": min_member, "queue": "q1", "networkTopology": {"mode": mode, key: tier}},
         "status": {"phase": "Inqueue"},
     }
 
@@ -53,6 +56,18 @@ def two_leaves(spine: bool = True) -> list[dict[str, Any]]:
     out += [hyper_node("s0", 1, ["s0-n1", "s0-n2"]), hyper_node("s1", 1, ["s1-n3", "s1-n4"])]
     if spine:
         out.append(hyper_node("s2", 2, ["s0", "s1"], "HyperNode"))
+    return out
+
+
+def named_tiers(spine: bool = True) -> list[dict[str, Any]]:
+    """:func:`two_leaves` with tier names ``volcano.sh/task-spec`` (1) and ``volcano.sh/job-spec`` (2)."""
+    out = [node(n, "2", "4Gi") for n in ("s0-n1", "s0-n2", "s1-n3", "s1-n4")]
+    out += [
+        hyper_node("s0", 1, ["s0-n1", "s0-n2"], tier_name="volcano.sh/task-spec"),
+        hyper_node("s1", 1, ["s1-n3", "s1-n4"], tier_name="volcano.sh/task-spec"),
+    ]
+    if spine:
+        out.append(hyper_node("s2", 2, ["s0", "s1"], "HyperNode", "volcano.sh/job-spec"))
     return out
 
 
@@ -135,6 +150,24 @@ CASES: list[tuple[str, list[dict[str, Any]], int, dict[str, str] | None]] = [
     (
         "hard network topology constrain and tasks in job rescheduled, can allocate job when LCAHyperNode is empty",  # noqa: E501 (Volcano's name)
         [*two_leaves(spine=False), group(2, "hard", 2), *rescheduled()],
+        1,
+        None,
+    ),
+    (
+        "hard network topology constrain, can not allocate job when cross highestTierName tier",
+        [*named_tiers(), group(3, "hard", "volcano.sh/task-spec"), *three_pending()],
+        0,
+        None,
+    ),
+    (
+        "hard network topology constrain, can allocate job when the tier corresponding to highestTierName not reached",  # noqa: E501 (Volcano's name)
+        [*named_tiers(), group(3, "hard", "volcano.sh/job-spec"), *three_pending()],
+        3,
+        None,
+    ),
+    (
+        "hard network topology with highestTierName constrain and tasks in job rescheduled, can allocate job when here is no corresponding highestTierAllowed for highestTierName",  # noqa: E501 (Volcano's name)
+        [*named_tiers(spine=False), group(2, "hard", "volcano.sh/hypercluster"), *rescheduled()],
         1,
         None,
     ),

@@ -128,12 +128,28 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf, timer: PluginTimer | 
 
 def _set_allocated_hyper_nodes(ssn: Session) -> None:
     """Each topology-bound job's lowest HyperNode over the leaves of its placed tasks (Volcano keeps
-    it on the job; here it is worked out again from where its tasks run)."""
+    it on the job; here it is worked out again from where its tasks run), and its topology as
+    Volcano's session adjusts it: ``highestTierName`` becomes the tier of the HyperNodes with that
+    ``tierName`` (none: left unset), and soft mode becomes hard up to the virtual top's tier."""
     tree = ssn.hyper_nodes
     assert tree is not None
+    tier_names = {
+        info.hyper_node.tier_name: info.tier
+        for info in tree.infos.values()
+        if info.hyper_node is not None and info.hyper_node.tier_name
+    }
+    top_tier = tree.top().tier
     for job in ssn.jobs.values():
-        if job.network_topology is None:
+        nt = job.network_topology
+        if nt is None:
             continue
+        highest = nt.highest_tier_allowed
+        if highest is None and nt.highest_tier_name:
+            highest = tier_names.get(nt.highest_tier_name)
+        if nt.mode == "soft":
+            ssn.job_topology[job.uid] = (True, top_tier)
+        elif highest is not None:
+            ssn.job_topology[job.uid] = (True, highest)
         allocated = ""
         for task in job.tasks.values():
             if task.node_name and task.status in ALLOCATED_STATUSES:

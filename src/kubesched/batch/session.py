@@ -246,6 +246,9 @@ class Session:
         #: The HyperNode tree (None or empty: no network topology in this cluster).
         self.hyper_nodes: HyperNodeTree | None = None
         self._hyper_node_masks: dict[str, BoolArray] = {}
+        #: Job uid → (hard, highest tier) as the session reads its network topology (see
+        #: :meth:`hard_topology`).
+        self.job_topology: dict[str, tuple[bool, int]] = {}
 
     def _init_plugin_functions(self) -> None:
         """The functions plugins register, by plugin name (dispatched in tier order)."""
@@ -330,6 +333,13 @@ class Session:
         finally:
             self.node_slots, self.num_feasible_nodes_to_find = slots, to_find
             self.fit_error_cache.clear()
+
+    def hard_topology(self, job: JobInfo) -> tuple[bool, int]:
+        """Whether the job is placed HyperNode by HyperNode, and the highest tier it may span: its
+        own ``hard`` mode and tier, a ``highestTierName`` translated to its tier, and soft mode as
+        hard up to the virtual top's tier (Volcano's session adjusts the spec so)."""
+        adjusted = self.job_topology.get(job.uid)
+        return adjusted if adjusted is not None else job.hard_topology()
 
     def hyper_node_gradient(self, job: JobInfo, hyper_node: HyperNodeInfo) -> list[list[HyperNodeInfo]]:
         """Volcano's ``HyperNodeGradientForJobFn``: the first enabled plugin's answer, else the

@@ -13,8 +13,9 @@ A job in hard network-topology mode (``spec.networkTopology``: ``mode: hard`` wi
 (network-topology-aware: tier by tier from the lowest, within the highest tier allowed) are tried in
 turn; in a gradient the job is dry-run in each HyperNode, its tasks confined to that HyperNode's
 nodes, and among those where it becomes ready the best by HyperNode order gets it. No HyperNode of
-any gradient: the job places nothing. A soft-mode job goes the usual way (its node order prefers
-the HyperNode its tasks are in). While the HyperNode tree is broken (a cycle, two parents) jobs
+any gradient: the job places nothing. A soft-mode job is placed the same way with the virtual top's
+tier as its highest (Volcano v1.15's session turns soft into hard so): the lowest HyperNode that
+takes it whole, else the whole cluster. While the HyperNode tree is broken (a cycle, two parents) jobs
 with a network topology wait.
 """
 
@@ -102,7 +103,7 @@ class AllocateAction:
             known = tasks_of.get(picked.uid)
             tasks = known if known is not None else self._tasks(ssn, picked)
             tasks_of[picked.uid] = tasks
-            if picked.hard_topology()[0]:
+            if ssn.hard_topology(picked)[0]:
                 stmt = self.allocate_for_job(ssn, picked, queue, tasks)
                 if stmt is not None and not ssn.job_ready(picked):
                     stmt = None  # a pipelined hard-topology job keeps nothing (Volcano commits none)
@@ -298,7 +299,7 @@ class AllocateAction:
                 job.allocated_hyper_node = tree.lca(tree.leaf_of(task.node_name), job.allocated_hyper_node)
             if ssn.job_ready(job):
                 break
-        if tree is not None and not (ssn.job_ready(job) and not job.hard_topology()[0]):
+        if tree is not None and not (ssn.job_ready(job) and not ssn.hard_topology(job)[0]):
             # Only a soft-mode job that became ready keeps it; a hard-mode job's is set by the
             # HyperNode it is given.
             job.allocated_hyper_node = before

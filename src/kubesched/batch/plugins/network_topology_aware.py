@@ -97,7 +97,7 @@ class NetworkTopologyAwarePlugin:
 
     # -- gradients -------------------------------------------------------------------------------
     def gradient(self, job: JobInfo, root: HyperNodeInfo) -> list[list[HyperNodeInfo]]:
-        hard, highest = job.hard_topology()
+        hard, highest = self._ssn.hard_topology(job)
         if not hard:
             return [[root]]
         tree = self._tree
