@@ -140,6 +140,19 @@ def test_label_discovery_makes_hypernodes_from_node_labels(make_cluster):
     )
     assert l1["metadata"]["name"].startswith("hypernode-fabric-tier1-")
     assert l1["metadata"]["labels"]["volcano.sh/network-topology-source"] == "label"
+    # The HyperNode controller counts members: l1's two nodes, s1's two leaves.
+    deadline = time.time() + 15
+    while _hyper_nodes(cluster)["example.com/spine=s1"].get("status", {}).get("nodeCount") != 2:
+        assert time.time() < deadline, _hyper_nodes(cluster)
+        time.sleep(0.2)
+    assert _hyper_nodes(cluster)["example.com/leaf=l1"]["status"]["nodeCount"] == 2
+    rows = kubectl(cluster, "get", "hn").stdout.splitlines()
+    assert rows[0].split()[:4] == ["NAME", "TIER", "TIERNAME", "NODECOUNT"]
+    assert next(r for r in rows if r.startswith(l1["metadata"]["name"])).split()[1:4] == [
+        "1",
+        "example.com/leaf",
+        "2",
+    ]
 
     # n3 moves to leaf l1: l2 stands for no node any more and goes; l1 keeps its name.
     kubectl(cluster, "label", "node", "n3", "example.com/leaf=l1", "--overwrite")

@@ -36,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from kubesched.api.topology import HyperNode
+from kubesched.errors import InputError
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.sqlite import SqliteStore
@@ -188,3 +190,54 @@ class HyperNodeDiscovery:
         for name in ours.keys() - want.keys():
             with contextlib.suppress(NotFound):
                 self.store.delete("HyperNode", None, name)
+
+
+class HyperNodeStatusController:
+    """``status.nodeCount`` of every HyperNode, as Volcano's hypernode controller writes it: the
+    names its members' selectors pick among the nodes (an exact name counts as it is, so a HyperNode
+    member counts one)."""
+
+    def __init__(self, store: SqliteStore, informers: InformerFactory) -> None:
+        self.store = store
+        self._nodes = informers.informer("Node")
+        self._hyper_nodes = informers.informer("HyperNode")
+        self._dirty = True
+        for inf in (self._nodes, self._hyper_nodes):
+            inf.add_handler(self._on_change)
+
+    def _on_change(self, change: Change[Any]) -> None:
+        if (
+            change.kind == "HyperNode"
+            and change.old is not None
+            and change.type != EventType.DELETED
+            and change.obj.get("spec") == change.old.get("spec")
+        ):
+            return  # a status write of ours
+        self._dirty = True
+
+    def sync(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        hyper_nodes: list[HyperNode] = []
+        for raw in self._hyper_nodes.list_raw():
+            with contextlib.suppress(InputError):
+                hyper_nodes.append(HyperNode.from_dict(raw))
+        if not hyper_nodes:
+            return
+        nodes = [
+            (str(n["metadata"]["name"]), dict((n.get("metadata") or {}).get("labels") or {}))
+            for n in self._nodes.list_raw()
+        ]
+        for hn in hyper_nodes:
+            picked: set[str] = set()
+            for member in hn.members:
+                picked |= member.selector.matching(nodes)
+            raw = hn.raw
+            status = raw.get("status") or {}
+            if status.get("nodeCount") == len(picked):
+                continue
+            try:
+                self.store.update({**raw, "status": {**status, "nodeCount": len(picked)}})
+            except (Conflict, NotFound):
+                self._dirty = True

@@ -14,7 +14,7 @@ from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController
 from kubesched.controllers.dradriver import DraDriverOptions, SimulatedDraDriver
 from kubesched.controllers.eventttl import EventTTLController
-from kubesched.controllers.hypernode_discovery import HyperNodeDiscovery
+from kubesched.controllers.hypernode_discovery import HyperNodeDiscovery, HyperNodeStatusController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
 from kubesched.controllers.persistentvolume import PersistentVolumeController
@@ -51,6 +51,7 @@ class ControllerManager:
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
         self.hyper_nodes = HyperNodeDiscovery(store, self.informers)
+        self.hyper_node_status = HyperNodeStatusController(store, self.informers)
         self._seen_rv = -1
 
     def tick(self) -> None:
@@ -85,6 +86,8 @@ class ControllerManager:
         self.event_ttl.sync()
         self.informers.pump()
         self.hyper_nodes.sync()
+        self.informers.pump()
+        self.hyper_node_status.sync()
 
     @property
     def next_due(self) -> float | None:
