@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kubesched.api.topology import HyperNode
-from kubesched.batch.hypernodes import CLUSTER_TOP_HYPER_NODE, build_tree
+from kubesched.batch.hypernodes import CLUSTER_TOP_HYPER_NODE, HyperNodeInfo, HyperNodeTree, build_tree
 from kubesched.batch.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from kubesched.batch.testing import node, open_on, pod, queue
 
@@ -237,3 +237,53 @@ def test_network_topology_aware_node_score_hard() -> None:
     scores = ssn.plugins["network-topology-aware"].node_order(task, ssn.table, slots)
     got = {n: int(float(v) * 10) / 10 for n, v in zip(("s3-n1", "s4-n1", "s5-n1"), scores, strict=True)}
     assert got == {"s3-n1": 100.0, "s4-n1": 66.6, "s5-n1": 33.3}
+
+
+# -- Volcano's api/hyper_node_info_test.go ------------------------------------------------------- #
+
+
+def _members(*names: str, kind: str = "Node") -> list[tuple[str, dict[str, Any]]]:
+    return [(kind, {"exactMatch": {"name": n}}) for n in names]
+
+
+LCA_CASES = [
+    ("Sibling hypernode", "s0", "s1", "s4"),
+    ("No common ancestor", "s0", "s-orphan", ""),
+    ("One is ancestor of the other", "s4", "s0", "s4"),
+    ("Both are the same node", "node6", "node6", "node6"),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "lca"), [c[1:] for c in LCA_CASES], ids=[c[0] for c in LCA_CASES])
+def test_get_lca_hyper_node(a: str, b: str, lca: str) -> None:
+    parents = {
+        "s0": "s4",
+        "s1": "s4",
+        "s2": "s5",
+        "s3": "s5",
+        "s4": "s6",
+        "s5": "s6",
+        "s6": "",
+        "s-orphan": "",
+    }
+    tiers = {"s4": 2, "s5": 2, "s6": 3}
+    # Volcano's table is a bare map (no virtual top), so the orphan shares no ancestor with s0.
+    infos = {n: HyperNodeInfo(n, tiers.get(n, 1), parent=p) for n, p in parents.items()}
+    tree = HyperNodeTree(infos, {}, [1, 2, 3])
+    assert tree.lca(a, b) == lca
+
+
+def test_hyper_nodes_info_update_hyper_node_with_cycle() -> None:
+    """cycle dependency and finally corrected"""
+    nodes: dict[str, dict[str, str]] = {"node-0": {}, "node-1": {}}
+    s0 = _hn("s0", 1, _members("node-0", "node-1"))
+    s2 = _hn("s2", 3, _members("s1", kind="HyperNode"))
+    s3 = _hn("s3", 4, _members("s2", kind="HyperNode"))
+    cyclic = build_tree([s2, s0, _hn("s1", 2, _members("s0", "s3", kind="HyperNode")), s3], nodes)
+    assert not cyclic.ready and "cyclic dependency" in cyclic.error
+    fixed = build_tree([s2, s0, _hn("s1", 2, _members("s0", kind="HyperNode")), s3], nodes)
+    assert fixed.ready
+    for name in ("s0", "s1", "s2", "s3"):
+        assert fixed.infos[name].real_nodes == {"node-0", "node-1"}
+    assert {n: fixed.infos[n].parent for n in ("s0", "s1", "s2")} == {"s0": "s1", "s1": "s2", "s2": "s3"}
+    assert fixed.infos["s3"].parent == CLUSTER_TOP_HYPER_NODE
