@@ -71,6 +71,22 @@ def named_tiers(spine: bool = True) -> list[dict[str, Any]]:
     return out
 
 
+def three_tiers() -> list[dict[str, Any]]:
+    """s0 (tier 3) over s1 = {s3, s4} and s2 = {s5, s6} (tier 2), leaves of two 2-cpu nodes each."""
+    out: list[dict[str, Any]] = []
+    for leaf in ("s3", "s4", "s5", "s6"):
+        out += [node(f"{leaf}-n1", "2", "4Gi"), node(f"{leaf}-n2", "2", "4Gi")]
+        out.append(hyper_node(leaf, 1, [f"{leaf}-n1", f"{leaf}-n2"]))
+    out.append(hyper_node("s1", 2, ["s3", "s4"], "HyperNode"))
+    out.append(hyper_node("s2", 2, ["s5", "s6"], "HyperNode"))
+    out.append(hyper_node("s0", 3, ["s1", "s2"], "HyperNode"))
+    return out
+
+
+def rescheduled_in_s3() -> list[dict[str, Any]]:
+    return [task("p1", "s3-n1", "master"), task("p2", "s3-n2", "worker"), task("p3", "", "worker")]
+
+
 def three_pending() -> list[dict[str, Any]]:
     return [task("p1", "", "master"), task("p2", "", "worker"), task("p3", "", "worker")]
 
@@ -95,6 +111,18 @@ CASES: list[tuple[str, list[dict[str, Any]], int, dict[str, str] | None]] = [
     (
         "soft network topology constrain and tasks in job rescheduled, can allocate job when resources are enough",  # noqa: E501 (Volcano's name)
         [*two_leaves(), group(2, "soft", 1), *rescheduled()],
+        1,
+        None,
+    ),
+    (
+        "soft network topology constrain and tasks in job rescheduled, can allocate job when resources are enough and minavailable = replicas",  # noqa: E501 (Volcano's name)
+        [*two_leaves(), group(3, "soft", 0), *rescheduled()],
+        1,
+        None,
+    ),
+    (
+        "soft network topology constrain and tasks in job rescheduled, can allocate job when cross highestTierAllowed tier and hyperNodesInfo has three tier",  # noqa: E501 (Volcano's name)
+        [*three_tiers(), group(2, "soft", 0), *rescheduled_in_s3()],
         1,
         None,
     ),
@@ -139,6 +167,24 @@ CASES: list[tuple[str, list[dict[str, Any]], int, dict[str, str] | None]] = [
         "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached",  # noqa: E501 (Volcano's name)
         [*two_leaves(), group(2, "hard", 2), *rescheduled()],
         1,
+        None,
+    ),
+    (
+        "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached and minavailable = replicas",  # noqa: E501 (Volcano's name)
+        [*two_leaves(), group(3, "hard", 2), *rescheduled()],
+        1,
+        None,
+    ),
+    (
+        "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached and hyperNodesInfo has three tier",  # noqa: E501 (Volcano's name)
+        [*three_tiers(), group(2, "hard", 2), *rescheduled_in_s3()],
+        1,
+        None,
+    ),
+    (
+        "hard network topology constrain and tasks in job rescheduled, can not allocate job when cross highestTierAllowed tier and hyperNodesInfo has three tier",  # noqa: E501 (Volcano's name)
+        [*three_tiers(), group(2, "hard", 1), *rescheduled_in_s3()],
+        0,
         None,
     ),
     (
