@@ -244,3 +244,39 @@ def test_allocate_with_network_topologies(
     assert len(newly) == binds, newly
     if where:
         assert {k: newly[k] for k in where} == where
+
+
+def test_node_level_score_with_network_topologies() -> None:
+    """hard network topology constrain, allocate job to highest score hypeNode with node level binpack"""
+    objects: list[dict[str, Any]] = [
+        node("s0-n1", "4", "8Gi"),
+        node("s0-n2", "8", "16Gi"),
+        node("s1-n3", "4", "8Gi"),
+        node("s1-n4", "8", "16Gi"),
+        hyper_node("s0", 1, ["s0-n1", "s0-n2"]),
+        hyper_node("s1", 1, ["s1-n3", "s1-n4"]),
+        hyper_node("s2", 2, ["s0", "s1"], "HyperNode"),
+        group(2, "hard", 1),
+        queue("q1"),
+    ]
+    running = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg2", "namespace": "c1"},
+        "spec": {"minMember": 2, "queue": "q1"},
+        "status": {"phase": "Running"},
+    }
+    pods = [task("p1", "", "master"), task("p2", "", "worker")]
+    pods[0]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "2", "memory": "4Gi"}
+    pods[1]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "4", "memory": "8Gi"}
+    others = [pod("p3", "s0-n1", "pg2", "2", "4Gi"), pod("p4", "s0-n2", "pg2", "4", "8Gi")]
+    plugins = [
+        {"name": "gang"},
+        {"name": "predicates"},
+        {"name": "binpack"},
+        {"name": "network-topology-aware"},
+    ]
+    sched = run_conf([*objects, running, *pods, *others], one_tier("allocate", plugins))
+    bound = {o["metadata"]["name"]: o["spec"].get("nodeName") for o in sched.informers.store.list("Pod")}
+    # s0-n1 and s0-n2 run pods already: binpacking, at HyperNode level and then at node level, wants them.
+    assert {k: bound[k] for k in ("p1", "p2")} == {"p1": "s0-n1", "p2": "s0-n2"}
