@@ -31,7 +31,7 @@ from kubesched.remote.client import (
     error_from_status,
 )
 from kubesched.remote.config import ClientConfig, load_client_config
-from kubesched.remote.discovery import Discovery, KindInfo, NotServed
+from kubesched.remote.discovery import KIND_VERSIONS, Discovery, KindInfo, NotServed, _missing_note
 from kubesched.remote.loop import LoopThread
 from kubesched.remote.reflector import Backoff
 from kubesched.store.base import AlreadyExists, Conflict, NotFound
@@ -350,6 +350,12 @@ def test_discovery_of_a_served_cluster(cluster, loop_thread, connect):
         discovery.path("Queue", "ignored", "default") == "/apis/scheduling.volcano.sh/v1beta1/queues/default"
     )
     assert discovery.path("Pod") == "/api/v1/pods"
+    hn = discovery.info("HyperNode")
+    assert (hn.group_version, hn.plural, hn.namespaced) == (
+        "topology.volcano.sh/v1alpha1",
+        "hypernodes",
+        False,
+    )
     assert discovery.path("Pod", "ns1", "p", "status") == "/api/v1/namespaces/ns1/pods/p/status"
     assert discovery.path("Lease", "kube-system", "kubesched") == (
         "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched"
@@ -362,6 +368,14 @@ def test_discovery_of_a_served_cluster(cluster, loop_thread, connect):
     assert any("ReplicationController" in w for w in discovery.warnings)
     with pytest.raises(NotServed):
         discovery.path("ReplicationController")
+
+
+def test_a_server_without_the_hypernode_crd_is_followed_without_topology():
+    discovery = Discovery({"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")})
+    assert not discovery.has("HyperNode")
+    note = _missing_note("HyperNode", None, KIND_VERSIONS["HyperNode"])
+    assert note is not None and "topology.volcano.sh/v1alpha1 is not served" in note
+    assert "without network topology" in note
 
 
 def test_older_versions_are_presented_as_the_preferred_one():

@@ -40,6 +40,7 @@ from kubesched.api.storage import (
 )
 from kubesched.api.storage_rules import VALIDATE as STORAGE_RULES
 from kubesched.api.storage_rules import first_error, storage_quantities
+from kubesched.api.topology import HYPER_NODE_API_VERSIONS, HyperNode
 from kubesched.api.topology_spread import parse_topology_spread_constraints
 from kubesched.api.volcano import POD_GROUP_API_VERSIONS, QUEUE_API_VERSIONS, PodGroup, Queue
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet, owner_references
@@ -234,6 +235,7 @@ KINDS: dict[str, KindSpec] = {
     "PodDisruptionBudget": KindSpec(PDB_API_VERSIONS, PodDisruptionBudget.from_dict, True),
     "PodGroup": KindSpec(POD_GROUP_API_VERSIONS, PodGroup.from_dict, True),
     "Queue": KindSpec(QUEUE_API_VERSIONS, Queue.from_dict, False),
+    "HyperNode": KindSpec(HYPER_NODE_API_VERSIONS, HyperNode.from_dict, False),
     "PersistentVolume": KindSpec(("v1",), _storage_validator(PersistentVolume.from_dict), False),
     "PersistentVolumeClaim": KindSpec(("v1",), _storage_validator(PersistentVolumeClaim.from_dict), True),
     "StorageClass": KindSpec(("storage.k8s.io/v1",), _storage_validator(StorageClass.from_dict), False),

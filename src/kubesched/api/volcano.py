@@ -67,6 +67,37 @@ def _count(value: Any, field: str, *, minimum: int = 0) -> int:
     return value
 
 
+NETWORK_TOPOLOGY_MODES = ("hard", "soft")
+
+
+@dataclass(slots=True, frozen=True)
+class NetworkTopology:
+    """``spec.networkTopology``: ``hard`` keeps the gang within one HyperNode of a tier at most
+    ``highest_tier_allowed``; ``soft`` only prefers it. The mode defaults to hard (Volcano's CRD)."""
+
+    mode: str = "hard"
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> NetworkTopology:
+        spec = as_mapping(data, where)
+        mode = _opt_str(spec, "mode", f"{where}.mode", "hard")
+        if mode not in NETWORK_TOPOLOGY_MODES:
+            raise InputError(
+                f'Unsupported value: {mode!r}: supported values: "hard", "soft"', field=f"{where}.mode"
+            )
+        tier = spec.get("highestTierAllowed")
+        highest = None if tier is None else _count(tier, f"{where}.highestTierAllowed")
+        tier_name = _opt_str(spec, "highestTierName", f"{where}.highestTierName")
+        if highest is not None and tier_name:
+            raise InputError(
+                "highestTierAllowed and highestTierName cannot be set simultaneously",
+                field=f"{where}.highestTierName",
+            )
+        return cls(mode=mode, highest_tier_allowed=highest, highest_tier_name=tier_name)
+
+
 @dataclass(slots=True, frozen=True)
 class PodGroupCondition:
     type: str
@@ -114,6 +145,8 @@ class PodGroup:
     conditions: tuple[PodGroupCondition, ...]
     creation_timestamp: str
     raw: Mapping[str, Any] = field(repr=False)
+    #: Volcano only: the network-topology constraint of the whole gang (None: unconstrained).
+    network_topology: NetworkTopology | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -139,7 +172,10 @@ class PodGroup:
 
         min_task_member: dict[str, int] = {}
         timeout: int | None = None
+        network_topology: NetworkTopology | None = None
         if volcano:
+            if spec.get("networkTopology") is not None:
+                network_topology = NetworkTopology.from_dict(spec["networkTopology"], "spec.networkTopology")
             for task, n in as_mapping(spec.get("minTaskMember"), "spec.minTaskMember").items():
                 if not isinstance(task, str):
                     raise InputError("task names must be strings", field="spec.minTaskMember")
@@ -182,6 +218,7 @@ class PodGroup:
             conditions=conditions,
             creation_timestamp=_opt_str(meta, "creationTimestamp", "metadata.creationTimestamp"),
             raw=obj,
+            network_topology=network_topology,
         )
 
 

@@ -78,6 +78,7 @@ SUPPORTED_PLUGINS = frozenset(
         "binpack",
         "overcommit",
         "gpushare",
+        "network-topology-aware",
     }
 )
 
@@ -146,11 +147,9 @@ UNSUPPORTED_SWITCHES = frozenset(
         "best_node",
         "target_job",
         "reserved_nodes",
-        "hyper_node_order",
         "sub_job_ready",
         "sub_job_pipelined",
         "sub_job_order",
-        "hyper_node_gradient",
     }
 )
 

@@ -27,12 +27,14 @@ from kubesched.batch.framework import (
     job_update,
     open_session,
 )
+from kubesched.batch.hypernodes import HyperNodeTree, build_tree
 from kubesched.batch.job_info import QueueInfo, ValidateResult
 from kubesched.batch.jobs import JobCache, task_status
 from kubesched.batch.report import SessionStats
 from kubesched.batch.session import PodGroupConditionUpdate, Session
 from kubesched.batch.shares import ResourceSpace, capability_vector
 from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.cache.node_info import NodeInfo
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.handle import ClusterWait, check_once
 from kubesched.store.informers import InformerFactory
@@ -75,6 +77,8 @@ class SessionCycle:
         self.wait_for_cluster: ClusterWait = check_once
         #: Plugin state kept from one session to the next (``Session.kept``).
         self.kept: dict[str, Any] = {}
+        #: The last HyperNode tree and what it was built from.
+        self._tree: tuple[Any, HyperNodeTree] | None = None
 
     def _wait(self, condition: Callable[[], bool], timeout: float) -> bool:
         # Sessions and the plugins they keep hold this method: a wait set later still applies.
@@ -151,8 +155,28 @@ class SessionCycle:
             ports=self.ports,
             wait_for_cluster=self._wait,
             kept=self.kept,
+            hyper_nodes=self._hyper_node_tree(node_infos),
         )
         return snap, dict(self.jobs.missing)
+
+    def _hyper_node_tree(self, node_infos: dict[str, NodeInfo]) -> HyperNodeTree | None:
+        """The HyperNode tree over the ready nodes, built again only when a HyperNode or a ready
+        node (its labels select members) changed."""
+        if self.informers is None:
+            return None
+        hyper_nodes = self.informers.informer("HyperNode").list()
+        if not hyper_nodes:
+            self._tree = None
+            return None
+        nodes = {name: info.node for name, info in node_infos.items() if info.node is not None}
+        key = (
+            tuple(sorted((hn.name, id(hn)) for hn in hyper_nodes)),
+            tuple(sorted((name, id(node)) for name, node in nodes.items())),
+        )
+        if self._tree is None or self._tree[0] != key:
+            tree = build_tree(hyper_nodes, {name: node.labels for name, node in nodes.items()})
+            self._tree = (key, tree)
+        return self._tree[1]
 
     def run_session(self) -> Session | None:
         """One scheduling period. Returns the closed session (for tests and reports)."""

@@ -25,6 +25,7 @@ from kubesched.batch.plugins.conformance import ConformancePlugin
 from kubesched.batch.plugins.drf import DrfPlugin
 from kubesched.batch.plugins.gang import GangPlugin
 from kubesched.batch.plugins.gpushare import GpuSharePlugin
+from kubesched.batch.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from kubesched.batch.plugins.nodeorder import NodeOrderPlugin
 from kubesched.batch.plugins.overcommit import OvercommitPlugin
 from kubesched.batch.plugins.predicates import PredicatesPlugin
@@ -113,6 +114,7 @@ register_plugin(DrfPlugin.name, DrfPlugin)
 register_plugin(ProportionPlugin.name, ProportionPlugin)
 register_plugin(CapacityPlugin.name, CapacityPlugin)
 register_plugin(GpuSharePlugin.name, GpuSharePlugin)
+register_plugin(NetworkTopologyAwarePlugin.name, NetworkTopologyAwarePlugin)
 
 register_action(EnqueueAction.name, EnqueueAction)
 register_action(AllocateAction.name, AllocateAction)

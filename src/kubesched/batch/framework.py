@@ -27,7 +27,8 @@ from kubesched.batch.factory import (
     register_action,
     register_plugin,
 )
-from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kubesched.batch.hypernodes import HyperNodeTree
+from kubesched.batch.job_info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.queue_totals import QueueTotals
 from kubesched.batch.session import BoolArray, PodGroupConditionUpdate, Session
 from kubesched.batch.shares import ResourceSpace
@@ -78,6 +79,8 @@ class BatchSnapshot:
     wait_for_cluster: ClusterWait | None = None
     #: Plugin state kept between sessions (see ``Session.kept``; None: nothing is kept).
     kept: dict[str, Any] | None = None
+    #: The HyperNode tree over the snapshot's nodes (None: no HyperNodes).
+    hyper_nodes: HyperNodeTree | None = None
 
 
 #: Called with (plugin name, "OnSessionOpen" or "OnSessionClose", seconds) after each plugin call.
@@ -104,6 +107,9 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf, timer: PluginTimer | 
         ssn.wait_for_cluster = snapshot.wait_for_cluster
     if snapshot.kept is not None:
         ssn.kept = snapshot.kept
+    if snapshot.hyper_nodes is not None and not snapshot.hyper_nodes.empty:
+        ssn.hyper_nodes = snapshot.hyper_nodes
+        _set_allocated_hyper_nodes(ssn)
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = get_plugin_builder(opt.name)
@@ -118,6 +124,37 @@ def open_session(snapshot: BatchSnapshot, conf: BatchConf, timer: PluginTimer | 
                 plugin.on_session_open(ssn)
                 timer(opt.name, "OnSessionOpen", time.perf_counter() - start)
     return ssn
+
+
+def _set_allocated_hyper_nodes(ssn: Session) -> None:
+    """Each topology-bound job's lowest HyperNode over the leaves of its placed tasks (Volcano keeps
+    it on the job; here it is worked out again from where its tasks run), and its topology as
+    Volcano's session adjusts it: ``highestTierName`` becomes the tier of the HyperNodes with that
+    ``tierName`` (none: left unset), and soft mode becomes hard up to the virtual top's tier."""
+    tree = ssn.hyper_nodes
+    assert tree is not None
+    tier_names = {
+        info.hyper_node.tier_name: info.tier
+        for info in tree.infos.values()
+        if info.hyper_node is not None and info.hyper_node.tier_name
+    }
+    top_tier = tree.top().tier
+    for job in ssn.jobs.values():
+        nt = job.network_topology
+        if nt is None:
+            continue
+        highest = nt.highest_tier_allowed
+        if highest is None and nt.highest_tier_name:
+            highest = tier_names.get(nt.highest_tier_name)
+        if nt.mode == "soft":
+            ssn.job_topology[job.uid] = (True, top_tier)
+        elif highest is not None:
+            ssn.job_topology[job.uid] = (True, highest)
+        allocated = ""
+        for task in job.tasks.values():
+            if task.node_name and task.status in ALLOCATED_STATUSES:
+                allocated = tree.lca(tree.leaf_of(task.node_name), allocated)
+        job.allocated_hyper_node = allocated
 
 
 def _close_plugins(ssn: Session, timer: PluginTimer | None) -> None:

@@ -23,7 +23,7 @@ from kubesched.batch.shares import MIN_RESOURCE, Vector
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
-    from kubesched.api.volcano import PodGroup, Queue
+    from kubesched.api.volcano import NetworkTopology, PodGroup, Queue
 
 #: Pod annotation (or label) naming a task's role inside its job, for ``minTaskMember``.
 TASK_SPEC_KEY = "volcano.sh/task-spec"
@@ -161,6 +161,19 @@ class JobInfo:
     phase: str = "Pending"
     #: Pending BestEffort tasks (kept by the two methods below: gang reads it for every task).
     pending_best_effort: int = 0
+    #: The lowest HyperNode holding every placed task of a job with a network topology ("" none).
+    allocated_hyper_node: str = ""
+
+    @property
+    def network_topology(self) -> NetworkTopology | None:
+        return self.pod_group.network_topology
+
+    def hard_topology(self) -> tuple[bool, int]:
+        """Volcano's ``IsHardTopologyMode``: hard mode with a highest tier, and that tier."""
+        nt = self.pod_group.network_topology
+        if nt is None or nt.highest_tier_allowed is None:
+            return False, 0
+        return nt.mode == "hard", nt.highest_tier_allowed
 
     # -- task bookkeeping ---------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:

@@ -23,10 +23,11 @@ them / those of pods with inter-pod affinity terms), so plugins know when a cach
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -50,6 +51,7 @@ from kubesched.framework.types import FilterResult, IntArray, NodeFailure
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.batch.conf import BatchConf, PluginOption, Tier
+    from kubesched.batch.hypernodes import HyperNodeInfo, HyperNodeTree
     from kubesched.batch.parked_jobs import ParkedJobs
     from kubesched.batch.queue_totals import QueueTotals
     from kubesched.cache.node_info import NodeInfo
@@ -241,6 +243,12 @@ class Session:
         #: Events about PodGroups raised by plugins: (job, type, reason, message).
         self.pod_group_events: list[tuple[JobInfo, str, str, str]] = []
         self.warnings: list[str] = []
+        #: The HyperNode tree (None or empty: no network topology in this cluster).
+        self.hyper_nodes: HyperNodeTree | None = None
+        self._hyper_node_masks: dict[str, BoolArray] = {}
+        #: Job uid → (hard, highest tier) as the session reads its network topology (see
+        #: :meth:`hard_topology`).
+        self.job_topology: dict[str, tuple[bool, int]] = {}
 
     def _init_plugin_functions(self) -> None:
         """The functions plugins register, by plugin name (dispatched in tier order)."""
@@ -270,6 +278,12 @@ class Session:
         self.job_starving_fns: dict[str, Callable[[JobInfo], bool]] = {}
         self.victim_tasks_fns: dict[str, Callable[[list[TaskInfo]], list[TaskInfo]]] = {}
         #: Which of two victims' queues gives up a task first, given the preemptor's queue.
+        #: network-topology-aware's: the HyperNodes a job may go to, by ascending tier (allocate
+        #: tries them gradient by gradient), and the score of each HyperNode a job fits in.
+        self.hyper_node_gradient_fns: dict[
+            str, Callable[[JobInfo, HyperNodeInfo], list[list[HyperNodeInfo]]]
+        ] = {}
+        self.hyper_node_order_fns: dict[str, Callable[[JobInfo, list[str]], dict[str, float]]] = {}
         self.victim_queue_order_fns: dict[str, Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = {}
 
     # -- node state ------------------------------------------------------------------------------
@@ -291,6 +305,56 @@ class Session:
     def node_future_idle(self, slot: int) -> IntArray:
         future: IntArray = self.idle[slot] + self.releasing[slot] - self.pipelined[slot]
         return future
+
+    def hyper_node_mask(self, name: str) -> BoolArray:
+        """The session's nodes below HyperNode ``name``, as a mask over slots."""
+        mask = self._hyper_node_masks.get(name)
+        if mask is None:
+            mask = np.zeros(len(self.node_mask), dtype=np.bool_)
+            tree = self.hyper_nodes
+            if tree is not None and name in tree.infos:
+                slot_of = self.table.slot_of
+                slots = [slot_of[n] for n in tree.infos[name].real_nodes if n in slot_of]
+                mask[np.asarray(slots, dtype=np.int64)] = True
+            mask &= self.node_mask
+            self._hyper_node_masks[name] = mask
+        return mask
+
+    @contextlib.contextmanager
+    def confined_to(self, mask: BoolArray) -> Iterator[None]:
+        """Node searches (feasible nodes, fit errors) see only the nodes of ``mask`` meanwhile, as
+        Volcano's allocate hands a HyperNode's node list to them."""
+        slots, to_find = self.node_slots, self.num_feasible_nodes_to_find
+        self.node_slots = slots[mask[slots]]
+        self.num_feasible_nodes_to_find = num_feasible_nodes_to_find(0, len(self.node_slots))
+        self.fit_error_cache.clear()
+        try:
+            yield
+        finally:
+            self.node_slots, self.num_feasible_nodes_to_find = slots, to_find
+            self.fit_error_cache.clear()
+
+    def hard_topology(self, job: JobInfo) -> tuple[bool, int]:
+        """Whether the job is placed HyperNode by HyperNode, and the highest tier it may span: its
+        own ``hard`` mode and tier, a ``highestTierName`` translated to its tier, and soft mode as
+        hard up to the virtual top's tier (Volcano's session adjusts the spec so)."""
+        adjusted = self.job_topology.get(job.uid)
+        return adjusted if adjusted is not None else job.hard_topology()
+
+    def hyper_node_gradient(self, job: JobInfo, hyper_node: HyperNodeInfo) -> list[list[HyperNodeInfo]]:
+        """Volcano's ``HyperNodeGradientForJobFn``: the first enabled plugin's answer, else the
+        HyperNode given, alone."""
+        for _, fn in self._each(self.hyper_node_gradient_fns, "hyper_node_gradient"):
+            return fn(job, hyper_node)  # type: ignore[no-any-return]
+        return [[hyper_node]]
+
+    def hyper_node_order(self, job: JobInfo, names: list[str]) -> dict[str, float]:
+        """Volcano's ``HyperNodeOrderMapFn`` summed over the enabled plugins."""
+        scores = dict.fromkeys(names, 0.0)
+        for _, fn in self._each(self.hyper_node_order_fns, "hyper_node_order"):
+            for name, score in fn(job, names).items():
+                scores[name] = scores.get(name, 0.0) + score
+        return scores
 
     def slot_of(self, node_name: str) -> int:
         return self.table.slot_of[node_name]

@@ -24,7 +24,7 @@ from kubesched.store.ports import StorePorts
 VOLCANO = "scheduling.volcano.sh/v1beta1"
 
 # Referenced kinds first, so that every object finds what it names when the scheduler reads the store.
-_CREATE_ORDER = ("PriorityClass", "Node", "Queue", "PodGroup", "Pod")
+_CREATE_ORDER = ("PriorityClass", "Node", "HyperNode", "Queue", "PodGroup", "Pod")
 
 
 def node(name: str, cpu: str, mem: str, pods: str = "10") -> dict[str, Any]:

@@ -18,6 +18,7 @@ from kubesched.controllers.dradriver import DraDriverOptions, SimulatedDraDriver
 from kubesched.controllers.endpoints import EndpointsController
 from kubesched.controllers.endpointslice import EndpointSliceController
 from kubesched.controllers.eventttl import EventTTLController
+from kubesched.controllers.hypernode_discovery import HyperNodeDiscovery, HyperNodeStatusController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
 from kubesched.controllers.nodeipam import NodeIpamController
@@ -63,6 +64,8 @@ class ControllerManager:
         self.service_accounts = ServiceAccountsController(store, self.informers)
         self.endpoints = EndpointsController(store, self.informers)
         self.endpoint_slices = EndpointSliceController(store, self.informers)
+        self.hyper_nodes = HyperNodeDiscovery(store, self.informers)
+        self.hyper_node_status = HyperNodeStatusController(store, self.informers)
         self._seen_rv = -1
 
     def tick(self) -> None:
@@ -102,6 +105,10 @@ class ControllerManager:
         self.informers.pump()
         self.endpoints.sync()
         self.endpoint_slices.sync()
+        self.informers.pump()
+        self.hyper_nodes.sync()
+        self.informers.pump()
+        self.hyper_node_status.sync()
 
     @property
     def next_due(self) -> float | None:

@@ -37,6 +37,7 @@ from kubesched.registry.storage import (
     volumeattachment,
 )
 from kubesched.registry.strategy import Strategy
+from kubesched.registry.topology import hypernode
 from kubesched.registry.volcano import podgroup, queue
 
 STRATEGIES: tuple[Strategy, ...] = (
@@ -78,6 +79,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     event.EVENTS_V1,
     podgroup.STRATEGY,
     queue.STRATEGY,
+    hypernode.STRATEGY,
 )
 
 #: (group, version) → plural → strategy.

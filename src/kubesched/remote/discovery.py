@@ -11,6 +11,8 @@ preferred version (``apiVersion`` rewritten; the fields the scheduler reads are 
 - Event: ``events.k8s.io/v1``, else the core ``v1`` Event (written, not followed);
 - PodGroup, Queue: ``scheduling.volcano.sh/v1beta1``; without the Volcano CRDs a warning, and those
   informers stay empty (the batch scheduler has nothing to do).
+- HyperNode: ``topology.volcano.sh/v1alpha1``; without Volcano's topology CRD a warning, and batch
+  jobs are placed with no network topology.
 - the storage kinds: PersistentVolume and PersistentVolumeClaim (core ``v1``), StorageClass and
   VolumeAttachment (``storage.k8s.io/v1``), CSIDriver and CSINode (``v1``, else ``v1beta1``, served
   since v1.14), CSIStorageCapacity (``v1`` since v1.24, else ``v1beta1``, else the ``v1alpha1`` of
@@ -53,6 +55,7 @@ KIND_VERSIONS: Mapping[str, tuple[GroupVersion, ...]] = {
     "StatefulSet": (("apps", "v1"),),
     "PodGroup": (("scheduling.volcano.sh", "v1beta1"),),
     "Queue": (("scheduling.volcano.sh", "v1beta1"),),
+    "HyperNode": (("topology.volcano.sh", "v1alpha1"),),
     "Lease": (("coordination.k8s.io", "v1"),),
     "Event": (("events.k8s.io", "v1"), ("", "v1")),
     "PersistentVolume": (("", "v1"),),
@@ -85,6 +88,7 @@ FOLLOWED_KINDS: tuple[str, ...] = (
     "StatefulSet",
     "Queue",
     "PodGroup",
+    "HyperNode",
     "StorageClass",
     "CSIDriver",
     "CSINode",
@@ -262,6 +266,11 @@ def _missing_note(kind: str, info: KindInfo | None, versions: tuple[GroupVersion
                 f"{kind}: {wanted} is not served (no Volcano CRDs); the {kind} informer stays empty "
                 "and the batch scheduler's pods wait (kinds are discovered at start: restart kubesched "
                 "after installing the CRDs)"
+            )
+        if kind == "HyperNode":
+            return (
+                f"HyperNode: {wanted} is not served (no Volcano topology CRD); batch jobs are placed "
+                "without network topology"
             )
         return (
             f"{kind}: not served (tried {', '.join(_gv(*gv) for gv in versions)}); its informer stays empty"

@@ -19,6 +19,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "PriorityClass",
         "Namespace",
         "Queue",
+        "HyperNode",
         "PersistentVolume",
         "StorageClass",
         "CSINode",

@@ -17,6 +17,7 @@ from kubesched.api.storage import (
     StorageClass,
     VolumeAttachment,
 )
+from kubesched.api.topology import HyperNode
 from kubesched.api.volcano import PodGroup, Queue
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from kubesched.store.base import ClusterStore, Obj
@@ -74,6 +75,7 @@ DEFAULT_PARSERS: Mapping[str, Parser] = {
     "StatefulSet": _plain(StatefulSet.from_dict),
     "PodGroup": _plain(PodGroup.from_dict),
     "Queue": _plain(Queue.from_dict),
+    "HyperNode": _plain(HyperNode.from_dict),
     "PersistentVolume": _plain(PersistentVolume.from_dict),
     "PersistentVolumeClaim": _plain(PersistentVolumeClaim.from_dict),
     "StorageClass": _plain(StorageClass.from_dict),

@@ -120,6 +120,11 @@ class SortedQueue(Generic[T]):
         """The items, in no particular order."""
         return iter(self._items)
 
+    def replace(self, other: SortedQueue[T]) -> None:
+        """Take ``other``'s items (what a dry run left)."""
+        self._items = list(other._items)
+        self._sorted = other._sorted
+
 
 @dataclass(slots=True)
 class NodeChoice:

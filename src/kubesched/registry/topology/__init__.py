@@ -1,0 +1,1 @@
+"""Strategies of Volcano's ``topology.volcano.sh`` group."""
