@@ -155,6 +155,24 @@ class NodeFailure:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class FilterWalk:
+    """How far a cycle looks for feasible nodes (upstream ``findNodesThatPassFilters``, which stops
+    once ``numFeasibleNodesToFind`` nodes passed every Filter): the node slots in the order the
+    cycle processes them, from its rotating start, and how many feasible ones end the walk. A
+    Filter plugin whose verdict costs a search per node may stop at the node where the
+    ``to_find``-th feasible one is found and pass the candidates after it unjudged: the cycle
+    never processes them.
+
+    ``counts``: the slots that are feasible exactly when that plugin passes them (every other
+    Filter passes them and no nominated pod can change that); only these count toward
+    ``to_find``. A slot left out is still judged, so the walk only ever goes further."""
+
+    order: IntArray
+    to_find: int
+    counts: BoolArray
+
+
 @dataclass(slots=True)
 class FilterResult:
     """A vectorized Filter verdict over every slot of the NodeTable.

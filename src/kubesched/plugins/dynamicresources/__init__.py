@@ -66,6 +66,7 @@ from kubesched.framework.types import (
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
+    FilterWalk,
     NodeFailure,
     PreFilterResult,
     QueueingHint,
@@ -524,15 +525,32 @@ class DynamicResources:
         return self.filter_candidates(state, pod, table, table.valid)
 
     def filter_candidates(
-        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        candidates: BoolArray,
+        walk: FilterWalk | None = None,
     ) -> FilterResult:
-        """Filter only the nodes still in the running: each costs an allocation attempt."""
+        """Filter only the nodes still in the running: each costs an allocation attempt. With the
+        cycle's ``walk``, in its order and only until it has found its feasible nodes, as
+        upstream evaluates no node after that."""
         st: _State | None = state.get(STATE_KEY)
         if not self.enabled or st is None or st.claims.empty():
             return FilterResult.all_pass(table.capacity)
         snapshot = self._snapshot()
         failures: dict[tuple[str, str], BoolArray] = {}
-        for slot in np.flatnonzero(candidates & table.valid).tolist():
+        judged = candidates & table.valid
+        if walk is None:
+            slots: list[int] = np.flatnonzero(judged).tolist()
+            counts = None
+            left = 0
+        else:
+            order = walk.order
+            slots = order[judged[order]].tolist()
+            counts = walk.counts
+            left = walk.to_find
+        for slot in slots:
             name = table.names[slot]
             info = snapshot.node_infos.get(name) if snapshot is not None else None
             node = info.node if info is not None else None
@@ -540,6 +558,11 @@ class DynamicResources:
                 continue
             verdict = self._filter_node(st, pod, node)
             if verdict is None:
+                if counts is not None and counts[slot]:
+                    left -= 1
+                    if left <= 0:
+                        # The walk ends at this node: the candidates after it are never processed.
+                        break
                 continue
             mask = failures.get(verdict)
             if mask is None:
