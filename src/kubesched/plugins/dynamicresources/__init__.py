@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -86,6 +86,7 @@ from kubesched.plugins.dynamicresources.extended import (
     request_mappings,
 )
 from kubesched.plugins.dynamicresources.manager import DraManager, dra_manager
+from kubesched.plugins.dynamicresources.node_cache import claims_signature, with_new_share_ids
 from kubesched.plugins.helper.assume_cache import AssumeCacheError
 from kubesched.store.base import Conflict, NotFound, Obj, StoreError
 from kubesched.store.memory import format_timestamp
@@ -164,6 +165,12 @@ class _State:
     #: Extended resources: what the pod asks for through DRA, and resource → class.
     extended_requests: dict[str, int] = field(default_factory=dict)
     class_of: dict[str, str] = field(default_factory=dict)
+    #: What the allocator is asked on every node (the features and the claims' specs), under
+    #: which nodes keep their answers across cycles; None: not kept (an extended-resource
+    #: claim's requests differ per node).
+    question: Hashable | None = None
+    #: The DRA state's version when PreFilter read it.
+    stamps_version: int = -1
 
     def clone(self) -> _State:
         return self
@@ -457,6 +464,11 @@ class DynamicResources:
                 return None, status
 
         if to_allocate:
+            # Read before the state the allocator starts from: answers are kept only while no
+            # change came in since.
+            st.stamps_version = manager.stamps.version
+            if extended is None:
+                st.question = (self.features, claims_signature(c for _, c in claims.to_allocate()))
             slices = manager.resource_slices()
             try:
                 st.allocator = Allocator(
@@ -634,7 +646,27 @@ class DynamicResources:
         self, st: _State, node: Any, claims: list[ResourceClaim]
     ) -> tuple[list[AllocationResult] | None, str]:
         """The allocations of ``claims`` on the node, or why there are none ("" when they just
-        do not fit)."""
+        do not fit): the node's kept answer when its DRA state did not change since."""
+        allocator = st.allocator
+        assert allocator is not None
+        manager = self.manager
+        question = st.question
+        if question is None or manager is None or manager.stamps.version != st.stamps_version:
+            return self._allocate_now(st, node, claims)
+        stamp = manager.stamps.stamp(node.name)
+        kept = manager.node_answers.get(node, stamp, question)
+        if kept is not None:
+            results, reason = kept
+            if results is not None:
+                results = with_new_share_ids(results, allocator.new_share_id)
+            return results, reason
+        answer = self._allocate_now(st, node, claims)
+        manager.node_answers.put(node, stamp, question, answer)
+        return answer
+
+    def _allocate_now(
+        self, st: _State, node: Any, claims: list[ResourceClaim]
+    ) -> tuple[list[AllocationResult] | None, str]:
         allocator = st.allocator
         assert allocator is not None
         sliced = st.sliced_nodes

@@ -27,6 +27,7 @@ from typing import Any
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.plugins.dynamicresources.allocated_state import AllocatedState, DeviceID, SharedDeviceID
 from kubesched.plugins.dynamicresources.allocator import DeviceCache
+from kubesched.plugins.dynamicresources.node_cache import DraStamps, NodeAnswers
 from kubesched.plugins.helper.assume_cache import AssumeCache, AssumeCacheError, NotFoundError
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -138,8 +139,12 @@ class DraManager:
         self.claims.add_event_handler(self.allocated)
         #: What selectors say about devices, kept while their slices stay the same objects.
         self.device_cache = DeviceCache()
+        #: The allocator's answers per node, and the stamps that say when one is out of date.
+        self.stamps = DraStamps()
+        self.node_answers = NodeAnswers()
+        self.claims.add_event_handler(self.stamps)
         informers.informer("ResourceSlice").add_handler(self._on_slice)
-        informers.informer("DeviceClass")
+        informers.informer("DeviceClass").add_handler(self._on_class)
         self._lock = threading.Lock()
         #: claim uid → the claim as Reserve allocated it, until PreBind wrote it (or Unreserve).
         self._in_flight: dict[str, ResourceClaim] = {}
@@ -148,6 +153,16 @@ class DraManager:
         gone = change.old_view if change.type != EventType.ADDED else None
         if isinstance(gone, ResourceSlice):
             self.device_cache.forget([gone])
+        if change.type == EventType.DELETED:
+            old, new = change.old_view or change.view, None
+        else:
+            old, new = change.old_view, change.view
+        self.stamps.slice_changed(
+            old if isinstance(old, ResourceSlice) else None, new if isinstance(new, ResourceSlice) else None
+        )
+
+    def _on_class(self, change: Change[Any]) -> None:
+        self.stamps.class_changed()
 
     # -- claims -----------------------------------------------------------------------------------
     def get_claim(self, namespace: str, name: str) -> ResourceClaim:
@@ -189,11 +204,17 @@ class DraManager:
 
     def signal_claim_pending_allocation(self, uid: str, claim: ResourceClaim) -> None:
         with self._lock:
+            before = self._in_flight.get(uid)
             self._in_flight[uid] = claim
+        self.stamps.allocation_changed(before.allocation if before is not None else None, claim.allocation)
 
     def remove_claim_pending_allocation(self, uid: str) -> bool:
         with self._lock:
-            return self._in_flight.pop(uid, None) is not None
+            gone = self._in_flight.pop(uid, None)
+        if gone is None:
+            return False
+        self.stamps.allocation_changed(gone.allocation)
+        return True
 
     def in_flight_claims(self) -> list[ResourceClaim]:
         with self._lock:

@@ -98,7 +98,9 @@ def test_decisions_match_a_filter_that_judges_every_node(monkeypatch: pytest.Mon
     """More nodes than the cycle looks at (200 → 100 feasible wanted), a third without devices:
     every pod lands where it lands when the Filter judges all nodes, with fewer allocations."""
     # The class the registry builds (pytest may import this package a second time).
-    plugin_class: Any = default_registry().get("DynamicResources").factory
+    spec = default_registry().get("DynamicResources")
+    assert spec is not None
+    plugin_class: Any = spec.factory
     nodes = [node_obj(f"node-{i}") for i in range(200)]
     slices = [gpu_slice(f"node-{i}", "gpu-0", "gpu-1") for i in range(200) if i % 3]
     claims = [
