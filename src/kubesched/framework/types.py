@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
 from typing import Any
@@ -120,7 +120,9 @@ class ClusterEvent:
         resource_ok = r in (WILDCARD, incoming.resource) or (
             r == "Pod" and incoming.resource in (ASSIGNED_POD, UNSCHEDULED_POD)
         )
-        return resource_ok and bool(self.action & incoming.action)
+        # Plain ints: an IntFlag's own ``&`` builds a flag through the enum machinery, and the
+        # queue matches every registration against every event.
+        return resource_ok and bool(int(self.action) & int(incoming.action))
 
 
 class QueueingHint(Enum):
@@ -136,11 +138,24 @@ QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
+class HintKeys:
+    """Which pods a hint can answer Queue for, so that the queue asks it about those alone: when
+    ``of_event(old, new)`` gives keys (None: any pod may be concerned), the hint answers
+    QueueSkip for every pod none of whose ``of_pod`` keys is among them (the claims a pod names,
+    and the claim an event is about)."""
+
+    of_pod: Callable[[Pod], Iterable[Hashable]]
+    of_event: Callable[[Any, Any], Iterable[Hashable] | None]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
-    """A registration: the event, and the function that decides per pod (None: always Queue)."""
+    """A registration: the event, and the function that decides per pod (None: always Queue),
+    with the keys that narrow the pods it is asked about (None: every pod)."""
 
     event: ClusterEvent
     hint: QueueingHintFn | None = None
+    keys: HintKeys | None = None
 
 
 @dataclass(slots=True)

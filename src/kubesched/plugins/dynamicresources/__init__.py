@@ -67,6 +67,7 @@ from kubesched.framework.types import (
     ClusterEventWithHint,
     FilterResult,
     FilterWalk,
+    HintKeys,
     NodeFailure,
     PreFilterResult,
     QueueingHint,
@@ -274,7 +275,9 @@ class DynamicResources:
             ),
             # Allocation is tracked in claims: their creation, allocation and release matter.
             ClusterEventWithHint(
-                ClusterEvent("ResourceClaim", add_update), self.is_schedulable_after_claim_change
+                ClusterEvent("ResourceClaim", add_update),
+                self.is_schedulable_after_claim_change,
+                HintKeys(_pod_claim_keys, _claim_event_keys) if self.manager is not None else None,
             ),
             # The claim generated from a template is recorded in the pod's status.
             ClusterEventWithHint(
@@ -1104,6 +1107,27 @@ class DynamicResources:
         if failure:
             return Status.error(failure[0])
         return None
+
+
+def _pod_claim_keys(pod: Pod) -> list[str]:
+    """The claims a pod names (those generated for it so far), as ``namespace/name``."""
+    keys: list[str] = []
+    for pod_claim in pod.resource_claims:
+        name = pod_claim_ref(pod, pod_claim).name
+        if name is not None:
+            keys.append(f"{pod.namespace}/{name}")
+    return keys
+
+
+def _claim_event_keys(old: Any, new: Any) -> list[str] | None:
+    """The pods ``is_schedulable_after_claim_change`` may answer Queue for: those naming the
+    claim, unless the claim was deallocated (its devices may serve any pod) or the event is not
+    about claims."""
+    if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
+        return None
+    if old is not None and old.allocation is not None and new.allocation is None:
+        return None
+    return [f"{new.namespace}/{new.name}"]
 
 
 def _in_memory_claim(raw: Mapping[str, Any]) -> ResourceClaim:
