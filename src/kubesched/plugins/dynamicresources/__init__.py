@@ -87,7 +87,7 @@ from kubesched.plugins.dynamicresources.extended import (
     request_mappings,
 )
 from kubesched.plugins.dynamicresources.manager import DraManager, dra_manager
-from kubesched.plugins.dynamicresources.node_cache import claims_signature, with_new_share_ids
+from kubesched.plugins.dynamicresources.node_cache import claims_signature
 from kubesched.plugins.helper.assume_cache import AssumeCacheError
 from kubesched.store.base import Conflict, NotFound, Obj, StoreError
 from kubesched.store.memory import format_timestamp
@@ -472,24 +472,17 @@ class DynamicResources:
             st.stamps_version = manager.stamps.version
             if extended is None:
                 st.question = (self.features, claims_signature(c for _, c in claims.to_allocate()))
-            slices = manager.resource_slices()
+            slice_index, st.sliced_nodes = manager.slice_index()
             try:
                 st.allocator = Allocator(
                     self.features,
                     manager.allocated_state(),
                     manager.device_classes(),
-                    slices,
+                    slice_index,
                     cache=manager.device_cache,
                 )
             except AllocationError as exc:
                 return None, Status.error(str(exc))
-            sliced: set[str] = set()
-            for s in slices:
-                if not s.node_name:
-                    break
-                sliced.add(s.node_name)
-            else:
-                st.sliced_nodes = frozenset(sliced)
         st.claims = claims
         return None, None
 
@@ -657,12 +650,9 @@ class DynamicResources:
         if question is None or manager is None or manager.stamps.version != st.stamps_version:
             return self._allocate_now(st, node, claims)
         stamp = manager.stamps.stamp(node.name)
-        kept = manager.node_answers.get(node, stamp, question)
+        kept = manager.node_answers.get(node, stamp, question, allocator.new_share_id)
         if kept is not None:
-            results, reason = kept
-            if results is not None:
-                results = with_new_share_ids(results, allocator.new_share_id)
-            return results, reason
+            return kept
         answer = self._allocate_now(st, node, claims)
         manager.node_answers.put(node, stamp, question, answer)
         return answer

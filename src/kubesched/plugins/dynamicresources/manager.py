@@ -28,6 +28,7 @@ from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim,
 from kubesched.plugins.dynamicresources.allocated_state import AllocatedState, DeviceID, SharedDeviceID
 from kubesched.plugins.dynamicresources.allocator import DeviceCache
 from kubesched.plugins.dynamicresources.node_cache import DraStamps, NodeAnswers
+from kubesched.plugins.dynamicresources.pools import SliceIndex
 from kubesched.plugins.helper.assume_cache import AssumeCache, AssumeCacheError, NotFoundError
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -143,6 +144,11 @@ class DraManager:
         self.stamps = DraStamps()
         self.node_answers = NodeAnswers()
         self.claims.add_event_handler(self.stamps)
+        #: The slices sorted by how they select nodes, and the nodes named by slices (None: some
+        #: slice may serve any node), rebuilt after a slice changed.
+        self._slice_index: tuple[SliceIndex, frozenset[str] | None] | None = None
+        self._slices_generation = 0
+        self._slice_lock = threading.Lock()
         informers.informer("ResourceSlice").add_handler(self._on_slice)
         informers.informer("DeviceClass").add_handler(self._on_class)
         self._lock = threading.Lock()
@@ -153,6 +159,9 @@ class DraManager:
         gone = change.old_view if change.type != EventType.ADDED else None
         if isinstance(gone, ResourceSlice):
             self.device_cache.forget([gone])
+        with self._slice_lock:
+            self._slices_generation += 1
+            self._slice_index = None
         if change.type == EventType.DELETED:
             old, new = change.old_view or change.view, None
         else:
@@ -246,6 +255,21 @@ class DraManager:
         return {
             c.name: c for c in self.informers.informer("DeviceClass").list() if isinstance(c, DeviceClass)
         }
+
+    def slice_index(self) -> tuple[SliceIndex, frozenset[str] | None]:
+        """The slices indexed for the allocator, and the names of the nodes slices name (None
+        when some slice serves nodes otherwise): the same objects until a slice changes."""
+        with self._slice_lock:
+            cached, generation = self._slice_index, self._slices_generation
+        if cached is not None:
+            return cached
+        slices = self.resource_slices()
+        named = frozenset(s.node_name for s in slices) if all(s.node_name for s in slices) else None
+        built = (SliceIndex(slices), named)
+        with self._slice_lock:
+            if generation == self._slices_generation:
+                self._slice_index = built
+        return built
 
     def resource_slices(self) -> list[ResourceSlice]:
         return [s for s in self.informers.informer("ResourceSlice").list() if isinstance(s, ResourceSlice)]

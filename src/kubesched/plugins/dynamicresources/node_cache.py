@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -141,13 +141,24 @@ class NodeAnswers:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[Node, Stamp, dict[Hashable, Answer]]] = {}
+        #: Per node: the node, the stamp, and per question the answer and whether its
+        #: allocations name shares of devices.
+        self._entries: dict[str, tuple[Node, Stamp, dict[Hashable, tuple[Answer, bool]]]] = {}
 
-    def get(self, node: Node, stamp: Stamp, question: Hashable) -> Answer | None:
+    def get(
+        self, node: Node, stamp: Stamp, question: Hashable, new_share_id: Callable[[], str]
+    ) -> Answer | None:
+        """The kept answer, its shares of devices named anew (see :func:`with_new_share_ids`)."""
         entry = self._entries.get(node.name)
         if entry is None or entry[0] is not node or entry[1] != stamp:
             return None
-        return entry[2].get(question)
+        kept = entry[2].get(question)
+        if kept is None:
+            return None
+        answer, shared = kept
+        if shared and answer[0] is not None:
+            return with_new_share_ids(answer[0], new_share_id), answer[1]
+        return answer
 
     def put(self, node: Node, stamp: Stamp, question: Hashable, answer: Answer) -> None:
         with self._lock:
@@ -157,17 +168,19 @@ class NodeAnswers:
             answers = entry[2]
             if len(answers) >= MAX_ANSWERS_PER_NODE:
                 answers.clear()
-            answers[question] = answer
+            results = answer[0]
+            shared = results is not None and any(r.share_id is not None for a in results for r in a.results)
+            answers[question] = (answer, shared)
 
     def __len__(self) -> int:
         return len(self._entries)
 
 
-def with_new_share_ids(results: list[AllocationResult], new_share_id: Any) -> list[AllocationResult]:
+def with_new_share_ids(
+    results: list[AllocationResult], new_share_id: Callable[[], str]
+) -> list[AllocationResult]:
     """A kept answer for another claim: a share of a device that allows multiple allocations is
     named anew for each allocation, as the allocator would."""
-    if not any(r.share_id is not None for a in results for r in a.results):
-        return results
     return [
         replace(
             a,

@@ -16,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod
-from kubesched.api.resource import ResourceClaim
+from kubesched.api.resource import AllocationResult, DeviceRequestAllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.dynamicresources.allocator import Allocator
+from kubesched.plugins.dynamicresources.node_cache import NodeAnswers
 from kubesched.plugins.testing import build_snapshot, node_dict
 from kubesched.store.memory import MemoryStore
 from kubesched.store.parsers import informer_factory
@@ -377,3 +378,28 @@ def test_a_second_pod_of_a_template_allocates_only_where_something_changed() -> 
         assert calls == ["n2"]
     finally:
         Allocator.allocate = original  # type: ignore[method-assign]
+
+
+def test_a_kept_allocation_of_a_device_share_gets_a_share_of_its_own() -> None:
+    """Shares of devices that allow multiple allocations are named per allocation: a kept answer
+    handed to another pod's claim names new shares, the rest as kept."""
+    shared = AllocationResult(
+        results=(
+            DeviceRequestAllocationResult(
+                request="r", driver=DRIVER, pool="p", device="d0", share_id="first"
+            ),
+            DeviceRequestAllocationResult(request="r", driver=DRIVER, pool="p", device="d1"),
+        )
+    )
+    answers = NodeAnswers()
+    worker = _node("n0", None)
+    answers.put(worker, (0, 0), "q", ([shared], ""))
+    ids = iter(("second", "third"))
+    got = [answers.get(worker, (0, 0), "q", lambda: next(ids)) for _ in range(2)]
+    assert [[r.share_id for r in a.results] for g in got if g is not None for a in g[0] or []] == [
+        ["second", None],
+        ["third", None],
+    ]
+    # Anything else about the node changed: nothing kept.
+    assert answers.get(worker, (0, 1), "q", lambda: "x") is None
+    assert answers.get(_node("n0", None), (0, 0), "q", lambda: "x") is None
