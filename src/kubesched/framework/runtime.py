@@ -176,6 +176,10 @@ class Framework:
         self._candidate_filters = {
             pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
         }
+        #: Their positions among the Filters, last first.
+        self._candidate_filter_indices = [
+            i for i in range(len(self.filter) - 1, -1, -1) if self.filter[i].name in self._candidate_filters
+        ]
         self.post_filter = conforming(
             ep.POST_FILTER,
             [pl for pl in placed[ep.POST_FILTER] if isinstance(pl, PostFilterPlugin)],
@@ -333,26 +337,42 @@ class Framework:
         # Allocated at the first rejection: most cycles reject no candidate.
         failed_by: np.ndarray[Any, np.dtype[np.int16]] | None = None
         results: list[FilterResult | None] = []
+        checked = self._checked
+        candidate_filters = self._candidate_filters
         filters = self.filter
-        limited = self._walk_limited_filter(state) if walk is not None else -1
+        limited = self._walk_limited_filter(state) if walk is not None and candidate_filters else -1
         early: dict[int, FilterResult] = {}
         for i, pl in enumerate(filters):
             if pl.name in state.skip_filter_plugins:
                 results.append(None)
                 continue
-            res = early.pop(i, None)
-            if res is None:
-                plugin_walk = None
-                if i == limited and walk is not None:
-                    counts = remaining & walk.counts
-                    for j in range(i + 1, len(filters)):
-                        if filters[j].name in state.skip_filter_plugins:
-                            continue
-                        later = early[j] = self._run_filter(filters[j], state, pod, table, remaining)
-                        if later.passed is not passes_all:
-                            counts &= later.passed
-                    plugin_walk = FilterWalk(walk.order, walk.to_find, counts)
+            res = early.pop(i, None) if early else None
+            if res is not None:
+                pass
+            elif i == limited and walk is not None:
+                counts = remaining & walk.counts
+                for j in range(i + 1, len(filters)):
+                    if filters[j].name in state.skip_filter_plugins:
+                        continue
+                    later = early[j] = self._run_filter(filters[j], state, pod, table, remaining)
+                    if later.passed is not passes_all:
+                        counts &= later.passed
+                plugin_walk = FilterWalk(walk.nodes, walk.start, walk.to_find, counts)
                 res = self._run_filter(pl, state, pod, table, remaining, plugin_walk)
+            else:
+                try:
+                    within = candidate_filters.get(pl.name)
+                    res = (
+                        within(state, pod, table, remaining)
+                        if within is not None
+                        else pl.filter_nodes(state, pod, table)
+                    )
+                    if pl.name in checked:
+                        _check_filter_result(res, capacity)
+                except Exception as exc:
+                    raise _plugin_error(
+                        pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
+                    ) from exc
             results.append(res)
             passed = res.passed
             if passed is passes_all:
@@ -397,9 +417,8 @@ class Framework:
         last active one that searches per node. The Filters after it judge every candidate
         cheaply, so it can tell which nodes are feasible; an earlier per-node Filter could not,
         as a later one's verdict would not be known yet."""
-        for i in range(len(self.filter) - 1, -1, -1):
-            name = self.filter[i].name
-            if name in self._candidate_filters and name not in state.skip_filter_plugins:
+        for i in self._candidate_filter_indices:
+            if self.filter[i].name not in state.skip_filter_plugins:
                 return i
         return -1
 
@@ -518,7 +537,7 @@ class Framework:
                 slot = slot_of.get(node)
                 if slot is not None:
                     counts[slot] = False
-            walk = FilterWalk(walk.order, walk.to_find, counts)
+            walk = FilterWalk(walk.nodes, walk.start, walk.to_find, counts)
         passed, results, failed_by = self.run_filters(state, pod, table, candidates, walk)
         if not len(self._nominator):
             return passed, results, failed_by

@@ -177,15 +177,22 @@ class FilterWalk:
     cycle processes them, from its rotating start, and how many feasible ones end the walk. A
     Filter plugin whose verdict costs a search per node may stop at the node where the
     ``to_find``-th feasible one is found and pass the candidates after it unjudged: the cycle
-    never processes them.
+    never processes them. The order is built only when such a plugin asks for it.
 
     ``counts``: the slots that are feasible exactly when that plugin passes them (every other
     Filter passes them and no nominated pod can change that); only these count toward
     ``to_find``. A slot left out is still judged, so the walk only ever goes further."""
 
-    order: IntArray
+    #: The nodes, and the position in them where the walk starts (it wraps round).
+    nodes: IntArray
+    start: int
     to_find: int
     counts: BoolArray
+
+    @property
+    def order(self) -> IntArray:
+        """The node slots in the order the walk processes them."""
+        return np.roll(self.nodes, -self.start) if self.start else self.nodes
 
 
 @dataclass(slots=True)

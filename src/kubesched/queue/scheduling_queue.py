@@ -531,7 +531,7 @@ class SchedulingQueue:
     def _concerned(self, event: ClusterEvent, old: Any, new: Any) -> set[str] | None:
         """The waiting pods an event can move (None: any): those rejected by a plugin with a
         registration for it, and for a registration with keys, only those with its keys."""
-        if not self._keyed or event.is_wildcard:
+        if not self._keyed or not self._unschedulable or event.is_wildcard:
             return None
         slot = (event.resource, int(event.action))
         matching = self._matching.get(slot)

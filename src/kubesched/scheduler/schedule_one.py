@@ -233,11 +233,7 @@ def find_nodes_that_fit(
     start = sched.next_start_node_index % n if n else 0
     # Filters that search per node stop where the walk below will stop, as upstream's
     # stops evaluating nodes once it has found enough feasible ones.
-    walk = (
-        FilterWalk(np.roll(nodes, -start) if start else nodes, to_find, all_true(table.capacity))
-        if to_find < n
-        else None
-    )
+    walk = FilterWalk(nodes, start, to_find, all_true(table.capacity)) if to_find < n else None
     try:
         feasible_mask, results, failed_by = fwk.run_filters_with_nominated_pods(
             state, pod, table, candidates, walk

@@ -65,7 +65,7 @@ def _walk(table: Any, start: str, to_find: int, not_counted: tuple[str, ...] = (
     counts = np.ones(table.capacity, dtype=np.bool_)
     for n in not_counted:
         counts[table.slot_of[n]] = False
-    return FilterWalk(np.roll(order, -first), to_find, counts)
+    return FilterWalk(order, first, to_find, counts)
 
 
 def test_without_walk_every_candidate_is_judged() -> None:
