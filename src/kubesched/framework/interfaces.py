@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         BoolArray,
         ClusterEvent,
         ClusterEventWithHint,
+        FilterWalk,
         IntArray,
         PreFilterResult,
         QueuedPodInfo,
@@ -98,10 +99,16 @@ class CandidateFilterPlugin(Plugin, Protocol):
     """A Filter plugin whose verdict costs a search per node: the framework calls
     ``filter_candidates`` with the nodes that no earlier Filter plugin rejected (``candidates``)
     instead of ``filter_nodes``. Nodes outside ``candidates`` may be given any verdict; only the
-    candidates' count."""
+    candidates' count. With a ``walk`` (the cycle's search for feasible nodes), candidates after
+    the node where the walk ends need no verdict either (see :class:`FilterWalk`)."""
 
     def filter_candidates(
-        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        candidates: BoolArray,
+        walk: FilterWalk | None = None,
     ) -> FilterResult: ...
 
 

@@ -56,6 +56,7 @@ from kubesched.framework.types import (
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
+    FilterWalk,
     IntArray,
     NodeFailure,
     PreFilterResult,
@@ -175,6 +176,10 @@ class Framework:
         self._candidate_filters = {
             pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
         }
+        #: Their positions among the Filters, last first.
+        self._candidate_filter_indices = [
+            i for i in range(len(self.filter) - 1, -1, -1) if self.filter[i].name in self._candidate_filters
+        ]
         self.post_filter = conforming(
             ep.POST_FILTER,
             [pl for pl in placed[ep.POST_FILTER] if isinstance(pl, PostFilterPlugin)],
@@ -310,12 +315,21 @@ class Framework:
         )
 
     def run_filters(
-        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        candidates: BoolArray,
+        walk: FilterWalk | None = None,
     ) -> tuple[BoolArray, list[FilterResult | None], np.ndarray[Any, np.dtype[np.int16]]]:
         """Run every Filter plugin over all candidate slots at once.
 
         Returns the feasible mask, each plugin's result (None when skipped) and, per slot, the index of
         the first plugin that rejected it (-1 if none) — upstream stops at a node's first failure.
+
+        With ``walk`` (the cycle's search for feasible nodes), the last Filter that searches per
+        node judges only the candidates the walk reaches; the Filters after it run first, so that
+        it knows which of its passes make a node feasible.
         """
         remaining = candidates.copy()
         capacity = table.capacity
@@ -325,23 +339,40 @@ class Framework:
         results: list[FilterResult | None] = []
         checked = self._checked
         candidate_filters = self._candidate_filters
-        for i, pl in enumerate(self.filter):
+        filters = self.filter
+        limited = self._walk_limited_filter(state) if walk is not None and candidate_filters else -1
+        early: dict[int, FilterResult] = {}
+        for i, pl in enumerate(filters):
             if pl.name in state.skip_filter_plugins:
                 results.append(None)
                 continue
-            try:
-                within = candidate_filters.get(pl.name)
-                res = (
-                    within(state, pod, table, remaining)
-                    if within is not None
-                    else pl.filter_nodes(state, pod, table)
-                )
-                if pl.name in checked:
-                    _check_filter_result(res, capacity)
-            except Exception as exc:
-                raise _plugin_error(
-                    pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
-                ) from exc
+            res = early.pop(i, None) if early else None
+            if res is not None:
+                pass
+            elif i == limited and walk is not None:
+                counts = remaining & walk.counts
+                for j in range(i + 1, len(filters)):
+                    if filters[j].name in state.skip_filter_plugins:
+                        continue
+                    later = early[j] = self._run_filter(filters[j], state, pod, table, remaining)
+                    if later.passed is not passes_all:
+                        counts &= later.passed
+                plugin_walk = FilterWalk(walk.nodes, walk.start, walk.to_find, counts)
+                res = self._run_filter(pl, state, pod, table, remaining, plugin_walk)
+            else:
+                try:
+                    within = candidate_filters.get(pl.name)
+                    res = (
+                        within(state, pod, table, remaining)
+                        if within is not None
+                        else pl.filter_nodes(state, pod, table)
+                    )
+                    if pl.name in checked:
+                        _check_filter_result(res, capacity)
+                except Exception as exc:
+                    raise _plugin_error(
+                        pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
+                    ) from exc
             results.append(res)
             passed = res.passed
             if passed is passes_all:
@@ -355,6 +386,41 @@ class Framework:
         if failed_by is None:
             failed_by = none_failed(capacity)
         return remaining, results, failed_by
+
+    def _run_filter(
+        self,
+        pl: FilterPlugin,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        remaining: BoolArray,
+        walk: FilterWalk | None = None,
+    ) -> FilterResult:
+        try:
+            within = self._candidate_filters.get(pl.name)
+            if within is None:
+                res = pl.filter_nodes(state, pod, table)
+            elif walk is None:
+                res = within(state, pod, table, remaining)
+            else:
+                res = within(state, pod, table, remaining, walk)
+            if pl.name in self._checked:
+                _check_filter_result(res, table.capacity)
+        except Exception as exc:
+            raise _plugin_error(
+                pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
+            ) from exc
+        return res
+
+    def _walk_limited_filter(self, state: CycleState) -> int:
+        """The index of the Filter that may stop at the end of the cycle's walk (-1: none): the
+        last active one that searches per node. The Filters after it judge every candidate
+        cheaply, so it can tell which nodes are feasible; an earlier per-node Filter could not,
+        as a later one's verdict would not be known yet."""
+        for i in self._candidate_filter_indices:
+            if self.filter[i].name not in state.skip_filter_plugins:
+                return i
+        return -1
 
     # -- "what if" evaluations: nominated pods, preemption ------------------------------------------
     def active_pre_filter_extensions(self, state: CycleState) -> list[Any]:
@@ -447,7 +513,12 @@ class Framework:
                     infos[name] = original
 
     def run_filters_with_nominated_pods(
-        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        candidates: BoolArray,
+        walk: FilterWalk | None = None,
     ) -> tuple[BoolArray, list[FilterResult | None], np.ndarray[Any, np.dtype[np.int16]]]:
         """:meth:`run_filters`, counting nominated pods like upstream RunFilterPluginsWithNominatedPods.
 
@@ -455,8 +526,19 @@ class Framework:
         pods added (a cloned state, their PreFilter extensions' ``add_pod``) and without them; the
         node passes only if both pass, and a failure of the first run is the node's status. Nodes
         without such pods — nearly all — keep the one vectorized run.
+
+        ``walk``: the cycle's search for feasible nodes (see :meth:`run_filters`); a node with
+        nominated pods never counts toward its end, as the second run may still reject it.
         """
-        passed, results, failed_by = self.run_filters(state, pod, table, candidates)
+        if walk is not None and len(self._nominator):
+            counts = walk.counts.copy()
+            slot_of = table.slot_of
+            for node, _ in self._nominator.items():
+                slot = slot_of.get(node)
+                if slot is not None:
+                    counts[slot] = False
+            walk = FilterWalk(walk.nodes, walk.start, walk.to_find, counts)
+        passed, results, failed_by = self.run_filters(state, pod, table, candidates, walk)
         if not len(self._nominator):
             return passed, results, failed_by
         if self.table_only_filters(state, pod):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
 from typing import Any
@@ -120,7 +120,9 @@ class ClusterEvent:
         resource_ok = r in (WILDCARD, incoming.resource) or (
             r == "Pod" and incoming.resource in (ASSIGNED_POD, UNSCHEDULED_POD)
         )
-        return resource_ok and bool(self.action & incoming.action)
+        # Plain ints: an IntFlag's own ``&`` builds a flag through the enum machinery, and the
+        # queue matches every registration against every event.
+        return resource_ok and bool(int(self.action) & int(incoming.action))
 
 
 class QueueingHint(Enum):
@@ -136,11 +138,24 @@ QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
+class HintKeys:
+    """Which pods a hint can answer Queue for, so that the queue asks it about those alone: when
+    ``of_event(old, new)`` gives keys (None: any pod may be concerned), the hint answers
+    QueueSkip for every pod none of whose ``of_pod`` keys is among them (the claims a pod names,
+    and the claim an event is about)."""
+
+    of_pod: Callable[[Pod], Iterable[Hashable]]
+    of_event: Callable[[Any, Any], Iterable[Hashable] | None]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
-    """A registration: the event, and the function that decides per pod (None: always Queue)."""
+    """A registration: the event, and the function that decides per pod (None: always Queue),
+    with the keys that narrow the pods it is asked about (None: every pod)."""
 
     event: ClusterEvent
     hint: QueueingHintFn | None = None
+    keys: HintKeys | None = None
 
 
 @dataclass(slots=True)
@@ -153,6 +168,31 @@ class NodeFailure:
     #: What the reason is about, for explain only (the claim a volume reason comes from); the
     #: reason alone is what messages and the histogram show, as upstream.
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FilterWalk:
+    """How far a cycle looks for feasible nodes (upstream ``findNodesThatPassFilters``, which stops
+    once ``numFeasibleNodesToFind`` nodes passed every Filter): the node slots in the order the
+    cycle processes them, from its rotating start, and how many feasible ones end the walk. A
+    Filter plugin whose verdict costs a search per node may stop at the node where the
+    ``to_find``-th feasible one is found and pass the candidates after it unjudged: the cycle
+    never processes them. The order is built only when such a plugin asks for it.
+
+    ``counts``: the slots that are feasible exactly when that plugin passes them (every other
+    Filter passes them and no nominated pod can change that); only these count toward
+    ``to_find``. A slot left out is still judged, so the walk only ever goes further."""
+
+    #: The nodes, and the position in them where the walk starts (it wraps round).
+    nodes: IntArray
+    start: int
+    to_find: int
+    counts: BoolArray
+
+    @property
+    def order(self) -> IntArray:
+        """The node slots in the order the walk processes them."""
+        return np.roll(self.nodes, -self.start) if self.start else self.nodes
 
 
 @dataclass(slots=True)

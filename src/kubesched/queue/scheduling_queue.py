@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from kubesched.framework.types import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    HintKeys,
     QueuedPodInfo,
     QueueingHint,
 )
@@ -136,6 +137,23 @@ class SchedulingQueue:
         #: only on its own update), so gated pods cost nothing per event otherwise.
         self._gated: dict[str, dict[str, None]] = {}
         self._gated_by: dict[str, str] = {}
+        #: When each uid of ``_movable`` or of a ``_gated`` entry went in: the order events visit
+        #: them in, which the pods they move keep in the queues.
+        self._order: dict[str, int] = {}
+        self._order_seq = itertools.count()
+        #: Registrations whose hints say which pods they concern (:class:`HintKeys`), from every
+        #: profile. With any, the waiting pods are filed by (registration, key) and by the plugins
+        #: that rejected them: an event looks only at the pods of the plugins whose registrations
+        #: it matches, and for a keyed registration only at those with its keys.
+        self._keyed = _keyed_registrations([self._default_events, *self._profile_events.values()])
+        self._by_key: dict[tuple[int, Hashable], set[str]] = {}
+        self._by_rejector: dict[str, set[str]] = {}
+        self._filed: dict[str, tuple[list[tuple[int, Hashable]], set[str]]] = {}
+        #: Waiting pods every event looks at (no plugin rejected them, or their keys are unknown).
+        self._unkeyed: set[str] = set()
+        #: Per (resource, action) of an event: the plugins with a matching registration that has
+        #: no keys, and the matching keyed registrations with their plugin.
+        self._matching: dict[tuple[str, int], tuple[set[str], list[tuple[int, str, HintKeys]]]] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         #: events seen while a pod was in flight: pod uid → events, with the changed objects
         self._in_flight_events: dict[str, list[InFlightEvent]] = {}
@@ -228,7 +246,7 @@ class SchedulingQueue:
         if nominated:
             self.nominator.add(pod, nominated)
         if self._gate(info):
-            self._unschedulable[pod.uid] = _Unschedulable(info, self._now(), gated=True)
+            self._park(_Unschedulable(info, self._now(), gated=True))
             self._movable.pop(pod.uid, None)
             self._index_gated(info)
             if self.metrics is not None:
@@ -252,11 +270,12 @@ class SchedulingQueue:
         u = self._unschedulable.get(uid)
         if u is not None:
             u.info.pod = pod
+            self._index_keys(u.info)
             if u.gated:
                 if self._gate(u.info):
                     self._index_gated(u.info)
                     return
-                del self._unschedulable[uid]
+                self._unpark(uid)
                 self._unindex_gated(uid)
                 where = self._requeue(u.info)
                 if self.metrics is not None:
@@ -268,7 +287,7 @@ class SchedulingQueue:
                 if strategy is Strategy.IMMEDIATELY:
                     break
             if strategy is not Strategy.SKIP:
-                del self._unschedulable[uid]
+                self._unpark(uid)
                 self._movable.pop(uid, None)
                 where = self._requeue_with(u.info, strategy)
                 if self.metrics is not None:
@@ -287,7 +306,7 @@ class SchedulingQueue:
         self.nominator.delete(uid)
         self._active.delete(uid)
         self._backoff.delete(uid)
-        self._unschedulable.pop(uid, None)
+        self._unpark(uid)
         self._movable.pop(uid, None)
         self._unindex_gated(uid)
 
@@ -300,6 +319,7 @@ class SchedulingQueue:
             self._unindex_gated(uid)
         self._gated_by[uid] = info.gated_by
         self._gated.setdefault(info.gated_by, {})[uid] = None
+        self._order[uid] = next(self._order_seq)
 
     def _unindex_gated(self, uid: str) -> None:
         plugin = self._gated_by.pop(uid, None)
@@ -366,8 +386,9 @@ class SchedulingQueue:
             self._backoff.push(uid, info)
             where = "backoff"
         else:
-            self._unschedulable[uid] = _Unschedulable(info, self._now(), gated=False)
+            self._park(_Unschedulable(info, self._now(), gated=False))
             self._movable[uid] = None
+            self._order[uid] = next(self._order_seq)
             where = "unschedulable"
         if m is not None:
             m.incoming(where, "ScheduleAttemptFailure")
@@ -439,22 +460,121 @@ class SchedulingQueue:
         Returns how many moved."""
         self._record_in_flight(event, old, new)
         moved = 0
-        for uid in list(self._movable):
+        concerned = self._concerned(event, old, new)
+        for uid in self._visit(self._movable, concerned):
             u = self._unschedulable[uid]
             if pre_check is not None and not pre_check(u.info):
                 continue
             strategy = self._worth_requeuing(u.info, event, old, new)
             if strategy is Strategy.SKIP:
                 continue
-            del self._unschedulable[uid]
+            self._unpark(uid)
             del self._movable[uid]
             where = self._requeue_with(u.info, strategy)
             if self.metrics is not None:
                 self.metrics.moved(where, event)
             moved += 1
         if self._gated:
-            moved += self._move_gated(event, old, new, pre_check)
+            moved += self._move_gated(event, old, new, pre_check, concerned)
         return moved
+
+    # -- waiting pods by key -----------------------------------------------------------------------
+    def _park(self, u: _Unschedulable) -> None:
+        self._unschedulable[u.info.pod.uid] = u
+        self._index_keys(u.info)
+
+    def _unpark(self, uid: str) -> _Unschedulable | None:
+        self._order.pop(uid, None)
+        if self._keyed:
+            self._unindex_keys(uid)
+        return self._unschedulable.pop(uid, None)
+
+    def _index_keys(self, info: QueuedPodInfo) -> None:
+        """File a waiting pod under the plugins that rejected it and the keys its profile's
+        keyed hints give it."""
+        if not self._keyed:
+            return
+        uid = info.pod.uid
+        self._unindex_keys(uid)
+        rejectors = info.unschedulable_plugins | info.pending_plugins
+        if not rejectors:
+            # Every event moves such a pod (``_worth_requeuing``).
+            self._unkeyed.add(uid)
+            return
+        ids = {id(reg) for regs in self._events_for(info.pod).values() for reg in regs}
+        keys: list[tuple[int, Hashable]] = []
+        try:
+            for index, _, reg in self._keyed:
+                if id(reg) in ids and reg.keys is not None:
+                    keys.extend((index, key) for key in reg.keys.of_pod(info.pod))
+        except Exception:
+            log.exception("hint keys failed for pod %s", info.pod.key)
+            self._unkeyed.add(uid)
+            return
+        for entry in keys:
+            self._by_key.setdefault(entry, set()).add(uid)
+        for plugin in rejectors:
+            self._by_rejector.setdefault(plugin, set()).add(uid)
+        self._filed[uid] = (keys, set(rejectors))
+
+    def _unindex_keys(self, uid: str) -> None:
+        self._unkeyed.discard(uid)
+        filed = self._filed.pop(uid, None)
+        if filed is None:
+            return
+        keys, rejectors = filed
+        for key in keys:
+            _discard(self._by_key, key, uid)
+        for plugin in rejectors:
+            _discard(self._by_rejector, plugin, uid)
+
+    def _concerned(self, event: ClusterEvent, old: Any, new: Any) -> set[str] | None:
+        """The waiting pods an event can move (None: any): those rejected by a plugin with a
+        registration for it, and for a registration with keys, only those with its keys."""
+        if not self._keyed or not self._unschedulable or event.is_wildcard:
+            return None
+        slot = (event.resource, int(event.action))
+        matching = self._matching.get(slot)
+        if matching is None:
+            matching = self._matching[slot] = self._registered_for(event)
+        unkeyed, keyed = matching
+        concerned = set(self._unkeyed)
+        for plugin in unkeyed:
+            concerned |= self._by_rejector.get(plugin, set())
+        for index, plugin, keys in keyed:
+            try:
+                wanted = keys.of_event(old, new)
+            except Exception:
+                log.exception("hint keys failed for event %s", event)
+                wanted = None
+            if wanted is None:
+                concerned |= self._by_rejector.get(plugin, set())
+                continue
+            for key in wanted:
+                concerned |= self._by_key.get((index, key), set())
+        return concerned
+
+    def _registered_for(self, event: ClusterEvent) -> tuple[set[str], list[tuple[int, str, HintKeys]]]:
+        unkeyed: set[str] = set()
+        keyed: list[tuple[int, str, HintKeys]] = []
+        index_of = {id(reg): index for index, _, reg in self._keyed}
+        for table in (self._default_events, *self._profile_events.values()):
+            for plugin, regs in table.items():
+                for reg in regs:
+                    if not reg.event.matches(event):
+                        continue
+                    if reg.keys is None:
+                        unkeyed.add(plugin)
+                    else:
+                        keyed.append((index_of[id(reg)], plugin, reg.keys))
+        return unkeyed, keyed
+
+    def _visit(self, uids: Mapping[str, None], concerned: set[str] | None) -> list[str]:
+        """``uids`` in their order, or those of them an event concerns."""
+        if concerned is None:
+            return list(uids)
+        order = self._order
+        return sorted((uid for uid in concerned if uid in uids), key=order.__getitem__)
 
     def _registers(self, plugin: str, event: ClusterEvent) -> bool:
         """Whether ``plugin`` registered ``event`` in any profile."""
@@ -467,6 +587,7 @@ class SchedulingQueue:
         old: Any,
         new: Any,
         pre_check: Callable[[QueuedPodInfo], bool] | None,
+        concerned: set[str] | None = None,
     ) -> int:
         """Gated pods whose gating plugin registered the event and whose hint answers Queue are
         asked again (upstream runs PreEnqueue when such a pod moves): let in, or kept gated."""
@@ -474,7 +595,7 @@ class SchedulingQueue:
         for plugin, uids in list(self._gated.items()):
             if event.is_wildcard or not self._registers(plugin, event):
                 continue
-            for uid in list(uids):
+            for uid in self._visit(uids, concerned):
                 u = self._unschedulable[uid]
                 if pre_check is not None and not pre_check(u.info):
                     continue
@@ -482,8 +603,9 @@ class SchedulingQueue:
                     continue
                 if self._gate(u.info):
                     self._index_gated(u.info)
+                    self._index_keys(u.info)
                     continue
-                del self._unschedulable[uid]
+                self._unpark(uid)
                 self._unindex_gated(uid)
                 where = self._requeue(u.info)
                 if self.metrics is not None:
@@ -511,7 +633,9 @@ class SchedulingQueue:
         ]
         for uid in stale:
             del self._movable[uid]
-            where = self._requeue(self._unschedulable.pop(uid).info)
+            gone = self._unpark(uid)
+            assert gone is not None
+            where = self._requeue(gone.info)
             if self.metrics is not None:
                 self.metrics.incoming(where, "UnschedulableTimeout")
         return len(stale)
@@ -521,6 +645,27 @@ class SchedulingQueue:
         yield from self._backoff
         for u in self._unschedulable.values():
             yield u.info
+
+
+def _discard(index: dict[Any, set[str]], key: Any, uid: str) -> None:
+    uids = index.get(key)
+    if uids is not None:
+        uids.discard(uid)
+        if not uids:
+            del index[key]
+
+
+def _keyed_registrations(
+    tables: Iterable[Mapping[str, list[ClusterEventWithHint]]],
+) -> list[tuple[int, str, ClusterEventWithHint]]:
+    """The registrations with :class:`HintKeys`, each once, numbered, with their plugin."""
+    seen: dict[int, tuple[str, ClusterEventWithHint]] = {}
+    for table in tables:
+        for plugin, regs in table.items():
+            for reg in regs:
+                if reg.keys is not None:
+                    seen.setdefault(id(reg), (plugin, reg))
+    return [(index, plugin, reg) for index, (plugin, reg) in enumerate(seen.values())]
 
 
 def _with_hints(events: PluginEvents) -> dict[str, list[ClusterEventWithHint]]:

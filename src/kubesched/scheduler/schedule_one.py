@@ -30,7 +30,7 @@ from kubesched.framework.node_count import num_feasible_nodes_to_find
 from kubesched.framework.outcome import PENDING, UNSCHEDULABLE, PodOutcome
 from kubesched.framework.runtime import Framework, FrameworkError, PluginError, ScoreDetails
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import BoolArray, IntArray, QueuedPodInfo, none_failed
+from kubesched.framework.types import BoolArray, FilterWalk, IntArray, QueuedPodInfo, all_true, none_failed
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.scheduler.binding import BindingTask
 from kubesched.scheduler.extenders import (
@@ -219,12 +219,6 @@ def find_nodes_that_fit(
     else:
         candidates = np.zeros(table.capacity, dtype=np.bool_)
         candidates[nodes] = True
-    try:
-        feasible_mask, results, failed_by = fwk.run_filters_with_nominated_pods(state, pod, table, candidates)
-    except PluginError:
-        raise  # already names the plugin and the extension point
-    except (FrameworkError, KeyError, ValueError) as exc:
-        raise SchedulingError(f"running Filter plugins: {exc}") from exc
 
     n = len(nodes)
     # A profile's own percentage (0 included: "adaptive") wins over the global one.
@@ -237,6 +231,18 @@ def find_nodes_that_fit(
         # found will do (upstream hasScoring, hasExtenderFilters).
         to_find = min(to_find, 1)
     start = sched.next_start_node_index % n if n else 0
+    # Filters that search per node stop where the walk below will stop, as upstream's
+    # stops evaluating nodes once it has found enough feasible ones.
+    walk = FilterWalk(nodes, start, to_find, all_true(table.capacity)) if to_find < n else None
+    try:
+        feasible_mask, results, failed_by = fwk.run_filters_with_nominated_pods(
+            state, pod, table, candidates, walk
+        )
+    except PluginError:
+        raise  # already names the plugin and the extension point
+    except (FrameworkError, KeyError, ValueError) as exc:
+        raise SchedulingError(f"running Filter plugins: {exc}") from exc
+
     all_passed = failed_by is none_failed(table.capacity)
     feasible, num_processed = _walk_from_start(nodes, None if all_passed else feasible_mask, start, to_find)
     if num_all:

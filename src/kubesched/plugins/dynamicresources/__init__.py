@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -66,6 +66,8 @@ from kubesched.framework.types import (
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
+    FilterWalk,
+    HintKeys,
     NodeFailure,
     PreFilterResult,
     QueueingHint,
@@ -85,6 +87,7 @@ from kubesched.plugins.dynamicresources.extended import (
     request_mappings,
 )
 from kubesched.plugins.dynamicresources.manager import DraManager, dra_manager
+from kubesched.plugins.dynamicresources.node_cache import claims_signature
 from kubesched.plugins.helper.assume_cache import AssumeCacheError
 from kubesched.store.base import Conflict, NotFound, Obj, StoreError
 from kubesched.store.memory import format_timestamp
@@ -163,6 +166,12 @@ class _State:
     #: Extended resources: what the pod asks for through DRA, and resource → class.
     extended_requests: dict[str, int] = field(default_factory=dict)
     class_of: dict[str, str] = field(default_factory=dict)
+    #: What the allocator is asked on every node (the features and the claims' specs), under
+    #: which nodes keep their answers across cycles; None: not kept (an extended-resource
+    #: claim's requests differ per node).
+    question: Hashable | None = None
+    #: The DRA state's version when PreFilter read it.
+    stamps_version: int = -1
 
     def clone(self) -> _State:
         return self
@@ -266,7 +275,9 @@ class DynamicResources:
             ),
             # Allocation is tracked in claims: their creation, allocation and release matter.
             ClusterEventWithHint(
-                ClusterEvent("ResourceClaim", add_update), self.is_schedulable_after_claim_change
+                ClusterEvent("ResourceClaim", add_update),
+                self.is_schedulable_after_claim_change,
+                HintKeys(_pod_claim_keys, _claim_event_keys) if self.manager is not None else None,
             ),
             # The claim generated from a template is recorded in the pod's status.
             ClusterEventWithHint(
@@ -456,24 +467,22 @@ class DynamicResources:
                 return None, status
 
         if to_allocate:
-            slices = manager.resource_slices()
+            # Read before the state the allocator starts from: answers are kept only while no
+            # change came in since.
+            st.stamps_version = manager.stamps.version
+            if extended is None:
+                st.question = (self.features, claims_signature(c for _, c in claims.to_allocate()))
+            slice_index, st.sliced_nodes = manager.slice_index()
             try:
                 st.allocator = Allocator(
                     self.features,
                     manager.allocated_state(),
                     manager.device_classes(),
-                    slices,
+                    slice_index,
                     cache=manager.device_cache,
                 )
             except AllocationError as exc:
                 return None, Status.error(str(exc))
-            sliced: set[str] = set()
-            for s in slices:
-                if not s.node_name:
-                    break
-                sliced.add(s.node_name)
-            else:
-                st.sliced_nodes = frozenset(sliced)
         st.claims = claims
         return None, None
 
@@ -524,15 +533,32 @@ class DynamicResources:
         return self.filter_candidates(state, pod, table, table.valid)
 
     def filter_candidates(
-        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        candidates: BoolArray,
+        walk: FilterWalk | None = None,
     ) -> FilterResult:
-        """Filter only the nodes still in the running: each costs an allocation attempt."""
+        """Filter only the nodes still in the running: each costs an allocation attempt. With the
+        cycle's ``walk``, in its order and only until it has found its feasible nodes, as
+        upstream evaluates no node after that."""
         st: _State | None = state.get(STATE_KEY)
         if not self.enabled or st is None or st.claims.empty():
             return FilterResult.all_pass(table.capacity)
         snapshot = self._snapshot()
         failures: dict[tuple[str, str], BoolArray] = {}
-        for slot in np.flatnonzero(candidates & table.valid).tolist():
+        judged = candidates & table.valid
+        if walk is None:
+            slots: list[int] = np.flatnonzero(judged).tolist()
+            counts = None
+            left = 0
+        else:
+            order = walk.order
+            slots = order[judged[order]].tolist()
+            counts = walk.counts
+            left = walk.to_find
+        for slot in slots:
             name = table.names[slot]
             info = snapshot.node_infos.get(name) if snapshot is not None else None
             node = info.node if info is not None else None
@@ -540,6 +566,11 @@ class DynamicResources:
                 continue
             verdict = self._filter_node(st, pod, node)
             if verdict is None:
+                if counts is not None and counts[slot]:
+                    left -= 1
+                    if left <= 0:
+                        # The walk ends at this node: the candidates after it are never processed.
+                        break
                 continue
             mask = failures.get(verdict)
             if mask is None:
@@ -611,7 +642,24 @@ class DynamicResources:
         self, st: _State, node: Any, claims: list[ResourceClaim]
     ) -> tuple[list[AllocationResult] | None, str]:
         """The allocations of ``claims`` on the node, or why there are none ("" when they just
-        do not fit)."""
+        do not fit): the node's kept answer when its DRA state did not change since."""
+        allocator = st.allocator
+        assert allocator is not None
+        manager = self.manager
+        question = st.question
+        if question is None or manager is None or manager.stamps.version != st.stamps_version:
+            return self._allocate_now(st, node, claims)
+        stamp = manager.stamps.stamp(node.name)
+        kept = manager.node_answers.get(node, stamp, question, allocator.new_share_id)
+        if kept is not None:
+            return kept
+        answer = self._allocate_now(st, node, claims)
+        manager.node_answers.put(node, stamp, question, answer)
+        return answer
+
+    def _allocate_now(
+        self, st: _State, node: Any, claims: list[ResourceClaim]
+    ) -> tuple[list[AllocationResult] | None, str]:
         allocator = st.allocator
         assert allocator is not None
         sliced = st.sliced_nodes
@@ -1049,6 +1097,27 @@ class DynamicResources:
         if failure:
             return Status.error(failure[0])
         return None
+
+
+def _pod_claim_keys(pod: Pod) -> list[str]:
+    """The claims a pod names (those generated for it so far), as ``namespace/name``."""
+    keys: list[str] = []
+    for pod_claim in pod.resource_claims:
+        name = pod_claim_ref(pod, pod_claim).name
+        if name is not None:
+            keys.append(f"{pod.namespace}/{name}")
+    return keys
+
+
+def _claim_event_keys(old: Any, new: Any) -> list[str] | None:
+    """The pods ``is_schedulable_after_claim_change`` may answer Queue for: those naming the
+    claim, unless the claim was deallocated (its devices may serve any pod) or the event is not
+    about claims."""
+    if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
+        return None
+    if old is not None and old.allocation is not None and new.allocation is None:
+        return None
+    return [f"{new.namespace}/{new.name}"]
 
 
 def _in_memory_claim(raw: Mapping[str, Any]) -> ResourceClaim:

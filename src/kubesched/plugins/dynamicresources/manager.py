@@ -27,6 +27,8 @@ from typing import Any
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.plugins.dynamicresources.allocated_state import AllocatedState, DeviceID, SharedDeviceID
 from kubesched.plugins.dynamicresources.allocator import DeviceCache
+from kubesched.plugins.dynamicresources.node_cache import DraStamps, NodeAnswers
+from kubesched.plugins.dynamicresources.pools import SliceIndex
 from kubesched.plugins.helper.assume_cache import AssumeCache, AssumeCacheError, NotFoundError
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
@@ -138,8 +140,17 @@ class DraManager:
         self.claims.add_event_handler(self.allocated)
         #: What selectors say about devices, kept while their slices stay the same objects.
         self.device_cache = DeviceCache()
+        #: The allocator's answers per node, and the stamps that say when one is out of date.
+        self.stamps = DraStamps()
+        self.node_answers = NodeAnswers()
+        self.claims.add_event_handler(self.stamps)
+        #: The slices sorted by how they select nodes, and the nodes named by slices (None: some
+        #: slice may serve any node), rebuilt after a slice changed.
+        self._slice_index: tuple[SliceIndex, frozenset[str] | None] | None = None
+        self._slices_generation = 0
+        self._slice_lock = threading.Lock()
         informers.informer("ResourceSlice").add_handler(self._on_slice)
-        informers.informer("DeviceClass")
+        informers.informer("DeviceClass").add_handler(self._on_class)
         self._lock = threading.Lock()
         #: claim uid → the claim as Reserve allocated it, until PreBind wrote it (or Unreserve).
         self._in_flight: dict[str, ResourceClaim] = {}
@@ -148,6 +159,19 @@ class DraManager:
         gone = change.old_view if change.type != EventType.ADDED else None
         if isinstance(gone, ResourceSlice):
             self.device_cache.forget([gone])
+        with self._slice_lock:
+            self._slices_generation += 1
+            self._slice_index = None
+        if change.type == EventType.DELETED:
+            old, new = change.old_view or change.view, None
+        else:
+            old, new = change.old_view, change.view
+        self.stamps.slice_changed(
+            old if isinstance(old, ResourceSlice) else None, new if isinstance(new, ResourceSlice) else None
+        )
+
+    def _on_class(self, change: Change[Any]) -> None:
+        self.stamps.class_changed()
 
     # -- claims -----------------------------------------------------------------------------------
     def get_claim(self, namespace: str, name: str) -> ResourceClaim:
@@ -189,11 +213,17 @@ class DraManager:
 
     def signal_claim_pending_allocation(self, uid: str, claim: ResourceClaim) -> None:
         with self._lock:
+            before = self._in_flight.get(uid)
             self._in_flight[uid] = claim
+        self.stamps.allocation_changed(before.allocation if before is not None else None, claim.allocation)
 
     def remove_claim_pending_allocation(self, uid: str) -> bool:
         with self._lock:
-            return self._in_flight.pop(uid, None) is not None
+            gone = self._in_flight.pop(uid, None)
+        if gone is None:
+            return False
+        self.stamps.allocation_changed(gone.allocation)
+        return True
 
     def in_flight_claims(self) -> list[ResourceClaim]:
         with self._lock:
@@ -225,6 +255,21 @@ class DraManager:
         return {
             c.name: c for c in self.informers.informer("DeviceClass").list() if isinstance(c, DeviceClass)
         }
+
+    def slice_index(self) -> tuple[SliceIndex, frozenset[str] | None]:
+        """The slices indexed for the allocator, and the names of the nodes slices name (None
+        when some slice serves nodes otherwise): the same objects until a slice changes."""
+        with self._slice_lock:
+            cached, generation = self._slice_index, self._slices_generation
+        if cached is not None:
+            return cached
+        slices = self.resource_slices()
+        named = frozenset(s.node_name for s in slices) if all(s.node_name for s in slices) else None
+        built = (SliceIndex(slices), named)
+        with self._slice_lock:
+            if generation == self._slices_generation:
+                self._slice_index = built
+        return built
 
     def resource_slices(self) -> list[ResourceSlice]:
         return [s for s in self.informers.informer("ResourceSlice").list() if isinstance(s, ResourceSlice)]
