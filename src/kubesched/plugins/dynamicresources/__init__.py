@@ -172,6 +172,11 @@ class _State:
     question: Hashable | None = None
     #: The DRA state's version when PreFilter read it.
     stamps_version: int = -1
+    #: The extended-resource claim's variant per set of resources a node leaves to DRA: nodes
+    #: that advertise the same resources ask the allocator the same question.
+    extended_variants: dict[frozenset[tuple[str, int]], ResourceClaim] = field(default_factory=dict)
+    #: Each variant's question (by the variant's identity; the variants live as long as the cycle).
+    extended_questions: dict[int, Hashable] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
@@ -624,7 +629,17 @@ class DynamicResources:
                 if claim is ext and extended_claim is not None:
                     claim = extended_claim
                 claims.append(claim)
-            results, reason = self._allocate(st, node, claims)
+            question = st.question
+            if extended_claim is not None:
+                # The node's variant of the extended-resource claim is one of few (per set of
+                # resources nodes leave to DRA): its answers are kept under its own question.
+                question = st.extended_questions.get(id(extended_claim))
+                if question is None:
+                    question = st.extended_questions[id(extended_claim)] = (
+                        self.features,
+                        claims_signature(claims),
+                    )
+            results, reason = self._allocate(st, node, claims, question)
             if reason:
                 return reason, _claim_list(claims)
             if results is None or len(results) != len(claims):
@@ -639,14 +654,14 @@ class DynamicResources:
         return None
 
     def _allocate(
-        self, st: _State, node: Any, claims: list[ResourceClaim]
+        self, st: _State, node: Any, claims: list[ResourceClaim], question: Hashable | None
     ) -> tuple[list[AllocationResult] | None, str]:
         """The allocations of ``claims`` on the node, or why there are none ("" when they just
-        do not fit): the node's kept answer when its DRA state did not change since."""
+        do not fit): the node's kept answer to ``question`` when its DRA state did not change
+        since."""
         allocator = st.allocator
         assert allocator is not None
         manager = self.manager
-        question = st.question
         if question is None or manager is None or manager.stamps.version != st.stamps_version:
             return self._allocate_now(st, node, claims)
         stamp = manager.stamps.stamp(node.name)
@@ -713,9 +728,13 @@ class DynamicResources:
             return None, None
         if claim.allocation is not None:
             return None, None
-        raw = copy.deepcopy(dict(claim.raw))
-        raw["spec"] = {"devices": {"requests": device_requests(pod, through_dra, st.class_of)}}
-        return _in_memory_claim(raw), None
+        key = frozenset(through_dra.items())
+        variant = st.extended_variants.get(key)
+        if variant is None:
+            raw = copy.deepcopy(dict(claim.raw))
+            raw["spec"] = {"devices": {"requests": device_requests(pod, through_dra, st.class_of)}}
+            variant = st.extended_variants[key] = _in_memory_claim(raw)
+        return variant, None
 
     # -- PostFilter -------------------------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[str | None, Status]:

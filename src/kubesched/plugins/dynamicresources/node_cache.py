@@ -41,7 +41,7 @@ Stamp = tuple[int, int]
 #: The pool key of slices that are not tied to nodes by name.
 _ANY_NODE = ""
 #: Answers kept per node for one stamp: claims with different specs ask different questions.
-MAX_ANSWERS_PER_NODE = 16
+MAX_ANSWERS_PER_NODE = 64
 
 
 def claims_signature(claims: Iterable[ResourceClaim]) -> Hashable:
