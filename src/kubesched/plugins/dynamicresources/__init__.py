@@ -395,6 +395,9 @@ class DynamicResources:
         st.extended_requests = wanted
         st.class_of = mapping
         for claim in manager.list_claims():
+            # A pod owns claims of its own namespace only: the cheap test first.
+            if claim.namespace != pod.namespace:
+                continue
             if claim.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
                 continue
             for ref in claim.owner_references:
