@@ -420,6 +420,7 @@ def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
     assert reflectors.skipped == [
         "Queue",
         "PodGroup",
+        "HyperNode",
         "CSIStorageCapacity",
         "DeviceClass",
         "ResourceSlice",
