@@ -25,6 +25,17 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kubesched.api.dra_cel import CEL_SELECTOR_MAX_COST, CELError, compile_selector
+from kubesched.api.field_errors import (
+    Cause,
+    duplicate,
+    forbidden,
+    immutable,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+    too_many,
+)
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.resource import (
     ALLOCATION_MODE_ALL,
@@ -56,9 +67,6 @@ from kubesched.api.resource import (
     TOLERATION_OP_EXISTS,
 )
 from kubesched.errors import InputError
-
-#: One broken rule: (reason, field path, message), the reason as a ``Status`` cause names it.
-Cause = tuple[str, str, str]
 
 #: ``DeviceMaxIDLength``: the name part of a qualified attribute or capacity name.
 DEVICE_MAX_ID_LENGTH: Final = 32
@@ -147,57 +155,6 @@ _C_IDENTIFIER_MESSAGE: Final = _regex_error(
     "MY_NAME",
     "MyName",
 )
-
-
-# -- how upstream words a broken rule ------------------------------------------------------------
-def go_value(value: Any) -> str:
-    """A bad value as ``field.Error`` prints it: strings quoted, numbers and booleans bare, a nil
-    value as ``"null"``; structures as JSON (upstream prints Go's own syntax)."""
-    if value is None:
-        return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def required(path: str, detail: str = "") -> Cause:
-    return ("FieldValueRequired", path, f"Required value: {detail}" if detail else "Required value")
-
-
-def invalid(path: str, value: Any, detail: str) -> Cause:
-    return ("FieldValueInvalid", path, f"Invalid value: {go_value(value)}: {detail}")
-
-
-def not_supported(path: str, value: Any, supported: Iterable[str]) -> Cause:
-    listed = ", ".join(f'"{s}"' for s in supported)
-    return (
-        "FieldValueNotSupported",
-        path,
-        f"Unsupported value: {go_value(value)}: supported values: {listed}",
-    )
-
-
-def forbidden(path: str, detail: str) -> Cause:
-    return ("FieldValueForbidden", path, f"Forbidden: {detail}")
-
-
-def duplicate(path: str, value: Any) -> Cause:
-    return ("FieldValueDuplicate", path, f"Duplicate value: {go_value(value)}")
-
-
-def too_long(path: str, limit: int) -> Cause:
-    return ("FieldValueTooLong", path, f"Too long: may not be more than {limit} bytes")
-
-
-def too_many(path: str, actual: int, limit: int) -> Cause:
-    items = "item" if limit == 1 else "items"
-    return ("FieldValueTooMany", path, f"Too many: {actual}: must have at most {limit} {items}")
-
-
-def immutable(path: str, value: Any) -> Cause:
-    return invalid(path, value, "field is immutable")
 
 
 def first_error(causes: list[Cause]) -> InputError | None:

@@ -16,12 +16,22 @@ server would default is read as its default, so the rules hold whether or not de
 from __future__ import annotations
 
 import copy
-import json
 import posixpath
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kubesched.api.field_errors import (
+    Cause,
+    duplicate,
+    forbidden,
+    go_value,
+    immutable,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+)
 from kubesched.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from kubesched.api.selectors import qualified_name_error
 from kubesched.api.storage import (
@@ -37,9 +47,6 @@ from kubesched.api.storage import (
     VOLUME_MODES,
 )
 from kubesched.errors import InputError
-
-#: One broken rule: (reason, field path, message), the reason as a ``Status`` cause names it.
-Cause = tuple[str, str, str]
 
 RETAIN = "Retain"
 DELETE = "Delete"
@@ -110,51 +117,6 @@ _MAX_ATTACH_METADATA_BYTES = 256 * 1024
 _MAX_VOLUME_ERROR_MESSAGE = 1024
 _MIN_TOKEN_SECONDS = 600
 _MAX_TOKEN_SECONDS = 1 << 32
-
-
-# -- how upstream words a broken rule ------------------------------------------------------------
-def go_value(value: Any) -> str:
-    """A bad value as ``field.Error`` prints it: strings quoted, numbers and booleans bare."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if value is None:
-        return "null"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def required(field: str, detail: str = "") -> Cause:
-    return ("FieldValueRequired", field, f"Required value: {detail}" if detail else "Required value")
-
-
-def invalid(field: str, value: Any, detail: str) -> Cause:
-    return ("FieldValueInvalid", field, f"Invalid value: {go_value(value)}: {detail}")
-
-
-def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
-    listed = ", ".join(f'"{s}"' for s in supported)
-    return (
-        "FieldValueNotSupported",
-        field,
-        f"Unsupported value: {go_value(value)}: supported values: {listed}",
-    )
-
-
-def forbidden(field: str, detail: str) -> Cause:
-    return ("FieldValueForbidden", field, f"Forbidden: {detail}")
-
-
-def duplicate(field: str, value: Any) -> Cause:
-    return ("FieldValueDuplicate", field, f"Duplicate value: {go_value(value)}")
-
-
-def too_long(field: str, limit: int, unit: str) -> Cause:
-    return ("FieldValueTooLong", field, f"Too long: may not be more than {limit} {unit}")
-
-
-def immutable(field: str, value: Any) -> Cause:
-    return invalid(field, value, "field is immutable")
 
 
 def first_error(causes: list[Cause]) -> InputError | None:
