@@ -17,15 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 from kubesched.api.fields import INT64_MAX, INT64_MIN, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from kubesched.api.selectors import NodeSelector
 from kubesched.errors import InputError
-
-if TYPE_CHECKING:
-    from kubesched.api.objects import Pod
 
 
 class DeviceVersion(str):
@@ -976,7 +973,14 @@ class PodClaimRef:
     generated: bool = True
 
 
-def pod_claim_ref(pod: Pod, pod_claim: PodResourceClaim) -> PodClaimRef:
+class PodWithClaims(Protocol):
+    """What the claim helpers read of a pod (:class:`kubesched.api.objects.Pod` is one)."""
+
+    @property
+    def claim_statuses(self) -> Mapping[str, str | None]: ...
+
+
+def pod_claim_ref(pod: PodWithClaims, pod_claim: PodResourceClaim) -> PodClaimRef:
     if pod_claim.resource_claim_name is not None:
         return PodClaimRef(pod_claim.resource_claim_name, must_check_owner=False)
     statuses = pod.claim_statuses
@@ -986,7 +990,7 @@ def pod_claim_ref(pod: Pod, pod_claim: PodResourceClaim) -> PodClaimRef:
     return PodClaimRef(None, must_check_owner=True, generated=False)
 
 
-def pod_claim_name(pod: Pod, pod_claim: PodResourceClaim) -> str | None:
+def pod_claim_name(pod: PodWithClaims, pod_claim: PodResourceClaim) -> str | None:
     """The name of the claim a pod claim entry stands for: the named claim, or the one generated
     from the template (``status.resourceClaimStatuses``); None when not generated (yet)."""
     return pod_claim_ref(pod, pod_claim).name
