@@ -65,6 +65,10 @@ NEEDED: list[tuple[str, str, str]] = [
             ("storage.k8s.io", "csinodes"),
             ("storage.k8s.io", "csistoragecapacities"),
             ("storage.k8s.io", "volumeattachments"),
+            ("resource.k8s.io", "deviceclasses"),
+            ("resource.k8s.io", "resourceclaims"),
+            ("resource.k8s.io", "resourceclaimtemplates"),
+            ("resource.k8s.io", "resourceslices"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),
         ]

@@ -23,6 +23,11 @@ from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.resource import API_VERSION as RESOURCE_API_VERSION
+from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubesched.api.resource_rules import VALIDATE as RESOURCE_RULES
+from kubesched.api.resource_rules import first_error as first_resource_error
+from kubesched.api.resource_rules import resource_quantities
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.api.storage import (
     CSIDriver,
@@ -58,6 +63,10 @@ LOAD_ORDER = (
     "PersistentVolumeClaim",
     "CSIStorageCapacity",
     "VolumeAttachment",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
     "Service",
     "ReplicationController",
     "ReplicaSet",
@@ -185,6 +194,25 @@ def _storage_validator(parse: Callable[[Mapping[str, Any]], object]) -> Callable
     return validate
 
 
+def _resource_validator(parse: Callable[[Mapping[str, Any]], object]) -> Callable[[Mapping[str, Any]], None]:
+    """A ``resource.k8s.io`` kind as the API server takes it: its quantities parse, upstream's rules
+    hold (the first broken one is the error; a CEL selector that does not compile is one), and its
+    typed view accepts it."""
+
+    def validate(obj: Mapping[str, Any]) -> None:
+        for field_path, value in resource_quantities(obj):
+            try:
+                parse_quantity(value)
+            except QuantityError as exc:
+                raise InputError(str(exc), field=field_path) from None
+        error = first_resource_error(RESOURCE_RULES[str(obj.get("kind"))](obj))
+        if error is not None:
+            raise error
+        parse(obj)
+
+    return validate
+
+
 @dataclass(frozen=True, slots=True)
 class KindSpec:
     api_versions: tuple[str, ...]
@@ -217,6 +245,12 @@ KINDS: dict[str, KindSpec] = {
     "VolumeAttachment": KindSpec(
         ("storage.k8s.io/v1",), _storage_validator(VolumeAttachment.from_dict), False
     ),
+    "DeviceClass": KindSpec((RESOURCE_API_VERSION,), _resource_validator(DeviceClass.from_dict), False),
+    "ResourceClaim": KindSpec((RESOURCE_API_VERSION,), _resource_validator(ResourceClaim.from_dict), True),
+    "ResourceClaimTemplate": KindSpec(
+        (RESOURCE_API_VERSION,), _resource_validator(ResourceClaimTemplate.from_dict), True
+    ),
+    "ResourceSlice": KindSpec((RESOURCE_API_VERSION,), _resource_validator(ResourceSlice.from_dict), False),
 }
 
 

@@ -20,6 +20,7 @@ from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.manifests import create_start_objects
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
+from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
 from kubesched.errors import KubeschedError
@@ -44,6 +45,11 @@ class ServeOptions:
     node_memory: str = "256Gi"
     node_pods: str = "110"
     zones: int = 3
+    #: Each simulated node's GPU cards (``nvidia.com/gpu``) and their model label.
+    node_gpus: int = 0
+    node_gpu_model: str = ""
+    #: The simulated DRA driver publishing the GPU nodes' ResourceSlices; None: not run.
+    dra_driver: DraDriverOptions | None = field(default_factory=DraDriverOptions)
     objects: Sequence[dict[str, Any]] = field(default_factory=list)
     config: SchedulerConfig | None = None
     batch_conf: BatchConf | None = None
@@ -74,7 +80,13 @@ def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
     )
     wanted += [
         simulated_node(
-            i, cpu=options.node_cpu, memory=options.node_memory, pods=options.node_pods, zones=options.zones
+            i,
+            cpu=options.node_cpu,
+            memory=options.node_memory,
+            pods=options.node_pods,
+            zones=options.zones,
+            gpus=options.node_gpus,
+            gpu_model=options.node_gpu_model,
         )
         for i in range(options.nodes)
     ]
@@ -157,7 +169,7 @@ class Served:
             bookmark_interval=options.bookmark_interval,
             auto_create_namespaces=options.auto_create_namespaces,
         )
-        self.controllers = ControllerManager(self.store)
+        self.controllers = ControllerManager(self.store, dra_driver=options.dra_driver)
         self.schedulers = (
             ServedSchedulers(self.store, options.config, options.batch_conf, registry=options.registry)
             if options.schedulers

@@ -12,6 +12,7 @@ from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import EXIT_OK, EXIT_RUN_FAILED, plugin_flag, plugin_registry_of
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
+from kubesched.gpu.cards import MAX_CARDS
 
 
 def add_parser(sub: Any) -> None:
@@ -24,6 +25,22 @@ def add_parser(sub: Any) -> None:
     serve.add_argument("--node-memory", default="256Gi", help="each simulated node's memory (default 256Gi)")
     serve.add_argument("--node-pods", default="110", help="each simulated node's pod capacity (default 110)")
     serve.add_argument("--zones", type=int, default=3, help="zones the simulated nodes are spread over")
+    serve.add_argument(
+        "--node-gpus", type=int, default=0, help="each simulated node's GPU cards (nvidia.com/gpu)"
+    )
+    serve.add_argument(
+        "--node-gpu-model", default="", help="the simulated nodes' GPU model (label kubesched.io/gpu-model)"
+    )
+    serve.add_argument(
+        "--no-dra-driver",
+        action="store_true",
+        help="do not run the simulated DRA driver gpu.kubesched.io (ResourceSlices for GPU nodes)",
+    )
+    serve.add_argument(
+        "--dra-partitions",
+        action="store_true",
+        help="the DRA driver also offers each card as two half-card devices sharing its counters",
+    )
     serve.add_argument("--data-dir", default=".kubesched", help="state, certificates and kubeconfig")
     serve.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=6443, help="port to listen on (0: any free one)")
@@ -46,9 +63,12 @@ def add_parser(sub: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from kubesched.apiserver.manifests import load_start_manifests
     from kubesched.apiserver.server import ServeOptions, StartupError, serve
+    from kubesched.controllers.dradriver import DraDriverOptions
 
     if args.nodes < 0 or not 0 <= args.port <= 65535 or args.zones < 1:
         raise InputError("--nodes must be >= 0, --zones >= 1 and --port within 0..65535")
+    if not 0 <= args.node_gpus <= MAX_CARDS:
+        raise InputError(f"--node-gpus must be within 0..{MAX_CARDS}")
     registry = plugin_registry_of(args)
     config = load_config(args.config, registry) if args.config else None
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
@@ -64,6 +84,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         node_memory=args.node_memory,
         node_pods=args.node_pods,
         zones=args.zones,
+        node_gpus=args.node_gpus,
+        node_gpu_model=args.node_gpu_model,
+        dra_driver=None if args.no_dra_driver else DraDriverOptions(partitions=args.dra_partitions),
         objects=objects,
         config=config,
         batch_conf=batch_conf,

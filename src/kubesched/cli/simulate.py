@@ -28,6 +28,7 @@ from kubesched.cli.options import (
     plugin_registry_of,
     seed_flag,
 )
+from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import parse_feature_gates
 from kubesched.framework.outcome import PodOutcome
@@ -106,6 +107,16 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="exit 1 if any pod is left unschedulable or pending",
     )
+    sim.add_argument(
+        "--dra-driver",
+        action="store_true",
+        help="run the simulated DRA driver gpu.kubesched.io: ResourceSlices for the GPU nodes (docs/dra.md)",
+    )
+    sim.add_argument(
+        "--dra-partitions",
+        action="store_true",
+        help="with --dra-driver: each card also as two half-card devices sharing its counters",
+    )
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     plugin_flag(sim)
     feature_gates_flag(sim)
@@ -139,6 +150,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             metrics=recorder,
             batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
             schedule_period=schedule_period,
+            dra_driver=DraDriverOptions(partitions=args.dra_partitions)
+            if args.dra_driver or args.dra_partitions
+            else None,
         )
         sim.load(loaded)
         if show_progress and recorder is not None:

@@ -15,9 +15,9 @@ OWNED: dict[str, tuple[str, ...]] = {
     "Job": ("Pod",),
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
-    # A generic ephemeral volume's claim, or a StatefulSet member's claim under a whenScaled: Delete
-    # retention policy.
-    "Pod": ("PersistentVolumeClaim",),
+    # A generic ephemeral volume's claim, a StatefulSet member's claim under a whenScaled: Delete
+    # retention policy, the ResourceClaims made from the pod's ResourceClaimTemplates.
+    "Pod": ("PersistentVolumeClaim", "ResourceClaim"),
 }
 
 

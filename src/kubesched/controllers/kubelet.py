@@ -17,17 +17,26 @@ from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.sqlite import SqliteStore
 
 
-def simulated_node(index: int, *, cpu: str, memory: str, pods: str, zones: int) -> dict[str, Any]:
+def simulated_node(
+    index: int, *, cpu: str, memory: str, pods: str, zones: int, gpus: int = 0, gpu_model: str = ""
+) -> dict[str, Any]:
     """The Node the kubelet of ``node-<index>`` registers (upstream ``initialNode``): its capacity,
-    zone and addresses; the API server's admission fills in the rest."""
+    zone and addresses; the API server's admission fills in the rest. ``gpus`` cards (of
+    ``gpu_model``, a ``kubesched.io/gpu-model`` label) are ``nvidia.com/gpu`` capacity, as a device
+    plugin reports them."""
     capacity = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "1Ti"}
     name = f"node-{index}"
+    labels = {"topology.kubernetes.io/zone": f"zone-{index % max(1, zones)}"}
+    if gpus:
+        capacity["nvidia.com/gpu"] = str(gpus)
+        if gpu_model:
+            labels["kubesched.io/gpu-model"] = gpu_model
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {"topology.kubernetes.io/zone": f"zone-{index % max(1, zones)}"},
+            "labels": labels,
         },
         "status": {
             "capacity": capacity,

@@ -1,6 +1,6 @@
 """The controller manager (upstream ``kube-controller-manager``): builds the simulated kubelet, the
-controllers and a simulated external volume provisioner over one store and runs each one's due
-work on the server's event loop.
+controllers, a simulated external volume provisioner and a simulated DRA driver over one store and
+runs each one's due work on the server's event loop.
 
 The controllers follow the store through one :class:`InformerFactory`, as every other client of
 the store does. Before each controller runs it is handed the changes made so far, so that what one
@@ -12,12 +12,14 @@ from __future__ import annotations
 from kubesched.controllers.controller_utils import OwnerController
 from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController
+from kubesched.controllers.dradriver import DraDriverOptions, SimulatedDraDriver
 from kubesched.controllers.eventttl import EventTTLController
 from kubesched.controllers.job import JobController
 from kubesched.controllers.kubelet import Kubelet
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
 from kubesched.controllers.replicaset import ReplicaSetController
+from kubesched.controllers.resourceclaim import ResourceClaimController
 from kubesched.controllers.statefulset import StatefulSetController
 from kubesched.store.informers import InformerFactory
 from kubesched.store.sqlite import SqliteStore
@@ -26,7 +28,9 @@ from kubesched.store.sqlite import SqliteStore
 class ControllerManager:
     """``tick`` does whatever became due since the last one."""
 
-    def __init__(self, store: SqliteStore, event_ttl: float = 3600.0) -> None:
+    def __init__(
+        self, store: SqliteStore, event_ttl: float = 3600.0, dra_driver: DraDriverOptions | None = None
+    ) -> None:
         self.store = store
         self.informers = InformerFactory(store)
         self.kubelet = Kubelet(store, self.informers)
@@ -39,6 +43,10 @@ class ControllerManager:
         ]
         self.volumes = PersistentVolumeController(store, self.informers)
         self.provisioner = Provisioner(store, self.informers)
+        self.claims = ResourceClaimController(store, self.informers)
+        self.dra_driver = (
+            SimulatedDraDriver(store, self.informers, dra_driver) if dra_driver is not None else None
+        )
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
         self._seen_rv = -1
@@ -63,6 +71,13 @@ class ControllerManager:
         self.provisioner.sync()
         self.informers.pump()
         self.volumes.sync()
+        # A new pod's claims are made from its templates in the tick that made the pod; a GPU
+        # node's slices are published in the tick it registered.
+        self.informers.pump()
+        self.claims.sync()
+        if self.dra_driver is not None:
+            self.informers.pump()
+            self.dra_driver.sync()
         self.informers.pump()
         self.disruption.sync()
         self.event_ttl.sync()

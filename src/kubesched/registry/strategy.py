@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import orjson
 
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.resource_rules import resource_quantities
 from kubesched.api.storage_rules import storage_quantities
 from kubesched.errors import InputError
 from kubesched.registry.errors import bad_request, invalid
@@ -248,9 +249,10 @@ def _shape_key(body: Mapping[str, Any]) -> bytes | None:
 
 
 def quantities(obj: Mapping[str, Any]) -> list[Any]:
-    """The resource quantities of a pod (or a workload's pod template), a node or a storage
-    object."""
+    """The resource quantities of a pod (or a workload's pod template), a node, a storage object or
+    a ``resource.k8s.io`` object."""
     out: list[Any] = [value for _, value in storage_quantities(obj)]
+    out += [value for _, value in resource_quantities(obj)]
     spec = obj.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
         spec = spec["template"].get("spec")

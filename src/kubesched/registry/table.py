@@ -24,6 +24,7 @@ from kubesched.registry.core import (
     serviceaccount,
 )
 from kubesched.registry.policy import poddisruptionbudget
+from kubesched.registry.resource import deviceclass, resourceclaim, resourceclaimtemplate, resourceslice
 from kubesched.registry.scheduling import priorityclass
 from kubesched.registry.storage import (
     csidriver,
@@ -61,6 +62,10 @@ STRATEGIES: tuple[Strategy, ...] = (
     csinode.STRATEGY,
     csistoragecapacity.STRATEGY,
     volumeattachment.STRATEGY,
+    deviceclass.STRATEGY,
+    resourceclaim.STRATEGY,
+    resourceclaimtemplate.STRATEGY,
+    resourceslice.STRATEGY,
     event.EVENTS_V1,
     podgroup.STRATEGY,
     queue.STRATEGY,

@@ -15,6 +15,11 @@ preferred version (``apiVersion`` rewritten; the fields the scheduler reads are 
   VolumeAttachment (``storage.k8s.io/v1``), CSIDriver and CSINode (``v1``, else ``v1beta1``, served
   since v1.14), CSIStorageCapacity (``v1`` since v1.24, else ``v1beta1``, else the ``v1alpha1`` of
   v1.19 and v1.20 when enabled); a server without one gets a warning and that informer stays empty.
+- the DRA kinds (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice):
+  ``resource.k8s.io/v1`` (Kubernetes 1.34+), else ``v1beta2`` (1.33), whose objects have v1's shape
+  and are presented as ``v1``. The ``v1beta1`` of 1.32 puts a request's fields and a device's
+  fields one level up (no ``exactly``, a ``basic`` device); its objects are not followed: a server
+  that serves only it gets a warning, those informers stay empty and pods with claims wait.
 
 A kind the server does not serve at all is reported in :attr:`Discovery.warnings` and left out;
 it never stops the scheduler.
@@ -61,6 +66,10 @@ KIND_VERSIONS: Mapping[str, tuple[GroupVersion, ...]] = {
         ("storage.k8s.io", "v1alpha1"),
     ),
     "VolumeAttachment": (("storage.k8s.io", "v1"),),
+    "DeviceClass": (("resource.k8s.io", "v1"), ("resource.k8s.io", "v1beta2")),
+    "ResourceClaim": (("resource.k8s.io", "v1"), ("resource.k8s.io", "v1beta2")),
+    "ResourceClaimTemplate": (("resource.k8s.io", "v1"), ("resource.k8s.io", "v1beta2")),
+    "ResourceSlice": (("resource.k8s.io", "v1"), ("resource.k8s.io", "v1beta2")),
 }
 
 #: The kinds whose objects the scheduler keeps a mirror of (Lease and Event are only written).
@@ -83,12 +92,28 @@ FOLLOWED_KINDS: tuple[str, ...] = (
     "PersistentVolumeClaim",
     "CSIStorageCapacity",
     "VolumeAttachment",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
 )
 
 
 #: Kinds whose older version has the fields the scheduler reads under the same names: their objects
 #: are presented as the preferred version. Any other kind keeps the version it is served in.
-SAME_SHAPE = frozenset({"PriorityClass", "PodDisruptionBudget", "CSIDriver", "CSINode", "CSIStorageCapacity"})
+SAME_SHAPE = frozenset(
+    {
+        "PriorityClass",
+        "PodDisruptionBudget",
+        "CSIDriver",
+        "CSINode",
+        "CSIStorageCapacity",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ResourceSlice",
+    }
+)
 
 
 def _gv(group: str, version: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +25,11 @@ from kubesched.api.manifests import LOAD_ORDER, LoadResult
 from kubesched.api.objects import Node, Pod
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.scheduler import BatchScheduler, JobReport, QueueReport
+from kubesched.controllers.dradriver import DraDriverOptions, SimulatedDraDriver
 from kubesched.controllers.kubelet_admission import BOUND, FAILED, admission_check, rejected
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
+from kubesched.controllers.resourceclaim import ResourceClaimController
 from kubesched.controllers.statefulset import create_missing_claims, ordinal_of
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig
@@ -91,6 +94,7 @@ class Simulation:
         batch_conf: BatchConf | None = None,
         schedule_period: float | None = None,
         volume_controllers: bool = True,
+        dra_driver: DraDriverOptions | None = None,
     ) -> None:
         self.clock = SimulatedClock()
         self.store = MemoryStore(now=self.clock.now, uid_seed=0)
@@ -126,6 +130,15 @@ class Simulation:
         if volume_controllers:
             self.volume_controller = PersistentVolumeController(self.store, self.informers, synchronous=True)
             self.provisioner = Provisioner(self.store, self.informers, synchronous=True)
+        # The cluster's half of DRA: kube-controller-manager's resourceclaim controller (claims
+        # from templates, released and removed with their pods) and, when asked for, a driver
+        # publishing the GPU nodes' ResourceSlices.
+        self.claim_controller = ResourceClaimController(
+            self.store, self.informers, synchronous=True, rng=random.Random(seed)
+        )
+        self.dra_driver: SimulatedDraDriver | None = None
+        if dra_driver is not None:
+            self.dra_driver = SimulatedDraDriver(self.store, self.informers, dra_driver, synchronous=True)
         self.completed: list[PodOutcome] = []
         #: Pods bound in the input (``spec.nodeName``), by uid: what their kubelet made of them.
         self.pinned: dict[str, PodOutcome] = {}

@@ -24,6 +24,8 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "CSINode",
         "CSIDriver",
         "VolumeAttachment",
+        "DeviceClass",
+        "ResourceSlice",
     }
 )
 

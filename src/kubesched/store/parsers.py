@@ -7,6 +7,7 @@ from typing import Any
 
 from kubesched.api.objects import Node, Pod, PriorityClass
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.api.storage import (
     CSIDriver,
     CSINode,
@@ -24,10 +25,15 @@ from kubesched.store.informers import InformerFactory, Parser
 
 def _same_pod(previous: Pod, obj: Obj) -> Pod | None:
     """Reuse the parsed pod when its spec's containers and its labels and annotations are the very
-    objects parsed before (a bind or a status write): only nodeName and phase can differ then."""
+    objects parsed before (a bind or a status write) and its generated claims are the same: only
+    nodeName and phase can differ then."""
     old = previous.raw
     spec = obj.get("spec") or {}
     if (old.get("spec") or {}).get("containers") is not spec.get("containers"):
+        return None
+    if previous.resource_claims and (old.get("status") or {}).get("resourceClaimStatuses") != (
+        obj.get("status") or {}
+    ).get("resourceClaimStatuses"):
         return None
     old_meta, meta = old.get("metadata") or {}, obj.get("metadata") or {}
     for field in ("labels", "annotations"):
@@ -75,6 +81,10 @@ DEFAULT_PARSERS: Mapping[str, Parser] = {
     "CSIDriver": _plain(CSIDriver.from_dict),
     "CSIStorageCapacity": _plain(CSIStorageCapacity.from_dict),
     "VolumeAttachment": _plain(VolumeAttachment.from_dict),
+    "DeviceClass": _plain(DeviceClass.from_dict),
+    "ResourceClaim": _plain(ResourceClaim.from_dict),
+    "ResourceClaimTemplate": _plain(ResourceClaimTemplate.from_dict),
+    "ResourceSlice": _plain(ResourceSlice.from_dict),
 }
 
 

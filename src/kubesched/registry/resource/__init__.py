@@ -1,0 +1,1 @@
+"""The ``resource.k8s.io`` kinds of Dynamic Resource Allocation."""
