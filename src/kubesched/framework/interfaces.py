@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kubesched.framework.diagnosis import Diagnosis
     from kubesched.framework.runtime import Framework
     from kubesched.framework.types import (
+        BoolArray,
         ClusterEvent,
         ClusterEventWithHint,
         IntArray,
@@ -90,6 +91,18 @@ class FrameworkAware(Protocol):
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult: ...
+
+
+@runtime_checkable
+class CandidateFilterPlugin(Plugin, Protocol):
+    """A Filter plugin whose verdict costs a search per node: the framework calls
+    ``filter_candidates`` with the nodes that no earlier Filter plugin rejected (``candidates``)
+    instead of ``filter_nodes``. Nodes outside ``candidates`` may be given any verdict; only the
+    candidates' count."""
+
+    def filter_candidates(
+        self, state: CycleState, pod: Pod, table: NodeTable, candidates: BoolArray
+    ) -> FilterResult: ...
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from kubesched.api.durations import parse_duration
 from kubesched.errors import InputError
 
 INT32_MIN: Final = -(2**31)
@@ -352,6 +353,32 @@ class VolumeBindingArgs(_Args):
         return self
 
 
+class DynamicResourcesArgs(_Args):
+    """Args of the DynamicResources plugin: Go durations, as ``metav1.Duration`` writes them."""
+
+    #: How long the search for devices may take per node (DRASchedulerFilterTimeout); 0: no limit.
+    filter_timeout: str = "10s"
+    #: How long PreBind waits for devices' binding conditions (DRADeviceBindingConditions).
+    binding_timeout: str = "10m0s"
+
+    @model_validator(mode="after")
+    def _validate(self) -> DynamicResourcesArgs:
+        for name, value in (("filterTimeout", self.filter_timeout), ("bindingTimeout", self.binding_timeout)):
+            try:
+                parse_duration(value)
+            except InputError as exc:
+                raise ArgsError((name,), str(exc)) from None
+        return self
+
+    @property
+    def filter_timeout_seconds(self) -> float:
+        return parse_duration(self.filter_timeout)
+
+    @property
+    def binding_timeout_seconds(self) -> float:
+        return parse_duration(self.binding_timeout)
+
+
 #: Upstream in-tree args kinds, keyed by plugin name (the kind is ``<name>Args``).
 ARGS_MODELS: dict[str, type[BaseModel]] = {
     "NodeResourcesFit": NodeResourcesFitArgs,
@@ -361,6 +388,7 @@ ARGS_MODELS: dict[str, type[BaseModel]] = {
     "PodTopologySpread": PodTopologySpreadArgs,
     "DefaultPreemption": DefaultPreemptionArgs,
     "VolumeBinding": VolumeBindingArgs,
+    "DynamicResources": DynamicResourcesArgs,
 }
 
 

@@ -24,6 +24,7 @@ from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     BindPlugin,
+    CandidateFilterPlugin,
     EnqueueExtensions,
     FilterPlugin,
     FrameworkAware,
@@ -169,6 +170,11 @@ class Framework:
             ep.FILTER, [pl for pl in placed[ep.FILTER] if isinstance(pl, FilterPlugin)], FilterPlugin
         )
         self.filter_names = [p.name for p in self.filter]
+        #: Filter plugins that judge only the nodes still in the running (each node costs them a
+        #: search, as DynamicResources' allocation): name → their ``filter_candidates``.
+        self._candidate_filters = {
+            pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
+        }
         self.post_filter = conforming(
             ep.POST_FILTER,
             [pl for pl in placed[ep.POST_FILTER] if isinstance(pl, PostFilterPlugin)],
@@ -318,12 +324,18 @@ class Framework:
         failed_by: np.ndarray[Any, np.dtype[np.int16]] | None = None
         results: list[FilterResult | None] = []
         checked = self._checked
+        candidate_filters = self._candidate_filters
         for i, pl in enumerate(self.filter):
             if pl.name in state.skip_filter_plugins:
                 results.append(None)
                 continue
             try:
-                res = pl.filter_nodes(state, pod, table)
+                within = candidate_filters.get(pl.name)
+                res = (
+                    within(state, pod, table, remaining)
+                    if within is not None
+                    else pl.filter_nodes(state, pod, table)
+                )
                 if pl.name in checked:
                     _check_filter_result(res, capacity)
             except Exception as exc:

@@ -52,6 +52,8 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     gated_by: str = ""
+    #: Why the PreEnqueue plugin ``gated_by`` holds the pod back (its status message).
+    gated_message: str = ""
     seq: int = 0
 
 

@@ -9,6 +9,7 @@ from kubesched.framework.plugin_args import ARGS_MODELS
 from kubesched.framework.registry import PluginSpec, Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.gpushare import GPU_SCORE_PLUGINS, GpuShare
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
@@ -43,6 +44,7 @@ IN_TREE: tuple[Any, ...] = (
     PodTopologySpread,
     NodeResourcesBalancedAllocation,
     InterPodAffinity,
+    DynamicResources,
     ImageLocality,
     DefaultPreemption,
     DefaultBinder,

@@ -83,9 +83,15 @@ def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(old.tolerations) != len(new.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if old.claim_statuses != new.claim_statuses or _extended_claim_status(old) != _extended_claim_status(new):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE)
     return [ClusterEvent(resource, a) for a in actions]
+
+
+def _extended_claim_status(pod: Any) -> Any:
+    return (pod.raw.get("status") or {}).get("extendedResourceClaimStatus")
 
 
 @dataclass(slots=True)
@@ -124,6 +130,12 @@ class SchedulingQueue:
         #: The uids of ``_unschedulable`` that are not gated, in the same order: cluster events and
         #: the leftover flush look only at these, so thousands of gated pods cost nothing per event.
         self._movable: dict[str, None] = {}
+        #: The uids of gated pods by the PreEnqueue plugin that holds them: a cluster event looks at
+        #: those of a plugin only when the plugin registered the event (a pod waiting for its
+        #: ResourceClaim moves when the claim is created; one waiting for its scheduling gates,
+        #: only on its own update), so gated pods cost nothing per event otherwise.
+        self._gated: dict[str, dict[str, None]] = {}
+        self._gated_by: dict[str, str] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         #: events seen while a pod was in flight: pod uid → events, with the changed objects
         self._in_flight_events: dict[str, list[InFlightEvent]] = {}
@@ -200,11 +212,13 @@ class SchedulingQueue:
         st = self._pre_enqueue(info.pod)
         if st is not None and not st.ok:
             info.gated_by = st.plugin or "PreEnqueue"
+            info.gated_message = st.message
             info.unschedulable_plugins = {info.gated_by}
             if self.metrics is not None:
                 self.metrics.mark_unschedulable(info)
             return True
         info.gated_by = ""
+        info.gated_message = ""
         return False
 
     def add(self, pod: Pod) -> None:
@@ -216,6 +230,7 @@ class SchedulingQueue:
         if self._gate(info):
             self._unschedulable[pod.uid] = _Unschedulable(info, self._now(), gated=True)
             self._movable.pop(pod.uid, None)
+            self._index_gated(info)
             if self.metrics is not None:
                 self.metrics.incoming("unschedulable", "UnscheduledPodAdd")
             return
@@ -239,8 +254,10 @@ class SchedulingQueue:
             u.info.pod = pod
             if u.gated:
                 if self._gate(u.info):
+                    self._index_gated(u.info)
                     return
                 del self._unschedulable[uid]
+                self._unindex_gated(uid)
                 where = self._requeue(u.info)
                 if self.metrics is not None:
                     self.metrics.incoming(where, "UnscheduledPodUpdate")
@@ -272,6 +289,26 @@ class SchedulingQueue:
         self._backoff.delete(uid)
         self._unschedulable.pop(uid, None)
         self._movable.pop(uid, None)
+        self._unindex_gated(uid)
+
+    def _index_gated(self, info: QueuedPodInfo) -> None:
+        uid = info.pod.uid
+        held = self._gated_by.get(uid)
+        if held == info.gated_by:
+            return
+        if held is not None:
+            self._unindex_gated(uid)
+        self._gated_by[uid] = info.gated_by
+        self._gated.setdefault(info.gated_by, {})[uid] = None
+
+    def _unindex_gated(self, uid: str) -> None:
+        plugin = self._gated_by.pop(uid, None)
+        if plugin is not None:
+            uids = self._gated.get(plugin)
+            if uids is not None:
+                uids.pop(uid, None)
+                if not uids:
+                    del self._gated[plugin]
 
     def contains(self, uid: str) -> bool:
         return (
@@ -415,6 +452,43 @@ class SchedulingQueue:
             if self.metrics is not None:
                 self.metrics.moved(where, event)
             moved += 1
+        if self._gated:
+            moved += self._move_gated(event, old, new, pre_check)
+        return moved
+
+    def _registers(self, plugin: str, event: ClusterEvent) -> bool:
+        """Whether ``plugin`` registered ``event`` in any profile."""
+        tables = [self._default_events, *self._profile_events.values()]
+        return any(reg.event.matches(event) for t in tables for reg in t.get(plugin, ()))
+
+    def _move_gated(
+        self,
+        event: ClusterEvent,
+        old: Any,
+        new: Any,
+        pre_check: Callable[[QueuedPodInfo], bool] | None,
+    ) -> int:
+        """Gated pods whose gating plugin registered the event and whose hint answers Queue are
+        asked again (upstream runs PreEnqueue when such a pod moves): let in, or kept gated."""
+        moved = 0
+        for plugin, uids in list(self._gated.items()):
+            if event.is_wildcard or not self._registers(plugin, event):
+                continue
+            for uid in list(uids):
+                u = self._unschedulable[uid]
+                if pre_check is not None and not pre_check(u.info):
+                    continue
+                if self._worth_requeuing(u.info, event, old, new) is Strategy.SKIP:
+                    continue
+                if self._gate(u.info):
+                    self._index_gated(u.info)
+                    continue
+                del self._unschedulable[uid]
+                self._unindex_gated(uid)
+                where = self._requeue(u.info)
+                if self.metrics is not None:
+                    self.metrics.moved(where, event)
+                moved += 1
         return moved
 
     def flush_backoff_completed(self) -> int:

@@ -24,11 +24,16 @@ What each port writes, as kube-scheduler and Volcano write it:
 - volumes (upstream ``bindAPIUpdate``): a ``PUT`` of the whole PersistentVolume or
   PersistentVolumeClaim, carrying the resourceVersion it was read at; a stale one is refused with
   Conflict, a missing object with NotFound, and both propagate as the store's exceptions.
+- ResourceClaims (``resource.k8s.io/v1``, as DynamicResources writes them): a ``PUT`` of the claim
+  (the finalizer) or of its ``status`` subresource (allocation, ``reservedFor``), with the same
+  Conflict and NotFound; a ``POST`` for the claim of extended resources; a ``DELETE`` with the uid
+  as a precondition.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import socket
@@ -50,6 +55,7 @@ T = TypeVar("T")
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 VOLCANO = "scheduling.volcano.sh/v1beta1"
+RESOURCE = "resource.k8s.io/v1"
 #: Volcano's ``PodGroupStatus`` fields.
 POD_GROUP_STATUS_FIELDS = frozenset({"phase", "conditions", "running", "succeeded", "failed"})
 #: events.k8s.io/v1 refuses a note longer than this (upstream ``maxNoteLength``).
@@ -126,6 +132,13 @@ def _volume_path(name: str) -> str:
 
 def _claim_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{quote(namespace, safe='')}/persistentvolumeclaims/{quote(name, safe='')}"
+
+
+def _resource_claim_path(namespace: str, name: str | None = None, sub: str | None = None) -> str:
+    path = f"/apis/{RESOURCE}/namespaces/{quote(namespace, safe='')}/resourceclaims"
+    if name is not None:
+        path += f"/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
 
 
 def _queue_path(name: str, sub: str | None = None) -> str:
@@ -510,6 +523,69 @@ class RemotePorts:
             _claim_path(namespace, name), body, f"updating PersistentVolumeClaim {namespace}/{name}"
         )
 
+    # -- ResourceClaimWriter ---------------------------------------------------------------------
+    def get_resource_claim(self, namespace: str, name: str) -> Obj | None:
+        try:
+            got = self._run(
+                self.client.request("GET", _resource_claim_path(namespace, name)),
+                f"reading ResourceClaim {namespace}/{name}",
+            )
+        except NotFound:
+            return None
+        return got if isinstance(got, Mapping) else None
+
+    @staticmethod
+    def _claim_ref(obj: Obj) -> tuple[str, str, Obj]:
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        return namespace, name, {**obj, "apiVersion": RESOURCE, "kind": "ResourceClaim"}
+
+    def update_resource_claim(self, obj: Obj) -> Obj:
+        namespace, name, body = self._claim_ref(obj)
+        return self._put(
+            _resource_claim_path(namespace, name), body, f"updating ResourceClaim {namespace}/{name}"
+        )
+
+    def update_resource_claim_status(self, obj: Obj) -> Obj:
+        namespace, name, body = self._claim_ref(obj)
+        return self._put(
+            _resource_claim_path(namespace, name, "status"),
+            body,
+            f"updating the status of ResourceClaim {namespace}/{name}",
+        )
+
+    def create_resource_claim(self, obj: Obj) -> Obj:
+        namespace, name, body = self._claim_ref(obj)
+        created = self._run(
+            self.client.request("POST", _resource_claim_path(namespace), body=body),
+            f"creating ResourceClaim {namespace}/{name or (obj.get('metadata') or {}).get('generateName')}",
+        )
+        if not isinstance(created, Mapping):
+            raise RemoteError(f"creating ResourceClaim in {namespace}: the server answered no object")
+        return created
+
+    def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        with contextlib.suppress(NotFound):
+            self._run(
+                self.client.request("DELETE", _resource_claim_path(namespace, name), body=body),
+                f"deleting ResourceClaim {namespace}/{name}",
+            )
+
+    def set_pod_extended_resource_claim_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> Obj | None:
+        try:
+            return self._merge_patch(
+                _pod_path(namespace, name, "status"),
+                {"status": {"extendedResourceClaimStatus": dict(status)}},
+                f"patching the status of pod {namespace}/{name}",
+            )
+        except NotFound:
+            return None
+
     def _put(self, path: str, body: Obj, what: str) -> Obj:
         """Replace an object; the server's refusals (Conflict, NotFound, Invalid) propagate."""
         written = self._run(self.client.request("PUT", path, body=body), what)
@@ -577,7 +653,17 @@ class RemotePorts:
 
     # -- all of them -----------------------------------------------------------------------------
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self, self if self.features.queues else None, volumes=self)
+        return Ports(
+            self,
+            self,
+            self,
+            self,
+            self,
+            self,
+            self if self.features.queues else None,
+            volumes=self,
+            resource_claims=self,
+        )
 
     def close(self, timeout: float = 5.0) -> None:
         """Send the events still queued (for at most ``timeout`` seconds), then stop sending; condition

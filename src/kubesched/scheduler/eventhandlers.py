@@ -196,7 +196,15 @@ def _spec_or_labels_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> b
     if old.get("spec") != new.get("spec"):
         return True
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    return bool(om.get("labels") != nm.get("labels") or om.get("annotations") != nm.get("annotations"))
+    if om.get("labels") != nm.get("labels") or om.get("annotations") != nm.get("annotations"):
+        return True
+    # Except the claims generated for the pod, which it may be waiting for (upstream keeps
+    # ``resourceClaimStatuses`` when it compares pod updates).
+    os, ns = old.get("status") or {}, new.get("status") or {}
+    return bool(
+        os.get("resourceClaimStatuses") != ns.get("resourceClaimStatuses")
+        or os.get("extendedResourceClaimStatus") != ns.get("extendedResourceClaimStatus")
+    )
 
 
 def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[ClusterEvent]:

@@ -412,11 +412,14 @@ class Simulation:
                 elif not sched.responsible_for(pod) and not batch_pod:
                     outcome.no_profile = True
                     outcome.message = f"no scheduler profile named {pod.scheduler_name!r}"
-            if outcome.status == PENDING and not outcome.message:
+            if outcome.status == PENDING:
+                # A gated pod's reason is the gate's latest word (a claim may have come meanwhile).
                 info = sched.queue.unschedulable_info(uid)
-                if info is not None and info.gated_by:
+                if info is not None and info.gated_by == "SchedulingGates":
                     gates = " ".join(info.pod.scheduling_gates)
                     outcome.message = f"waiting for scheduling gates: [{gates}]"
+                elif info is not None and info.gated_by:
+                    outcome.message = info.gated_message
             if sched.explain is not None:
                 outcome.explain = sched.explain.get(uid)
             out.append(outcome)

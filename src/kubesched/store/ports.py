@@ -8,6 +8,8 @@ implementation. :class:`StorePorts` implements all of them over a :class:`Cluste
 
 from __future__ import annotations
 
+import contextlib
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -80,6 +82,42 @@ class VolumeWriter(Protocol):
     def update_persistent_volume_claim(self, obj: Obj) -> Obj: ...
 
 
+class ResourceClaimWriter(Protocol):
+    """What DynamicResources writes to ResourceClaims (``resource.k8s.io/v1``): the delete-protection
+    finalizer (an update of the object), the allocation and ``reservedFor`` (an update of the status
+    subresource), the claim for extended resources backed by a DeviceClass (a create) and its
+    removal. Updates replace the object (or its status) and carry the resourceVersion read: a stale
+    one is refused with :class:`~kubesched.store.base.Conflict`, a missing object with
+    :class:`~kubesched.store.base.NotFound`. Each returns the object as written."""
+
+    def get_resource_claim(self, namespace: str, name: str) -> Obj | None:
+        """The claim as the cluster has it now (read again after a conflict); None when gone."""
+        ...
+
+    def update_resource_claim(self, obj: Obj) -> Obj:
+        """Replace the claim's metadata and spec; its status stays as stored."""
+        ...
+
+    def update_resource_claim_status(self, obj: Obj) -> Obj:
+        """Replace the claim's status; the rest stays as stored."""
+        ...
+
+    def create_resource_claim(self, obj: Obj) -> Obj:
+        """Create a claim (``metadata.generateName`` gives it a unique name)."""
+        ...
+
+    def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        """Delete the claim if it still is the one with ``uid`` (gone already: nothing happens)."""
+        ...
+
+    def set_pod_extended_resource_claim_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> Obj | None:
+        """Record in the pod's ``status.extendedResourceClaimStatus`` the claim made for its
+        extended resources; None when the pod is gone."""
+        ...
+
+
 class EventRecorder(Protocol):
     def record(
         self, regarding: Obj, event_type: str, reason: str, action: str, note: str, reporter: str
@@ -102,6 +140,8 @@ class Ports:
     queue_status: QueueStatusWriter | None = None
     #: None: volumes are not bound by the scheduler (PreBind of a pod with claims to bind fails).
     volumes: VolumeWriter | None = None
+    #: None: ResourceClaims are not written (PreBind of a pod whose claims need a write fails).
+    resource_claims: ResourceClaimWriter | None = None
 
 
 class StorePorts:
@@ -173,5 +213,70 @@ class StorePorts:
     def update_persistent_volume_claim(self, obj: Obj) -> Obj:
         return self.store.update(obj)
 
+    def get_resource_claim(self, namespace: str, name: str) -> Obj | None:
+        return self.store.get("ResourceClaim", namespace, name)
+
+    def _stored_claim(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        stored = self.store.get("ResourceClaim", meta.get("namespace"), str(meta.get("name") or ""))
+        if stored is None:
+            raise NotFound(f'resourceclaims.resource.k8s.io "{meta.get("name")}" not found')
+        return stored
+
+    def update_resource_claim(self, obj: Obj) -> Obj:
+        stored = self._stored_claim(obj)
+        new = {**obj, "status": stored.get("status")} if "status" in stored else dict(obj)
+        if "status" not in stored:
+            new.pop("status", None)
+        return self.store.update(new)
+
+    def update_resource_claim_status(self, obj: Obj) -> Obj:
+        stored = self._stored_claim(obj)
+        meta = {**(stored.get("metadata") or {})}
+        # The status carries the resourceVersion it was read at, as the status subresource checks.
+        meta["resourceVersion"] = (obj.get("metadata") or {}).get("resourceVersion")
+        return self.store.update({**stored, "metadata": meta, "status": obj.get("status") or {}})
+
+    def create_resource_claim(self, obj: Obj) -> Obj:
+        meta = dict(obj.get("metadata") or {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = _generated_name(self.store, meta)
+        return self.store.create({**obj, "metadata": meta})
+
+    def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        stored = self.store.get("ResourceClaim", namespace, name)
+        if stored is None or (uid and (stored.get("metadata") or {}).get("uid") != uid):
+            return
+        with contextlib.suppress(NotFound):
+            self.store.delete("ResourceClaim", namespace, name)
+
+    def set_pod_extended_resource_claim_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> Obj | None:
+        obj = self.store.get("Pod", namespace, name)
+        if obj is None:
+            return None
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        pod_status = {**(obj.get("status") or {}), "extendedResourceClaimStatus": dict(status)}
+        return self.store.update({**obj, "metadata": meta, "status": pod_status})
+
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self, self, self)
+        return Ports(self, self, self, self, self, self, self, self, resource_claims=self)
+
+
+def _generated_name(store: ClusterStore, meta: Mapping[str, Any]) -> str:
+    """The API server's generateName: the prefix (cut to leave room) and five random characters,
+    drawn again while the name is taken. The draws are seeded by the prefix, so that a simulation
+    names its claims the same way every run."""
+    base = str(meta.get("generateName"))[:58]
+    namespace = meta.get("namespace")
+    rng = random.Random(f"{namespace}/{base}")
+    while True:
+        name = base + "".join(rng.choice(_NAME_CHARS) for _ in range(5))
+        if store.get("ResourceClaim", namespace, name) is None:
+            return name
+
+
+#: The characters of a generated name's suffix (upstream ``utilrand.String``: no vowels, no 0/1/3).
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"

@@ -47,6 +47,19 @@ FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
     "OpportunisticBatching": True,
     # Alpha (off) from v1.33 until v1.36 (KEP-4049): VolumeBinding's storage capacity score.
     "StorageCapacityScoring": False,
+    # Dynamic Resource Allocation (DynamicResources and its allocator), as v1.35 sets them: the
+    # core is GA, admin access and prioritized lists are beta and on, the rest alpha and off.
+    "DynamicResourceAllocation": True,
+    "DRAAdminAccess": True,
+    "DRAPrioritizedList": True,
+    "DRAResourceClaimDeviceStatus": True,
+    "DRASchedulerFilterTimeout": True,
+    "DRAPartitionableDevices": False,
+    "DRADeviceTaints": False,
+    "DRADeviceTaintRules": False,
+    "DRAConsumableCapacity": False,
+    "DRADeviceBindingConditions": False,
+    "DRAExtendedResource": False,
 }
 
 

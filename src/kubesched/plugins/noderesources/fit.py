@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.resource import DeviceClass
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource, is_hugepages
 from kubesched.cache.cache import Snapshot
 from kubesched.cache.node_table import CPU_COL, MEMORY_COL, PODS_COL, NodeTable
@@ -38,6 +39,7 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
+from kubesched.plugins.helper.extended_resources import device_class_mapping, is_dra_extended_resource_name
 from kubesched.plugins.helper.int64 import INT64_MAX, saturating_add, scaled_quotient
 from kubesched.plugins.helper.sign import frozen
 from kubesched.plugins.noderesources.requested_to_capacity_ratio import RequestedToCapacityRatio
@@ -52,6 +54,13 @@ class _PodRequest:
     vector: IntArray  # over table columns, pods column = 1
     checked: list[tuple[int, str]]  # (column, reason) of each non-zero request the filter checks
     beyond_int64: frozenset[int] = frozenset()  # columns whose exact request exceeds 2**63 - 1
+    #: Columns of extended resources a DeviceClass backs: a node that does not advertise one leaves
+    #: it to DynamicResources.
+    dra_backed: frozenset[int] = frozenset()
+
+
+#: The feature gate of extended resources backed by DeviceClasses.
+DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
 
 
 def insufficient_reason(resource: str) -> str:
@@ -97,6 +106,10 @@ class NodeResourcesFit:
 
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Any = None) -> None:
         args = args or NodeResourcesFitArgs()
+        #: The informers to read DeviceClasses from, when DRAExtendedResource is on.
+        self._dra_informers = (
+            handle.informers if handle is not None and handle.gate_enabled(DRA_EXTENDED_RESOURCE) else None
+        )
         self.ignored_resources = frozenset(args.ignored_resources)
         self.ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
@@ -199,8 +212,24 @@ class NodeResourcesFit:
         # Upstream checks cpu, memory, ephemeral-storage first; the order only affects explain output.
         checked.sort(key=lambda c: c[0])
         beyond = frozenset(table.resource_col[r] for r, v in pod.requests.items() if v > INT64_MAX)
-        state.write(PRE_FILTER_KEY, _PodRequest(vector, checked, beyond))
+        state.write(PRE_FILTER_KEY, _PodRequest(vector, checked, beyond, self._dra_backed(pod, table)))
         return None, None
+
+    def _dra_backed(self, pod: Pod, table: NodeTable) -> frozenset[int]:
+        """The columns of the pod's extended resources that a DeviceClass backs (upstream's fit
+        check skips them on nodes with none of the resource)."""
+        informers = self._dra_informers
+        if informers is None or not any(
+            v > 0 and is_dra_extended_resource_name(r) for r, v in pod.requests.items()
+        ):
+            return frozenset()
+        classes = [c for c in informers.informer("DeviceClass").list() if isinstance(c, DeviceClass)]
+        mapping = device_class_mapping(classes)
+        return frozenset(
+            table.resource_col[r]
+            for r, v in pod.requests.items()
+            if v > 0 and r in mapping and not self._ignored(r)
+        )
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
         req: _PodRequest = state.read(PRE_FILTER_KEY)
@@ -237,6 +266,9 @@ class NodeResourcesFit:
             else:
                 short = want > a - used[:, col]
                 short &= valid
+            if col in req.dra_backed:
+                # Served through DRA where the node has none of it.
+                short &= a > 0
             if not short.any():
                 continue
             failing = short if failing is None else failing | short
