@@ -117,6 +117,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="with --dra-driver: each card also as two half-card devices sharing its counters",
     )
+    sim.add_argument(
+        "--dra-sharing",
+        action="store_true",
+        help="with --dra-driver: each card one device shared by milli-GPU (consumable capacity "
+        "milli; needs --feature-gates DRAConsumableCapacity=true; docs/dra.md)",
+    )
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     plugin_flag(sim)
     feature_gates_flag(sim)
@@ -150,8 +156,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             metrics=recorder,
             batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
             schedule_period=schedule_period,
-            dra_driver=DraDriverOptions(partitions=args.dra_partitions)
-            if args.dra_driver or args.dra_partitions
+            dra_driver=DraDriverOptions(partitions=args.dra_partitions, sharing=args.dra_sharing)
+            if args.dra_driver or args.dra_partitions or args.dra_sharing
             else None,
         )
         sim.load(loaded)
