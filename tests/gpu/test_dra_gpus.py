@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaim
+from kubesched.cli import main
 from kubesched.controllers.dradriver import DraDriverOptions, desired_slices
 from kubesched.errors import InputError
 from kubesched.framework.config import config_from_dict
@@ -392,3 +394,15 @@ def test_the_allocators_first_fit_card_can_fragment_otherwise_than_the_tightest_
     claims = run_cell_scheduled(cluster, plist, "BestFit", seed=1, claims=True)
     assert np.array_equal(claims.alloc_at, annotated.alloc_at, equal_nan=True)
     assert not np.allclose(claims.frag_at, annotated.frag_at, equal_nan=True)
+
+
+def test_cli_experiment_fgd_through_claims(tmp_path: Path) -> None:
+    nodes, pods = _files(tmp_path, SHARED_PODS)
+    out = tmp_path / "exp"
+    args = ["experiment", "fgd", "--nodes", str(nodes), "--pod-list", str(pods), "--policies", "BestFit"]
+    assert main([*args, "--seeds", "1", "--jobs", "1", "--dra", "--out", str(out)]) == 0
+    with (out / "unallocated.csv").open() as f:
+        assert [row["policy"] for row in csv.DictReader(f)] == ["BestFit"]
+    assert main([*args, "--node-sample", "0", "--out", str(out)]) == 2
+    with pytest.raises(SystemExit):
+        main([*args, "--dra", "--scheduler", "--out", str(out)])
