@@ -38,7 +38,8 @@ spec:
 
 UNTOLERATED_1 = (
     "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
-    " no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    " no new claims to deallocate,"
+    " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 )
 
 NO_TAINT_TOLERATION = """\
@@ -124,7 +125,8 @@ def test_quickstart_json_shape_and_statuses(capsys):
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient nvidia.com/gpu."
         # No node can ever hold the GPU (nor tolerate/uncordon): preemption cannot help anywhere.
-        " no new claims to deallocate, preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
     giant = pods["analytics/giant-simulation"]
@@ -134,7 +136,8 @@ def test_quickstart_json_shape_and_statuses(capsys):
         "0/7 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), "
         "4 Insufficient cpu, 4 Insufficient memory."
         # 48 CPUs is more than any node has: no eviction can make room.
-        " no new claims to deallocate, preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
     )
 
     legacy = pods["analytics/legacy-job"]

@@ -103,7 +103,8 @@ def test_waiting_pod_is_assumed_so_others_see_its_resources() -> None:
     assert sched.schedule_one()
     assert sched.outcomes[sim.store.get("Pod", "default", "other")["metadata"]["uid"]].message == (
         "0/1 nodes are available: 1 Insufficient cpu."
-        " no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        " no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 
 

@@ -112,7 +112,8 @@ def test_nominated_pod_reserves_its_node_from_lower_priority_pods() -> None:
     assert mid.status == "Unschedulable"
     assert mid.message == (
         "0/1 nodes are available: 1 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        "no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     sim.run()
     assert outcome(sim, "hi").node == "n1"

@@ -68,7 +68,8 @@ def test_pods_without_duration_run_forever() -> None:
     assert outcomes["late"].status == "Unschedulable"
     assert outcomes["late"].message == (
         "0/1 nodes are available: 1 Insufficient cpu."
-        " no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        " no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     assert sim.clock.elapsed == 3600
 

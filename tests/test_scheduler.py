@@ -117,7 +117,8 @@ def test_fit_error_message_counts_every_reason_of_every_node() -> None:
         "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, "
         "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
         # Every node is unresolvable (the Insufficient ones have less than the pod asks in all).
-        " no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert result.unschedulable == 1
 
@@ -133,7 +134,8 @@ def test_fit_error_reasons_are_sorted_as_strings() -> None:
     # Upstream sorts the "count reason" strings, so "10 …" comes before "2 …".
     assert outcome_of(sim, "p").message == (
         "0/12 nodes are available: 10 node(s) were unschedulable, 2 Insufficient cpu."
-        " no new claims to deallocate, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."
     )
 
 
@@ -149,7 +151,8 @@ def test_too_many_pods_reason() -> None:
     # The pod in the way has the same priority: preemption finds no victim.
     assert failed == (
         "0/1 nodes are available: 1 Too many pods."
-        " no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        " no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 
 
@@ -160,7 +163,8 @@ def test_failed_scheduling_event_and_condition() -> None:
     sim.run()
     msg = (
         "0/1 nodes are available: 1 Insufficient cpu."
-        " no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     events = [e for e in sim.store.list("Event") if e["regarding"]["name"] == "p"]
     assert [e["reason"] for e in events] == ["FailedScheduling"]
@@ -287,7 +291,8 @@ def test_unschedulable_pod_evaluates_all_nodes() -> None:
     sim.run()
     assert outcome_of(sim, "p").message == (
         "0/150 nodes are available: 150 Insufficient cpu."
-        " no new claims to deallocate, preemption: 0/150 nodes are available: 150 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/150 nodes are available: 150 Preemption is not helpful for scheduling."
     )
     assert sim.scheduler.next_start_node_index == 0
 
@@ -549,7 +554,8 @@ def test_taint_removed_by_node_update() -> None:
     sim.run()
     assert outcome_of(sim, "p").message == (
         "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
-        " no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     current = dict(sim.store.get("Node", None, "n") or {})
     current["spec"] = {}
@@ -625,7 +631,8 @@ def test_per_node_filter_rejection_message_and_requeue_on_any_event() -> None:
     # Unschedulable (not unresolvable) nodes are preemption candidates, but they hold no pods.
     assert o.message == (
         "0/3 nodes are available: 3 node(s) lack the magic label."
-        " no new claims to deallocate, preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        " no new claims to deallocate,"
+        " preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     # The plugin registers no events, so (as upstream) any event may help it: a label change does.
     node = dict(sim.store.get("Node", None, "n1") or {})
@@ -671,7 +678,8 @@ def test_pre_filter_results_that_do_not_intersect() -> None:
     sim.run()
     assert outcome_of(sim, "p").message == (
         "0/3 nodes are available: node(s) didn't satisfy plugin(s) [PickA PickB] simultaneously."
-        " no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -682,7 +690,8 @@ def test_pre_filter_subset_counts_absent_nodes() -> None:
     sim.run()
     assert outcome_of(sim, "p").message == (
         "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't satisfy plugin(s) [PickA]."
-        " no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        " no new claims to deallocate,"
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

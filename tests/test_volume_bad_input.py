@@ -11,7 +11,10 @@ from pathlib import Path
 from kubesched.cli import main
 
 DATA = Path(__file__).parent / "data" / "volumes-bad-input.yaml"
-NOT_HELPFUL = " no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+NOT_HELPFUL = (
+    " no new claims to deallocate,"
+    " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+)
 
 
 def test_each_bad_volume_leaves_its_pod_pending_with_upstreams_reason(capsys) -> None:

@@ -127,7 +127,8 @@ def test_per_node_filter_decides_placement_and_reports_its_reason() -> None:
     sim.store.create(pod("p"))
     sim.run()
     assert sim.outcomes()[0].message == (
-        "0/1 nodes are available: 1 node(s) are not fast. no new claims to deallocate, preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 node(s) are not fast. no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: "
         "1 Preemption is not helpful for scheduling."
     )
 

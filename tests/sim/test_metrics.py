@@ -186,7 +186,8 @@ def test_final_reasons_of_pods_left_waiting() -> None:
             ["Insufficient cpu", "node(s) had untolerated taint(s)"],
         ),
         (
-            "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/3 nodes are available: "
+            "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to deallocate,"
+            " preemption: 0/3 nodes are available: "
             "3 No preemption victims found for incoming pod.",
             ["Insufficient nvidia.com/gpu"],
         ),

@@ -316,7 +316,8 @@ def test_no_victims_message() -> None:
     a = preempt_once(objects, pod("p", "4", 10))
     assert a.outcome.message == (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "no new claims to deallocate,"
+        " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
 
 
@@ -331,7 +332,8 @@ def test_unresolvable_nodes_are_not_helpful() -> None:
     # "small" can never hold 2 CPUs; "busy" only has a pod of higher priority.
     assert a.outcome.message == (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "no new claims to deallocate,"
+        " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )
 
@@ -454,7 +456,8 @@ def test_no_candidate_clears_an_earlier_nomination() -> None:
     assert sim.scheduler.queue.nominator.node_of(uid) == ""
     assert _nominated_on_store(sim, "p") is None
     assert sim.scheduler.outcomes[uid].message.endswith(
-        "no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        "no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 
 
