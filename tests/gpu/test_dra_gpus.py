@@ -406,3 +406,19 @@ def test_cli_experiment_fgd_through_claims(tmp_path: Path) -> None:
     assert main([*args, "--node-sample", "0", "--out", str(out)]) == 2
     with pytest.raises(SystemExit):
         main([*args, "--dra", "--scheduler", "--out", str(out)])
+
+
+def test_the_dra_example_places_every_pod_through_its_claim(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gpu-sharing" / "dra"
+    code = main(
+        [
+            "simulate", str(example / "cluster.yaml"), "--config", str(example / "config.yaml"),
+            "--dra-sharing", "-o", "json",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    placed = {p["name"]: (p["status"], p["node"]) for p in json.loads(capsys.readouterr().out)["pods"]}
+    assert placed["v100-job"] == ("Scheduled", "gpu-v100")
+    assert all(status == "Scheduled" for status, _ in placed.values())
