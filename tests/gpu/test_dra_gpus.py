@@ -24,6 +24,7 @@ from kubesched.gpu.cards import (
     ANNOTATION_GPU_MILLI,
     ANNOTATION_GPU_SPEC,
     LABEL_GPU_MODEL,
+    GpuCards,
     GpuDemand,
 )
 from kubesched.gpu.dra import (
@@ -120,6 +121,33 @@ def test_the_sharing_driver_publishes_one_shared_device_per_card() -> None:
             "max": "1000",
             "step": "1",
         }
+
+
+def _row(cards: GpuCards, node: str) -> list[int]:
+    left = cards.left(node)
+    assert left is not None
+    return [int(x) for x in left[: cards.count(node)]]
+
+
+def test_the_card_state_holds_claims_once_and_keeps_a_written_allocation_over_a_dropped_reserve() -> None:
+    cards = GpuCards()
+    cards.node_added("n1", {"nvidia.com/gpu": 2}, {})
+    cards.claim_allocated("c1", "n1", ((0, 600),), pending=True)
+    assert _row(cards, "n1") == [400, 1000]
+    # The informer delivers the written allocation: it replaces the in-flight one, not adds to it.
+    cards.claim_allocated("c1", "n1", ((0, 600),))
+    assert _row(cards, "n1") == [400, 1000]
+    cards.claim_released("c1", only_pending=True)  # Unreserve after the write: still held
+    assert cards.tags("n1") == {"share": 1}
+    cards.claim_allocated("c2", "n1", ((0, 1000), (1, 1000)))  # over-committed by someone else
+    assert _row(cards, "n1") == [0, 0]
+    cards.claim_released("c2")
+    cards.claim_released("c1")
+    assert _row(cards, "n1") == [1000, 1000]
+    # A node that comes (back) later finds the claims holding its cards.
+    cards.claim_allocated("c3", "n2", ((1, 250),))
+    cards.node_added("n2", {"nvidia.com/gpu": 2}, {})
+    assert _row(cards, "n2") == [1000, 750]
 
 
 # -- scheduling -----------------------------------------------------------------------------------
