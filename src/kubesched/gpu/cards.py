@@ -189,6 +189,7 @@ class GpuCards:
         self._on_node: dict[str, set[str]] = {}  # node -> uids holding cards there
         # claim uid -> (node, (card, milli taken) pairs, allocated in flight rather than written)
         self._claims: dict[str, tuple[str, tuple[tuple[int, int], ...], bool]] = {}
+        self._claims_on: dict[str, set[str]] = {}  # node -> claim uids holding cards there
 
     def sync(self, name: str, node: Node | None, pods: Mapping[str, Pod]) -> None:
         """Bring ``name``'s cards in line with the node and pods (uid → pod) the cache holds for it."""
@@ -300,6 +301,7 @@ class GpuCards:
         if left is not None:
             held = _take(left, self._count[node], held)
         self._claims[uid] = (node, held, pending)
+        self._claims_on.setdefault(node, set()).add(uid)
 
     def claim_released(self, uid: str, *, only_pending: bool = False) -> None:
         """The claim holds no card any more (deallocated, deleted; ``only_pending``: an in-flight
@@ -309,6 +311,7 @@ class GpuCards:
             return
         del self._claims[uid]
         node, held, _ = entry
+        self._claims_on.get(node, set()).discard(uid)
         left = self._left.get(node)
         if left is not None:
             for card, milli in held:
@@ -335,12 +338,13 @@ class GpuCards:
     def tags(self, node: str) -> dict[str, int]:
         """How many pods of each GPU kind (:attr:`GpuDemand.tag`) hold cards on ``node``."""
         out: dict[str, int] = {}
-        for n, cards, milli in self._held.values():
-            if n == node:
-                tag = "share" if milli < MILLI else f"{len(cards)}-gpu"
-                out[tag] = out.get(tag, 0) + 1
-        for n, held, _ in self._claims.values():
-            if n == node and held:
+        for uid in self._on_node.get(node, ()):
+            _, cards, milli = self._held[uid]
+            tag = "share" if milli < MILLI else f"{len(cards)}-gpu"
+            out[tag] = out.get(tag, 0) + 1
+        for uid in self._claims_on.get(node, ()):
+            held = self._claims[uid][1]
+            if held:
                 tag = "share" if len(held) == 1 and held[0][1] < MILLI else f"{len(held)}-gpu"
                 out[tag] = out.get(tag, 0) + 1
         return out
