@@ -12,6 +12,10 @@ A scheduler handler that must know what the cache held *before* the change (was 
 or only assumed?) asks :meth:`CacheFeed.before`; a change the feed did not apply (replayed to a
 handler subscribed later, when the cache already holds its object) reads as new, as it would to a
 scheduler with a cache of its own.
+
+The feed also follows ResourceClaims: the GPU cards an allocated claim holds
+(:func:`kubesched.gpu.dra.allocated_cards`) count in the cache's per-card state, so a GPU taken
+through DRA is taken for the GPU-sharing plugins too.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.resource import ResourceClaim
 from kubesched.cache.cache import PodState, SchedulerCache
+from kubesched.gpu.dra import allocated_cards
 from kubesched.store.base import EventType
 from kubesched.store.informers import Change, InformerFactory
 
@@ -34,6 +40,7 @@ class CacheFeed:
         # Nodes first: pods already bound when the feed starts find their nodes in the cache.
         informers.informer("Node").add_handler(self._on_node)
         informers.informer("Pod").add_handler(self._on_pod)
+        informers.informer("ResourceClaim").add_handler(self._on_claim)
 
     def before(self, change: Change[Any]) -> PodState | None:
         """The cache's record of the change's pod before the change was applied (None: the cache
@@ -70,6 +77,16 @@ class CacheFeed:
                 cache.add_pod(pod)
             else:
                 cache.update_pod(pod)
+
+    def _on_claim(self, change: Change[ResourceClaim]) -> None:
+        cards = self.cache.gpu_cards
+        claim = change.view
+        uid = str((change.obj.get("metadata") or {}).get("uid") or "")
+        held = allocated_cards(claim) if claim is not None and change.type != EventType.DELETED else None
+        if held is None:
+            cards.claim_released(uid)
+        else:
+            cards.claim_allocated(uid, *held)
 
 
 __all__ = ["CacheFeed"]

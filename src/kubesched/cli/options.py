@@ -102,12 +102,19 @@ def dra_driver_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --dra-driver: each card also as two half-card devices sharing its counters",
     )
+    parser.add_argument(
+        "--dra-sharing",
+        action="store_true",
+        help="with --dra-driver: each card one device shared by milli-GPU (consumable capacity "
+        "milli; needs --feature-gates DRAConsumableCapacity=true; docs/dra.md)",
+    )
 
 
 def dra_driver_of(args: argparse.Namespace) -> DraDriverOptions | None:
-    """The simulated driver's options when ``--dra-driver`` or ``--dra-partitions`` is given."""
-    if args.dra_driver or args.dra_partitions:
-        return DraDriverOptions(partitions=args.dra_partitions)
+    """The simulated driver's options when ``--dra-driver``, ``--dra-partitions`` or ``--dra-sharing``
+    is given."""
+    if args.dra_driver or args.dra_partitions or args.dra_sharing:
+        return DraDriverOptions(partitions=args.dra_partitions, sharing=args.dra_sharing)
     return None
 
 

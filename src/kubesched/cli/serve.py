@@ -42,6 +42,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="the DRA driver also offers each card as two half-card devices sharing its counters",
     )
+    serve.add_argument(
+        "--dra-sharing",
+        action="store_true",
+        help="the DRA driver offers each card as one device shared by milli-GPU (consumable capacity "
+        "milli; needs the DRAConsumableCapacity gate)",
+    )
     serve.add_argument("--data-dir", default=".kubesched", help="state, certificates and kubeconfig")
     serve.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=6443, help="port to listen on (0: any free one)")
@@ -98,7 +104,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         service_cidr=service_cidr,
         node_gpus=args.node_gpus,
         node_gpu_model=args.node_gpu_model,
-        dra_driver=None if args.no_dra_driver else DraDriverOptions(partitions=args.dra_partitions),
+        dra_driver=None
+        if args.no_dra_driver
+        else DraDriverOptions(partitions=args.dra_partitions, sharing=args.dra_sharing),
         objects=objects,
         config=config,
         batch_conf=batch_conf,

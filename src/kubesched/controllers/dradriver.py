@@ -13,7 +13,13 @@ bound to that node:
   with the attribute ``partition`` (``whole`` or ``half``). A card is a counter set
   ``gpu-<i>-counters`` holding its memory; the whole card consumes all of it and each half
   half of it, so a card is given either whole or as up to two halves. As v1.35 requires, the
-  counters are published in a slice of their own in the same pool (``resourceSliceCount: 2``).
+  counters are published in a slice of their own in the same pool (``resourceSliceCount: 2``);
+- with ``sharing``, instead, each card is one device that allows multiple allocations
+  (``allowMultipleAllocations``) with the consumable capacity ``milli``: 1000, taken 1 to 1000 at a
+  time (all of it when a request names no amount). This is the per-card model of
+  :mod:`kubesched.gpu.cards` through DRA (:mod:`kubesched.gpu.dra`): a share of a card is one
+  device with ``capacity.requests.milli``, whole cards are devices with all of it. It needs the
+  scheduler's ``DRAConsumableCapacity`` gate (alpha, off by default in v1.35).
 
 Slices are named ``<node>-gpu.kubesched.io`` (and ``…-counters``), so each node's are found
 without a list. When a node's cards change the pool's slices are rewritten with the pool's
@@ -33,12 +39,26 @@ from kubesched.api.objects import Node
 from kubesched.api.quantity import parse_quantity
 from kubesched.errors import InputError
 from kubesched.gpu.cards import GPU_MILLI_RESOURCE, GPU_RESOURCE, LABEL_GPU_MODEL, MAX_CARDS, MILLI
+from kubesched.gpu.dra import CAPACITY_MILLI, DRIVER, device_name
 from kubesched.store.base import AlreadyExists, ClusterStore, Conflict, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
 
 log = logging.getLogger(__name__)
 
-DRIVER: Final = "gpu.kubesched.io"
+__all__ = [
+    "DEFAULT_MEMORY",
+    "DRIVER",
+    "DRIVER_VERSION",
+    "MODEL_MEMORY",
+    "DraDriverOptions",
+    "SimulatedDraDriver",
+    "card_memory",
+    "counters_slice_name",
+    "desired_slices",
+    "gpu_cards",
+    "slice_name",
+]
+
 DRIVER_VERSION: Final = "1.0.0"
 #: Each card's memory by model (the Alibaba trace's models among them); others get 16Gi.
 MODEL_MEMORY: Final[Mapping[str, str]] = {
@@ -59,9 +79,11 @@ _UUID_NAMESPACE: Final = uuid.UUID("3f0d1a52-6a44-4f3c-9b1e-3c6d2f8e5a11")
 
 @dataclass(frozen=True, slots=True)
 class DraDriverOptions:
-    """Whether ``serve`` / ``simulate`` run the simulated driver, and with half-card partitions."""
+    """Whether ``serve`` / ``simulate`` run the simulated driver, with half-card partitions or
+    with cards shared by milli-GPU (``sharing`` wins when both are set)."""
 
     partitions: bool = False
+    sharing: bool = False
 
 
 def gpu_cards(node: Node) -> tuple[int, str]:
@@ -107,8 +129,31 @@ def _device(
     return {"name": name, "attributes": attributes, "capacity": {"memory": {"value": memory}}}
 
 
-def desired_slices(node: str, count: int, model: str, partitions: bool) -> dict[str, dict[str, Any]]:
+def _shared_device(node: str, index: int, model: str) -> dict[str, Any]:
+    """A card shared by milli-GPU: its memory is not a capacity here, since every capacity of a
+    shared device is consumed, and a share that names no memory would take all of it."""
+    device = _device(node, index, model, "0", device_name(index), None)
+    device["allowMultipleAllocations"] = True
+    device["capacity"] = {
+        CAPACITY_MILLI: {
+            "value": str(MILLI),
+            "requestPolicy": {
+                "default": str(MILLI),
+                "validRange": {"min": "1", "max": str(MILLI), "step": "1"},
+            },
+        }
+    }
+    return device
+
+
+def desired_slices(
+    node: str, count: int, model: str, partitions: bool, sharing: bool = False
+) -> dict[str, dict[str, Any]]:
     """The specs (pool generation left out) of the slices the driver publishes for a node, by name."""
+    if sharing:
+        devices_ = [_shared_device(node, i, model) for i in range(count)]
+        pool_ = {"name": node, "resourceSliceCount": 1}
+        return {slice_name(node): {"driver": DRIVER, "pool": pool_, "nodeName": node, "devices": devices_}}
     memory = card_memory(model)
     slice_count = 2 if partitions else 1
     pool = {"name": node, "resourceSliceCount": slice_count}
@@ -198,7 +243,7 @@ class SimulatedDraDriver:
             except InputError:
                 count, model = 0, ""
             if count:
-                wanted = desired_slices(name, count, model, self.options.partitions)
+                wanted = desired_slices(name, count, model, self.options.partitions, self.options.sharing)
         current = {
             n: found
             for n in (slice_name(name), counters_slice_name(name))

@@ -14,6 +14,9 @@ Where the demand comes from (``serve``/``run`` read the same keys, see docs/gpu-
 
 The chosen cards are written back as ``kubesched.io/gpu-cards`` (card indexes joined by ``-``, the
 form a device plugin reads to pin the container to its cards).
+
+A pod may instead ask through ResourceClaims (:mod:`kubesched.gpu.dra`): the cards its claims were
+allocated are held per claim (:meth:`GpuCards.claim_allocated`), beside the pods' own.
 """
 
 from __future__ import annotations
@@ -184,6 +187,9 @@ class GpuCards:
         self._held: dict[str, tuple[str, tuple[int, ...], int]] = {}  # uid -> (node, cards, milli)
         self._reserved: dict[str, tuple[int, ...]] = {}  # uid -> cards picked before binding
         self._on_node: dict[str, set[str]] = {}  # node -> uids holding cards there
+        # claim uid -> (node, (card, milli taken) pairs, allocated in flight rather than written)
+        self._claims: dict[str, tuple[str, tuple[tuple[int, int], ...], bool]] = {}
+        self._claims_on: dict[str, set[str]] = {}  # node -> claim uids holding cards there
 
     def sync(self, name: str, node: Node | None, pods: Mapping[str, Pod]) -> None:
         """Bring ``name``'s cards in line with the node and pods (uid → pod) the cache holds for it."""
@@ -224,6 +230,9 @@ class GpuCards:
                 for c in cards:
                     if c < count:
                         left[c] -= milli
+        for uid, (node, held, pending) in list(self._claims.items()):
+            if node == name:
+                self._claims[uid] = (node, _take(left, count, held), pending)
         self._left[name] = left
         self._count[name] = count
         self._model[name] = labels.get(LABEL_GPU_MODEL, "")
@@ -281,6 +290,37 @@ class GpuCards:
             for c in cards:
                 left[c] += milli
 
+    # -- cards held through DRA claims ----------------------------------------------------------
+    def claim_allocated(
+        self, uid: str, node: str, held: tuple[tuple[int, int], ...], *, pending: bool = False
+    ) -> None:
+        """A claim holds ``held`` ((card, milli) pairs) on ``node``: written in its status, or
+        (``pending``) allocated by the scheduler and not written yet. Replaces what it held."""
+        self.claim_released(uid)
+        left = self._left.get(node)
+        if left is not None:
+            held = _take(left, self._count[node], held)
+        self._claims[uid] = (node, held, pending)
+        self._claims_on.setdefault(node, set()).add(uid)
+
+    def claim_released(self, uid: str, *, only_pending: bool = False) -> None:
+        """The claim holds no card any more (deallocated, deleted; ``only_pending``: an in-flight
+        allocation that was dropped, unless the claim's written allocation replaced it)."""
+        entry = self._claims.get(uid)
+        if entry is None or (only_pending and not entry[2]):
+            return
+        del self._claims[uid]
+        node, held, _ = entry
+        self._claims_on.get(node, set()).discard(uid)
+        left = self._left.get(node)
+        if left is not None:
+            for card, milli in held:
+                left[card] += milli
+
+    def claim_cards(self, uid: str) -> tuple[int, ...] | None:
+        entry = self._claims.get(uid)
+        return tuple(c for c, _ in entry[1]) if entry else None
+
     def cards_of(self, uid: str) -> tuple[int, ...] | None:
         held = self._held.get(uid)
         return held[1] if held else None
@@ -298,8 +338,27 @@ class GpuCards:
     def tags(self, node: str) -> dict[str, int]:
         """How many pods of each GPU kind (:attr:`GpuDemand.tag`) hold cards on ``node``."""
         out: dict[str, int] = {}
-        for n, cards, milli in self._held.values():
-            if n == node:
-                tag = "share" if milli < MILLI else f"{len(cards)}-gpu"
+        for uid in self._on_node.get(node, ()):
+            _, cards, milli = self._held[uid]
+            tag = "share" if milli < MILLI else f"{len(cards)}-gpu"
+            out[tag] = out.get(tag, 0) + 1
+        for uid in self._claims_on.get(node, ()):
+            held = self._claims[uid][1]
+            if held:
+                tag = "share" if len(held) == 1 and held[0][1] < MILLI else f"{len(held)}-gpu"
                 out[tag] = out.get(tag, 0) + 1
         return out
+
+
+def _take(left: IntArray, count: int, held: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """Take ``held`` from the cards' ``left``; what was taken. A card past the node's count, or
+    asked beyond what it has left (written by someone who over-committed), gives what it has, so
+    that no card goes below zero and a release gives back exactly what was taken."""
+    taken: list[tuple[int, int]] = []
+    for card, milli in held:
+        if not 0 <= card < count:
+            continue
+        amount = max(0, min(milli, int(left[card])))
+        left[card] -= amount
+        taken.append((card, amount))
+    return tuple(taken)

@@ -366,9 +366,13 @@ def prioritize_nodes(
 
 
 def select_host(sched: Scheduler, feasible: IntArray, scores: IntArray) -> int:
-    """The highest-scoring node; ties are broken uniformly at random (seeded in simulation)."""
+    """The highest-scoring node; ties are broken uniformly at random (seeded in simulation), or by
+    the smallest node name where the scheduler is told to (``tie_break_by_name``)."""
     best = scores.max()
     ties = np.flatnonzero(scores == best)
+    if len(ties) > 1 and sched.tie_break_by_name:
+        names = sched.snapshot.table.names
+        return min((int(feasible[t]) for t in ties), key=lambda slot: names[slot])
     pick = ties[0] if len(ties) == 1 else ties[int(sched.rng.integers(len(ties)))]
     return int(feasible[pick])
 

@@ -82,6 +82,9 @@ class Scheduler:
         self.config = config
         self.now = now
         self.rng = np.random.default_rng(seed)
+        #: Equal scores go to the smallest node name instead of a random one: not upstream's rule,
+        #: but the FGD authors' simulator's, which ``experiment fgd`` reproduces.
+        self.tie_break_by_name = False
         self.feed = feed if feed is not None else CacheFeed(informers)
         self.cache = self.feed.cache
         self.snapshot = Snapshot()

@@ -45,6 +45,7 @@ from kubesched.gpu.policies import POLICIES, NodeState, choose_cards, normalize,
 
 __all__ = [
     "PAPER_UNALLOCATED",
+    "PATHS",
     "CellResult",
     "Cluster",
     "PodList",
@@ -52,6 +53,7 @@ __all__ = [
     "load_pod_list",
     "run_cell",
     "run_grid",
+    "sample_cluster",
     "tune_order",
 ]
 
@@ -107,6 +109,24 @@ def load_cluster(path: Path) -> Cluster:
         count=np.array([n.allocatable.get("nvidia.com/gpu", 0) for n in workload.nodes], dtype=np.int64),
         model=np.array([index[n.labels.get(_LABEL_MODEL, "")] for n in workload.nodes], dtype=np.int64),
         models=tuple(models),
+    )
+
+
+def sample_cluster(cluster: Cluster, every: int) -> Cluster:
+    """Every ``every``-th node of the cluster, in its order: a smaller cluster of the same mix, to
+    which the pod list is then tuned (a run with fewer nodes and fewer pods)."""
+    if every < 1:
+        raise ValueError(f"every must be at least 1, not {every}")
+    if every == 1:
+        return cluster
+    keep = np.arange(0, len(cluster.names), every)
+    return Cluster(
+        names=tuple(cluster.names[i] for i in keep.tolist()),
+        cpu=cluster.cpu[keep],
+        memory=cluster.memory[keep],
+        count=cluster.count[keep],
+        model=cluster.model[keep],
+        models=cluster.models,
     )
 
 
@@ -174,7 +194,7 @@ class CellResult:
         return float(100.0 - self.alloc_at[100])
 
 
-def _discrete(arrived_pct: FloatArray, values: FloatArray) -> FloatArray:
+def discrete(arrived_pct: FloatArray, values: FloatArray) -> FloatArray:
     """Mean of ``values`` over the steps whose arrived % rounds to each integer (±1 if none)."""
     out = np.full(ARRIVED_POINTS, np.nan)
     key = np.round(arrived_pct).astype(np.int64)
@@ -320,8 +340,8 @@ def run_cell(
         pods=len(order),
         failed=failed,
         seconds=time.perf_counter() - started,
-        alloc_at=_discrete(arrived_pct, used / cap * 100.0),
-        frag_at=_discrete(arrived_pct, frag_pct),
+        alloc_at=discrete(arrived_pct, used / cap * 100.0),
+        frag_at=discrete(arrived_pct, frag_pct),
     )
 
 
@@ -330,11 +350,25 @@ def run_cell(
 _CACHE: dict[str, Any] = {}
 
 
-def _cell(node_list: str, pod_list: str, policy: str, seed: int, tie_break: str = "name") -> CellResult:
+#: How a cell places its pods: the policies' kernels on the card state (the default), the
+#: scheduler with annotated pods, or the scheduler with pods asking through ResourceClaims
+#: (:mod:`kubesched.sim.gpu_experiment_scheduler`).
+PATHS = ("kernel", "scheduler", "dra")
+
+
+def _cell(
+    node_list: str,
+    pod_list: str,
+    policy: str,
+    seed: int,
+    tie_break: str = "name",
+    path: str = "kernel",
+    every: int = 1,
+) -> CellResult:
     # Each worker loads a file once and keeps it for the cells that follow.
-    key_c, key_p = f"c:{node_list}", f"p:{pod_list}"
+    key_c, key_p = f"c:{node_list}:{every}", f"p:{pod_list}"
     if key_c not in _CACHE:
-        _CACHE[key_c] = load_cluster(Path(node_list))
+        _CACHE[key_c] = sample_cluster(load_cluster(Path(node_list)), every)
     if key_p not in _CACHE:
         _CACHE[key_p] = load_pod_list(Path(pod_list))
     cluster: Cluster = _CACHE[key_c]
@@ -342,7 +376,12 @@ def _cell(node_list: str, pod_list: str, policy: str, seed: int, tie_break: str 
     key_t = f"t:{pod_list}"
     if key_t not in _CACHE:
         _CACHE[key_t] = typical_pods(pods.shapes, cluster.models)
-    return run_cell(cluster, pods, policy, seed, _CACHE[key_t], tie_break)
+    if path == "kernel":
+        return run_cell(cluster, pods, policy, seed, _CACHE[key_t], tie_break)
+    # The scheduler's stack is loaded only by workers that place pods through it.
+    from kubesched.sim.gpu_experiment_scheduler import run_cell_scheduled
+
+    return run_cell_scheduled(cluster, pods, policy, seed, _CACHE[key_t], tie_break, claims=path == "dra")
 
 
 def _progress(done: int, total: int, started: float, out: Any) -> None:
@@ -365,8 +404,13 @@ def run_grid(
     jobs: int | None = None,
     progress: Callable[[int, int, float], None] | None = None,
     tie_break: str = "name",
+    path: str = "kernel",
+    every: int = 1,
 ) -> list[CellResult]:
-    """Every (pod list, policy, seed) cell, in parallel over ``jobs`` processes (all cores by default)."""
+    """Every (pod list, policy, seed) cell, in parallel over ``jobs`` processes (all cores by default);
+    ``path`` (:data:`PATHS`) says how pods are placed, ``every`` keeps every n-th node."""
+    if path not in PATHS:
+        raise ValueError(f"unknown path {path!r}; known: {', '.join(PATHS)}")
     for policy in policies:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
@@ -382,11 +426,11 @@ def run_grid(
     report(0, len(cells), started)
     if jobs == 1:
         for cell in cells:
-            results.append(_cell(str(node_list), *cell, tie_break))
+            results.append(_cell(str(node_list), *cell, tie_break, path, every))
             report(len(results), len(cells), started)
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_cell, str(node_list), *cell, tie_break) for cell in cells]
+            futures = [pool.submit(_cell, str(node_list), *cell, tie_break, path, every) for cell in cells]
             for fut in as_completed(futures):
                 results.append(fut.result())
                 report(len(results), len(cells), started)

@@ -93,7 +93,7 @@ from kubesched.store.base import Conflict, NotFound, Obj, StoreError
 from kubesched.store.memory import format_timestamp
 from kubesched.store.ports import ResourceClaimWriter
 
-__all__ = ["DynamicResources"]
+__all__ = ["DynamicResources", "node_allocations"]
 
 NAME: Final = "DynamicResources"
 STATE_KEY: Final = NAME
@@ -180,6 +180,24 @@ class _State:
 
     def clone(self) -> _State:
         return self
+
+
+def node_allocations(state: CycleState, node_name: str) -> list[tuple[ResourceClaim, AllocationResult]]:
+    """The pod's own claims this cycle allocates on ``node_name`` (Filter's answer, which Reserve
+    makes in flight), each with its allocation; empty when none is allocated there."""
+    st: _State | None = state.get(STATE_KEY)
+    if st is None or st.claims.empty():
+        return []
+    allocations = st.node_allocations.get(node_name)
+    if allocations is None:
+        return []
+    extended = st.claims.extended_claim()
+    pending = [claim for _, claim in st.claims.to_allocate()]
+    return [
+        (claim, allocation)
+        for claim, allocation in zip(pending, allocations.results, strict=False)
+        if claim is not extended
+    ]
 
 
 def _is_controlled_by(claim: ResourceClaim, pod: Pod) -> bool:

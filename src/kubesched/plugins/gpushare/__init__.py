@@ -12,6 +12,12 @@ Score plugins, one per policy of :mod:`kubesched.gpu.policies`: ``GpuRandom``, `
 profile. FGD's typical pod distribution is learned from the pods it scores (each pod counted once);
 the experiment (:mod:`kubesched.sim.gpu_experiment`) gives it the workload's distribution up front.
 
+A pod may ask through ResourceClaims of the class ``gpu.kubesched.io`` instead
+(:mod:`kubesched.gpu.dra`): its demand comes from its claims still to be allocated, and the cards
+are the devices DynamicResources allocates (the card state holds them per claim, from Reserve on);
+``GpuShare`` then picks no cards of its own and writes no annotation, the claim's allocation being
+the record.
+
 Limitation: the cards are read from the cache's state; what-if evaluations (preemption dry runs,
 nominated pods) see the node's aggregate ``kubesched.io/gpu-milli`` through NodeResourcesFit but not
 the per-card effect of the pods they add or remove.
@@ -19,11 +25,13 @@ the per-card effect of the pods they add or remove.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.resource import ResourceClaim, pod_claim_name
 from kubesched.cache.node_table import CPU_COL, NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
@@ -39,8 +47,10 @@ from kubesched.gpu.cards import (
     demand_of,
     format_cards,
 )
+from kubesched.gpu.dra import allocation_cards, claims_demand, gpu_claims
 from kubesched.gpu.frag import PodShape, TypicalPods, frag_of, typical_pods
 from kubesched.gpu.policies import TAG_COLUMNS, NodeState, normalize, score_nodes
+from kubesched.plugins.dynamicresources import node_allocations
 
 __all__ = [
     "CARDS_KEY",
@@ -57,10 +67,30 @@ __all__ = [
 #: CycleState key: node name -> the cards the profile's GPU score plugin would give the pod there.
 CARDS_KEY: Final = "GpuShare/cards"
 _CHOSEN_KEY: Final = "GpuShare/chosen"
+_CLAIMS_KEY: Final = "GpuShare/claims"
 
 
-def _demand(pod: Pod) -> GpuDemand:
-    return demand_of(pod.annotations, pod.requests)
+def _pod_claims(handle: Handle, pod: Pod) -> list[ResourceClaim]:
+    """The pod's claims that exist (DynamicResources keeps the pod back until all do)."""
+    informer = handle.informers.informer("ResourceClaim")
+    out = []
+    for pod_claim in pod.resource_claims:
+        name = pod_claim_name(pod, pod_claim)
+        claim = informer.get(pod.namespace, name) if name else None
+        if isinstance(claim, ResourceClaim):
+            out.append(claim)
+    return out
+
+
+def pod_demand(handle: Handle, pod: Pod) -> tuple[GpuDemand, bool]:
+    """The pod's GPU demand, and whether it asks through claims: a pod with a claim for the GPU
+    class asks through its claims (:func:`kubesched.gpu.dra.claims_demand`), any other through
+    its annotations or extended resources (:func:`kubesched.gpu.cards.demand_of`)."""
+    if pod.resource_claims:
+        claims = gpu_claims(_pod_claims(handle, pod))
+        if claims:
+            return claims_demand(claims), True
+    return demand_of(pod.annotations, pod.requests), False
 
 
 def _shape(pod: Pod, demand: GpuDemand) -> PodShape:
@@ -109,7 +139,7 @@ class GpuShare:
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable) -> FilterResult:
         try:
-            demand = _demand(pod)
+            demand, _ = pod_demand(self.handle, pod)
         except InputError as exc:
             return FilterResult.reject(table.valid.copy(), str(exc), unresolvable=True)
         if not demand.wants_gpu:
@@ -139,9 +169,11 @@ class GpuShare:
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         try:
-            demand = _demand(pod)
+            demand, via_claims = pod_demand(self.handle, pod)
         except InputError as exc:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [str(exc)])
+        if via_claims:
+            return self._reserve_claims(state, node_name)
         if not demand.wants_gpu:
             return None
         cards = _cards_of(self.handle)
@@ -160,9 +192,26 @@ class GpuShare:
         state.write(_CHOSEN_KEY, chosen)
         return None
 
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        # Forgetting the assumed pod releases its cards in the cache.
+    def _reserve_claims(self, state: CycleState, node_name: str) -> Status | None:
+        """The cards are the devices DynamicResources allocates on the node: they count from now
+        on, before PreBind writes the claims, so that the next pod's cycle sees them taken."""
+        cards = _cards_of(self.handle)
+        uids: list[str] = []
+        for claim, allocation in node_allocations(state, node_name):
+            held = allocation_cards(allocation)
+            if held is None:
+                continue
+            cards.claim_allocated(claim.uid, held[0], held[1], pending=True)
+            uids.append(claim.uid)
+        state.write(_CLAIMS_KEY, uids)
         return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        # Forgetting the assumed pod releases its own cards in the cache; claims allocated in this
+        # cycle and not written release theirs here.
+        cards = _cards_of(self.handle)
+        for uid in state.get(_CLAIMS_KEY) or ():
+            cards.claim_released(uid, only_pending=True)
 
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         cards = _cards_of(self.handle).cards_of(pod.uid) or state.get(_CHOSEN_KEY)
@@ -189,7 +238,7 @@ class _GpuScore:
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
         try:
-            demand = _demand(pod)
+            demand, _ = pod_demand(self.handle, pod)
         except InputError:
             return np.zeros(len(slots), dtype=np.int64)
         shape = _shape(pod, demand)
@@ -255,8 +304,19 @@ class FGD(_GpuScore):
         self._seen: dict[str, PodShape] = {}
         self._tp: TypicalPods | None = None
         self._tp_models = 0
+        self._fixed = False
+
+    def use_typical(self, tp: TypicalPods, models: Sequence[str]) -> None:
+        """Score against a fixed distribution over node models ``models`` (the experiment's, built
+        from its whole pod list) instead of learning it from the pods scored."""
+        self._models[:] = list(models)
+        self._tp = tp
+        self._tp_models = len(models)
+        self._fixed = True
 
     def _typical(self, pod: Pod, shape: PodShape) -> TypicalPods | None:
+        if self._fixed:
+            return self._tp
         if pod.uid not in self._seen:
             self._seen[pod.uid] = shape
             self._tp = None
