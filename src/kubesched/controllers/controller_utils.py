@@ -9,7 +9,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -99,6 +99,18 @@ def controller_uid(obj: Mapping[str, Any]) -> str | None:
 
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def sync_guarded(work: Callable[[Any], None], arg: Any, logger: logging.Logger, what: str) -> None:
+    """Run one sync of a controller. A write refused because the object changed under it is left
+    alone: the event of its newer version makes it due again. Anything else is logged, not raised,
+    so one bad object does not stop the controller's other work."""
+    try:
+        work(arg)
+    except (Conflict, NotFound, AlreadyExists):
+        pass
+    except Exception:
+        logger.exception("%s: syncing %s", what, getattr(arg, "name", arg))
 
 
 def owner_ref(owner: Mapping[str, Any]) -> dict[str, Any]:

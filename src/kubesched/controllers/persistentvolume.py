@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubesched.api.objects import Pod
@@ -55,11 +55,13 @@ from kubesched.api.storage import (
     StorageClass,
     pod_volumes,
 )
+from kubesched.controllers.controller_utils import sync_guarded
 from kubesched.errors import InputError
-from kubesched.store.base import AlreadyExists, ClusterStore, Conflict, EventType, NotFound, Obj
+from kubesched.store.base import ClusterStore, EventType, Obj
 from kubesched.store.informers import Change, InformerFactory
 
 log = logging.getLogger(__name__)
+
 
 #: The component upstream's events name.
 REPORTER = "persistentvolume-controller"
@@ -360,26 +362,17 @@ class PersistentVolumeController:
                     del self._due_volumes[name]
                     volume = self._latest_volume(name)
                     if volume is not None:
-                        self._guarded(self.sync_volume, volume)
+                        sync_guarded(self.sync_volume, volume, log, "persistent volume controller")
                 elif self._due_claims:
                     key = next(iter(self._due_claims))
                     del self._due_claims[key]
                     claim = self._latest_claim(*key)
                     if claim is not None:
-                        self._guarded(self.sync_claim, claim)
+                        sync_guarded(self.sync_claim, claim, log, "persistent volume controller")
                 else:
                     break
         finally:
             self._syncing = False
-
-    def _guarded(self, work: Callable[[Any], None], obj: Any) -> None:
-        try:
-            work(obj)
-        except (Conflict, NotFound, AlreadyExists):
-            # The object changed under us: the event of its newer version makes it due again.
-            pass
-        except Exception:
-            log.exception("persistent volume controller: syncing %s", getattr(obj, "name", obj))
 
     # -- claims ----------------------------------------------------------------------------------
     def sync_claim(self, claim: PersistentVolumeClaim) -> None:

@@ -44,6 +44,7 @@ from kubesched.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from kubesched.controllers.controller_utils import sync_guarded
 from kubesched.controllers.persistentvolume import (
     RECLAIM_DELETE,
     claim_provisioner,
@@ -53,10 +54,11 @@ from kubesched.controllers.persistentvolume import (
     storage_class_of,
 )
 from kubesched.errors import InputError
-from kubesched.store.base import AlreadyExists, ClusterStore, Conflict, EventType, NotFound, Obj
+from kubesched.store.base import ClusterStore, Conflict, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
 
 log = logging.getLogger(__name__)
+
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -177,21 +179,13 @@ class Provisioner:
                 if self._due_volumes:
                     name = next(iter(self._due_volumes))
                     del self._due_volumes[name]
-                    self._guarded(self._delete_released, name)
+                    sync_guarded(self._delete_released, name, log, "simulated provisioner")
                 else:
                     key = next(iter(self._due_claims))
                     del self._due_claims[key]
-                    self._guarded(self._provision, key)
+                    sync_guarded(self._provision, key, log, "simulated provisioner")
         finally:
             self._syncing = False
-
-    def _guarded(self, work: Any, arg: Any) -> None:
-        try:
-            work(arg)
-        except (Conflict, NotFound, AlreadyExists):
-            pass  # changed under us: its newer version's event makes it due again
-        except Exception:
-            log.exception("simulated provisioner: %s", arg)
 
     # -- provisioning ----------------------------------------------------------------------------
     def _provision(self, key: tuple[str, str]) -> None:

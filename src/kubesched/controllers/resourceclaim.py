@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kubesched.api.objects import Pod
@@ -37,11 +37,13 @@ from kubesched.api.resource import (
     PodResourceClaim,
     pod_claim_ref,
 )
+from kubesched.controllers.controller_utils import sync_guarded
 from kubesched.errors import InputError
-from kubesched.store.base import AlreadyExists, ClusterStore, Conflict, EventType, NotFound, Obj
+from kubesched.store.base import ClusterStore, EventType, Obj
 from kubesched.store.informers import Change, InformerFactory
 
 log = logging.getLogger(__name__)
+
 
 #: The component upstream's events name.
 REPORTER: Final = "resource_claim"
@@ -246,24 +248,15 @@ class ResourceClaimController:
                 if self._due_pods:
                     key = next(iter(self._due_pods))
                     del self._due_pods[key]
-                    self._guarded(self.sync_pod, key)
+                    sync_guarded(self.sync_pod, key, log, "resourceclaim controller")
                 elif self._due_claims:
                     key = next(iter(self._due_claims))
                     del self._due_claims[key]
-                    self._guarded(self.sync_claim, key)
+                    sync_guarded(self.sync_claim, key, log, "resourceclaim controller")
                 else:
                     break
         finally:
             self._syncing = False
-
-    def _guarded(self, work: Callable[[Key], None], key: Key) -> None:
-        try:
-            work(key)
-        except (Conflict, NotFound, AlreadyExists):
-            # The object changed under us: the event of its newer version makes it due again.
-            pass
-        except Exception:
-            log.exception("resourceclaim controller: syncing %s/%s", *key)
 
     # -- pods ------------------------------------------------------------------------------------
     def sync_pod(self, key: Key) -> None:
