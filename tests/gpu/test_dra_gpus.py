@@ -38,7 +38,8 @@ from kubesched.gpu.dra import (
 )
 from kubesched.gpu.policies import POLICIES
 from kubesched.plugins import default_registry
-from kubesched.sim.gpu_experiment import CellResult, load_cluster, load_pod_list, run_cell
+from kubesched.sim.gpu_cells import CellResult, load_cluster, load_pod_list
+from kubesched.sim.gpu_experiment import run_cell
 from kubesched.sim.gpu_experiment_scheduler import POLICY_PLUGINS, run_cell_scheduled
 from kubesched.sim.simulation import Simulation
 

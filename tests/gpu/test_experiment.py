@@ -10,14 +10,8 @@ import pytest
 
 from kubesched.cli import main
 from kubesched.gpu.policies import POLICIES
-from kubesched.sim.gpu_experiment import (
-    load_cluster,
-    load_pod_list,
-    run_cell,
-    run_grid,
-    tune_order,
-    write_csv,
-)
+from kubesched.sim.gpu_cells import load_cluster, load_pod_list, tune_order
+from kubesched.sim.gpu_experiment import run_cell, run_grid, write_csv
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 node-0,32000,65536,2,T4

@@ -12,14 +12,6 @@ _POD_STREAMS = {
     "portforward": ("PodPortForwardOptions", ("create", "get")),
 }
 
-#: The pod subresources served by the kubelet, with their kinds and verbs as upstream lists them.
-_POD_STREAMS = {
-    "attach": ("PodAttachOptions", ("create", "get")),
-    "exec": ("PodExecOptions", ("create", "get")),
-    "log": ("Pod", ("get",)),
-    "portforward": ("PodPortForwardOptions", ("create", "get")),
-}
-
 
 def api_resource_list(group: str, version: str) -> dict[str, object]:
     """The APIResourceList discovery document of one group version."""

@@ -44,7 +44,7 @@ from kubesched.gpu.frag import PodShape, TypicalPods, frag_of, typical_pods
 from kubesched.gpu.policies import POLICIES
 from kubesched.plugins import default_registry
 from kubesched.plugins.gpushare import FGD
-from kubesched.sim.gpu_experiment import CellResult, Cluster, PodList, discrete, tune_order
+from kubesched.sim.gpu_cells import CellResult, Cluster, PodList, discrete, tune_order
 from kubesched.sim.simulation import Simulation
 
 __all__ = ["POLICY_PLUGINS", "run_cell_scheduled"]

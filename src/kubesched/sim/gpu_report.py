@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.gpu.policies import POLICIES
-from kubesched.sim.gpu_experiment import ARRIVED_POINTS, PAPER_UNALLOCATED, CellResult, summary
+from kubesched.sim.gpu_cells import ARRIVED_POINTS, CellResult
+from kubesched.sim.gpu_experiment import PAPER_UNALLOCATED, summary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
