@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from kubesched.api.owners import controller_ref
 from kubesched.registry.admission import admit, apply_defaults
 from kubesched.store.base import AlreadyExists, Conflict, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
@@ -116,14 +117,7 @@ def sync_guarded(work: Callable[[Any], None], arg: Any, logger: logging.Logger, 
 def owner_ref(owner: Mapping[str, Any]) -> dict[str, Any]:
     """The reference that makes ``owner`` the controller of what carries it."""
     meta = owner["metadata"]
-    return {
-        "apiVersion": owner.get("apiVersion"),
-        "kind": owner.get("kind"),
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_ref(str(owner.get("apiVersion")), str(owner.get("kind")), meta["name"], meta["uid"])
 
 
 def create_pod(

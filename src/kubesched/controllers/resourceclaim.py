@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubesched.api.objects import Pod
+from kubesched.api.owners import controller_ref
 from kubesched.api.resource import (
     FINALIZER,
     POD_RESOURCE_CLAIM_ANNOTATION,
@@ -351,16 +352,7 @@ class ResourceClaimController:
             "name": generated_name_base(pod.name, pod_claim.name)[:58] + suffix,
             "namespace": pod.namespace,
             "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": pod.name,
-                    "uid": pod.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref("v1", "Pod", pod.name, pod.uid)],
         }
         if claim_meta.get("labels"):
             meta["labels"] = dict(claim_meta["labels"])

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.owners import controlled_by, controller_ref
 from kubesched.api.resource import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     FINALIZER,
@@ -201,10 +202,7 @@ def node_allocations(state: CycleState, node_name: str) -> list[tuple[ResourceCl
 
 
 def _is_controlled_by(claim: ResourceClaim, pod: Pod) -> bool:
-    return any(
-        ref.get("controller") is True and str(ref.get("uid") or "") == pod.uid
-        for ref in claim.owner_references
-    )
+    return controlled_by(claim.owner_references, pod.uid)
 
 
 def _is_reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
@@ -418,13 +416,8 @@ class DynamicResources:
                 continue
             if claim.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
                 continue
-            for ref in claim.owner_references:
-                if (
-                    ref.get("name") == pod.name
-                    and ref.get("controller") is True
-                    and ref.get("uid") == pod.uid
-                ):
-                    return claim
+            if _is_controlled_by(claim, pod):
+                return claim
         raw: dict[str, Any] = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
@@ -434,16 +427,7 @@ class DynamicResources:
                 # A temporary uid under which Reserve signals the allocation.
                 "uid": f"{pod.uid}-extended-resources",
                 "generateName": f"{pod.name}-extended-resources-",
-                "ownerReferences": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "name": pod.name,
-                        "uid": pod.uid,
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
+                "ownerReferences": [controller_ref("v1", "Pod", pod.name, pod.uid)],
                 "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
             },
             "spec": {},
