@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from kubesched import __version__
-from kubesched.cli import bench, experiment, explain, run, serve, simulate
+from kubesched.cli import bench, experiment, explain, run, serve, simulate, snapshot
 from kubesched.cli.options import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUN_FAILED, EXIT_UNSCHEDULABLE
 from kubesched.errors import InputError
 from kubesched.metrics.logs import configure_logging
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="log lines as text, or as one JSON object each (as Kubernetes components' json format)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (simulate, explain, bench, serve, run, experiment):
+    for command in (simulate, explain, bench, serve, run, snapshot, experiment):
         command.add_parser(sub)
     return parser
 

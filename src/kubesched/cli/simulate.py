@@ -108,6 +108,11 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="exit 1 if any pod is left unschedulable or pending",
     )
+    sim.add_argument(
+        "--reschedule-all",
+        action="store_true",
+        help="schedule every pod afresh, the bound ones too (a snapshot's running pods stay put without it)",
+    )
     dra_driver_flags(sim)
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     plugin_flag(sim)
@@ -216,7 +221,25 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
         for row in workload.bad_rows:
             loaded.warnings.append(f"{row.source}: line {row.line}: skipped: {row.message}")
         _add_trace_objects(loaded, to_manifests(workload), args.trace)
+    if args.reschedule_all:
+        unbind(loaded)
     return loaded
+
+
+#: Static pods are the kubelet's own; their API objects (mirror pods) stay on their node.
+_MIRROR = "kubernetes.io/config.mirror"
+
+
+def unbind(loaded: LoadResult) -> None:
+    """Make every running pod pending again (mirror pods of static pods excepted): its node is the
+    scheduler's to choose."""
+    for mo in loaded.of_kind("Pod"):
+        obj = mo.obj
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName") or _MIRROR in ((obj.get("metadata") or {}).get("annotations") or {}):
+            continue
+        obj["spec"] = {k: v for k, v in spec.items() if k != "nodeName"}
+        obj.pop("status", None)
 
 
 def _add_trace_objects(loaded: LoadResult, objects: list[dict[str, Any]], trace: str) -> None:

@@ -154,7 +154,7 @@ class NotServed(StoreError):
     """The server offers no API for this kind."""
 
 
-class _Getter(Protocol):
+class Getter(Protocol):
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> Any: ...
 
 
@@ -169,7 +169,7 @@ class Discovery:
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
-    async def discover(cls, client: _Getter, kinds: Iterable[str] = tuple(KIND_VERSIONS)) -> Discovery:
+    async def discover(cls, client: Getter, kinds: Iterable[str] = tuple(KIND_VERSIONS)) -> Discovery:
         wanted = {k: KIND_VERSIONS[k] for k in kinds}
         offered: set[GroupVersion] = set()
         core = await client.get("/api")

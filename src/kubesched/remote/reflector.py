@@ -41,7 +41,7 @@ from kubesched.remote.client import (
     TooManyRequests,
     error_from_status,
 )
-from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
+from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery, Getter
 from kubesched.remote.mirror import MirrorStore
 from kubesched.store.base import EventType, StoreError
 
@@ -52,6 +52,35 @@ PAGE_SIZE = 500
 
 #: A watch that ends this soon without an event is treated as a failure (client-go: "very short watch").
 SHORT_WATCH = 1.0
+
+
+async def list_pages(
+    client: Getter, path: str, selectors: Mapping[str, str], limit: int, kind: str
+) -> tuple[list[dict[str, Any]], str]:
+    """Every object of the collection at ``path`` and the list's resourceVersion, read ``limit`` at a
+    time (all at once when 0). A continue token that expired mid-way (410) restarts the listing in
+    one page, as client-go's pager does."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, str] = {**selectors}
+    if limit > 0:
+        params["limit"] = str(limit)
+    while True:
+        try:
+            page = await client.get(path, params)
+        except Gone:
+            if "continue" not in params:
+                raise
+            params = {**selectors}
+            items = []
+            continue
+        if not isinstance(page, Mapping):
+            raise ApiError(500, "InternalError", f"the {kind} list is not an object")
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+        token = meta.get("continue")
+        if not token:
+            return items, str(meta.get("resourceVersion") or "")
+        params["continue"] = str(token)
 
 
 class Backoff:
@@ -197,7 +226,7 @@ class Reflector:
 
     # -- list -----------------------------------------------------------------------------------
     async def _list(self) -> None:
-        items, rv = await self._list_pages(self.page_size)
+        items, rv = await list_pages(self.client, self.path, self.selectors, self.page_size, self.kind)
         convert = self.discovery.convert
         kind = self.kind
         objects = [convert(kind, obj) for obj in items]
@@ -208,31 +237,6 @@ class Reflector:
         self.stats.lists += 1
         self._progressed = False
         self.synced.set()
-
-    async def _list_pages(self, limit: int) -> tuple[list[dict[str, Any]], str]:
-        """Every object of the collection and the list's resourceVersion. A continue token that
-        expired mid-way (410) restarts the listing in one page, as client-go's pager does."""
-        items: list[dict[str, Any]] = []
-        params: dict[str, str] = {**self.selectors}
-        if limit > 0:
-            params["limit"] = str(limit)
-        while True:
-            try:
-                page = await self.client.get(self.path, params)
-            except Gone:
-                if "continue" not in params:
-                    raise
-                params = {**self.selectors}
-                items = []
-                continue
-            if not isinstance(page, Mapping):
-                raise ApiError(500, "InternalError", f"the {self.kind} list is not an object")
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue")
-            if not token:
-                return items, str(meta.get("resourceVersion") or "")
-            params["continue"] = str(token)
 
     # -- watch ----------------------------------------------------------------------------------
     async def _watch(self) -> None:
