@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -250,7 +251,8 @@ def test_invalid_yaml_gives_line_and_column(tmp_path):
 
 def test_invalid_json(tmp_path):
     path, err = load_error(tmp_path, '{"kind": "Pod", "metadata": {"name": "p"', name="pod.json")
-    assert str(err).startswith(f"{path}: not valid YAML/JSON (line 1, column ")
+    # libyaml places an unclosed object at the end of the input: the last line, or the one after it.
+    assert re.match(rf"{re.escape(str(path))}: not valid YAML/JSON \(line [12], column \d+\): ", str(err))
 
 
 def test_non_printable_input_is_one_line(tmp_path):
@@ -261,7 +263,7 @@ def test_non_printable_input_is_one_line(tmp_path):
 
 
 def test_deep_nesting_is_input_error():
-    with pytest.raises(InputError, match="nested too deeply"):
+    with pytest.raises(InputError, match=r"nested too deeply|exceeded maximum nesting depth"):
         load_manifests(["-"], io.StringIO("[" * 20000))
 
 
