@@ -675,10 +675,50 @@ def _reclaim_cluster() -> list[dict[str, Any]]:
     return out
 
 
+RECLAIM_TIERS = [
+    {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+    {"plugins": [{"name": "capacity"}, {"name": "predicates"}, {"name": "nodeorder"}]},
+]
+
+
 def test_gang_reclaim_takes_back_what_the_other_queue_holds_beyond_its_deserved() -> None:
-    tiers = [
-        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
-        {"plugins": [{"name": "capacity"}, {"name": "predicates"}, {"name": "nodeorder"}]},
-    ]
-    sched = run_conf(_reclaim_cluster(), _conf("gangreclaim", tiers=tiers))
-    assert len(sched.evicted) == 2 and all(e.startswith("c1/b") for e in sched.evicted)
+    sched = run_conf(_reclaim_cluster(), _conf("gangreclaim", tiers=RECLAIM_TIERS))
+    assert sorted(sched.evicted) == ["c1/b0", "c1/b1"]
+
+
+def test_gang_reclaim_never_takes_a_queue_below_its_guarantee() -> None:
+    """q2 is guaranteed 3 cpus: capacity lets one member go, which frees too little for q1's gang,
+    so nothing is evicted."""
+    objects = _reclaim_cluster()
+    objects[3]["spec"]["guarantee"] = {"resource": {"cpu": "3"}}
+    assert run_conf(objects, _conf("gangreclaim", tiers=RECLAIM_TIERS)).evicted == []
+
+
+def test_gang_reclaim_leaves_a_queue_within_its_deserved_alone() -> None:
+    objects = _reclaim_cluster()
+    objects[3]["spec"]["deserved"] = {"cpu": "4", "memory": "8G"}
+    assert run_conf(objects, _conf("gangreclaim", tiers=RECLAIM_TIERS)).evicted == []
+
+
+def test_a_gang_broken_by_a_whole_bundle_is_told_on_its_podgroup() -> None:
+    """A low gang of 4 (minMember 4) spans both leaves; the hard-mode gang needs one leaf whole, so
+    the low gang's two members there go as a whole bundle and its two others keep running below
+    minMember, which its PodGroup says."""
+    objects: list[dict[str, Any]] = [*PRIORITIES, queue("q1"), pod_group("low", "q1", 4, "Running", "low")]
+    for leaf, names in (("leaf-a", ["a1", "a2"]), ("leaf-b", ["b1", "b2"])):
+        objects.append(_hyper_node(leaf, 1, names))
+        objects += [node(n, "1", "8G") for n in names]
+        objects += [pod(f"l-{n}", n, "low") for n in names]
+    objects.append(_hyper_node("spine", 2, ["leaf-a", "leaf-b"], "HyperNode"))
+    high = _hard_group("high", 1)
+    high["spec"].update({"minMember": 2, "priorityClassName": "high"})
+    objects += [high, pod("h0", "", "high"), pod("h1", "", "high")]
+    tiers = [TIERS[0], {"plugins": [*TIERS[1]["plugins"], {"name": "network-topology-aware"}]}]
+    sched = scheduler_on(objects, _conf("gangpreempt", tiers=tiers))
+    sched.run_session()
+    assert len(sched.evicted) == 2 and len({e[4] for e in sched.evicted}) == 1  # "c1/l-a1" → "a"
+    store = sched.ports.binder.store  # type: ignore[attr-defined]
+    conds = store.get("PodGroup", "c1", "low")["status"].get("conditions") or []
+    message = next(c["message"] for c in conds if c["type"] == "Unschedulable")
+    assert "2 of minMember 4 members bound after gangpreempt evicted" in message
+    assert "gangpreempt took the gang's members in one topology domain as a whole bundle" in message
