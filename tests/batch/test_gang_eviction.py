@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.batch.test_session import bare_session
 
 from kubesched.batch.actions.bundle import (
@@ -722,3 +724,59 @@ def test_a_gang_broken_by_a_whole_bundle_is_told_on_its_podgroup() -> None:
     message = next(c["message"] for c in conds if c["type"] == "Unschedulable")
     assert "2 of minMember 4 members bound after gangpreempt evicted" in message
     assert "gangpreempt took the gang's members in one topology domain as a whole bundle" in message
+
+
+# -- invariants --------------------------------------------------------------------------------- #
+
+
+@st.composite
+def crowded_clusters(draw: st.DrawFn) -> dict[str, Any]:
+    """Nodes full of low-priority gangs (one pod per cpu), and one high-priority gang waiting."""
+    nodes = draw(st.integers(1, 4))
+    gangs: list[tuple[int, int, int]] = []  # (size, minMember, priority)
+    free = nodes * 2
+    while free > 0:
+        size = draw(st.integers(1, free))
+        gangs.append((size, draw(st.integers(1, size)), draw(st.integers(0, 2))))
+        free -= size
+    preemptor = draw(st.integers(1, nodes * 2))
+    return {
+        "nodes": nodes,
+        "gangs": gangs,
+        "preemptor": (preemptor, draw(st.integers(1, preemptor))),
+        "whole": draw(st.booleans()),
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded_clusters())
+def test_gang_preempt_keeps_gangs_whole_on_both_sides(c: dict[str, Any]) -> None:
+    """Whatever the cluster: the preemptor gang has all its pending pods pipelined (each nominated
+    to a node) or evicts nobody; each victim gang keeps at least minMember pods or loses all of
+    them (the domain is the whole cluster); victims are of lower priority; whole bundles only when
+    allowed."""
+    objects: list[dict[str, Any]] = [
+        *[priority_class(f"p{p}", p * 10) for p in range(4)],
+        queue("q1"),
+        *[node(f"n{i}", "2", "8G") for i in range(c["nodes"])],
+    ]
+    slots = [f"n{i}" for i in range(c["nodes"]) for _ in range(2)]
+    for g, (size, min_member, prio) in enumerate(c["gangs"]):
+        objects.append(pod_group(f"g{g}", "q1", min_member, "Running", f"p{prio}"))
+        objects += [pod(f"g{g}-{i}", slots.pop(), f"g{g}", priority=prio * 10 + i) for i in range(size)]
+    size, min_member = c["preemptor"]
+    objects.append(pod_group("hi", "q1", min_member, "Inqueue", "p3"))
+    objects += [pod(f"hi-{i}", "", "hi") for i in range(size)]
+    sched = scheduler_on(objects, _conf("gangpreempt", {"allowWholeBundle": c["whole"]}))
+    sched.run_session()
+    evicted = {e.split("/")[1] for e in sched.evicted}
+    store = sched.ports.binder.store  # type: ignore[attr-defined]
+    nominated = [store.get("Pod", "c1", f"hi-{i}")["status"].get("nominatedNodeName") for i in range(size)]
+    if evicted:
+        assert all(nominated)
+    for g, (gsize, gmin, prio) in enumerate(c["gangs"]):
+        lost = sum(1 for i in range(gsize) if f"g{g}-{i}" in evicted)
+        if lost:
+            assert prio < 3
+            kept = gsize - lost
+            assert kept >= gmin or (kept == 0 and c["whole"])
