@@ -677,9 +677,11 @@ def _reclaim_cluster() -> list[dict[str, Any]]:
     return out
 
 
+# capacity shares the first tier with priority, gang and conformance, as in Volcano's own conf for
+# these actions: the first tier that decides wins, so a filter in a later tier is never heard.
 RECLAIM_TIERS = [
-    {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
-    {"plugins": [{"name": "capacity"}, {"name": "predicates"}, {"name": "nodeorder"}]},
+    {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}, {"name": "capacity"}]},
+    {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]},
 ]
 
 
@@ -688,18 +690,49 @@ def test_gang_reclaim_takes_back_what_the_other_queue_holds_beyond_its_deserved(
     assert sorted(sched.evicted) == ["c1/b0", "c1/b1"]
 
 
-def test_gang_reclaim_never_takes_a_queue_below_its_guarantee() -> None:
-    """q2 is guaranteed 3 cpus: capacity lets one member go, which frees too little for q1's gang,
-    so nothing is evicted."""
-    objects = _reclaim_cluster()
-    objects[3]["spec"]["guarantee"] = {"resource": {"cpu": "3"}}
-    assert run_conf(objects, _conf("gangreclaim", tiers=RECLAIM_TIERS)).evicted == []
-
-
 def test_gang_reclaim_leaves_a_queue_within_its_deserved_alone() -> None:
     objects = _reclaim_cluster()
     objects[3]["spec"]["deserved"] = {"cpu": "4", "memory": "8G"}
     assert run_conf(objects, _conf("gangreclaim", tiers=RECLAIM_TIERS)).evicted == []
+
+
+def test_a_later_tier_filter_is_not_heard() -> None:
+    """The same cluster with capacity in the second tier: the first tier decides alone and q2
+    loses its surplus although it is within its deserved."""
+    objects = _reclaim_cluster()
+    objects[3]["spec"]["deserved"] = {"cpu": "4", "memory": "8G"}
+    tiers = [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+        {"plugins": [{"name": "capacity"}, {"name": "predicates"}, {"name": "nodeorder"}]},
+    ]
+    assert len(run_conf(objects, _conf("gangreclaim", tiers=tiers)).evicted) == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "guarantee", "deserved", "victims"),
+    [
+        (EvictionKind.GANG_RECLAIM, None, "2", 2),
+        (EvictionKind.GANG_RECLAIM, "3", "2", 1),
+        (EvictionKind.GANG_RECLAIM, None, "4", 0),
+        (EvictionKind.GANG_PREEMPT, "3", "4", 4),
+    ],
+    ids=["down to deserved", "never below guarantee", "within deserved", "preempt: all"],
+)
+def test_capacity_unified_victims(
+    kind: EvictionKind, guarantee: str | None, deserved: str, victims: int
+) -> None:
+    """capacity's unified victim filter over q2's four tasks, in order: each victim counts off
+    before the next is judged."""
+    objects = _reclaim_cluster()
+    objects[3]["spec"]["deserved"] = {"cpu": deserved, "memory": f"{2 * int(deserved)}G"}
+    if guarantee is not None:
+        objects[3]["spec"]["guarantee"] = {"resource": {"cpu": guarantee}}
+    ssn = open_on(objects, [{"name": "capacity"}])
+    candidates = sorted(ssn.jobs["c1/borrower"].tasks.values(), key=lambda t: t.name)
+    chosen = ssn.unified_evictable(
+        EvictionContext(kind, ssn.jobs["c1/owner"], CLUSTER_TOP_HYPER_NODE), candidates
+    )
+    assert [t.name for t in chosen] == [f"b{i}" for i in range(victims)]
 
 
 def test_a_gang_broken_by_a_whole_bundle_is_told_on_its_podgroup() -> None:
