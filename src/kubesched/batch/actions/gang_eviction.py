@@ -28,8 +28,7 @@ placed or evicts nobody.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import numpy as np
 from numpy.typing import NDArray
@@ -162,10 +161,23 @@ class TasksOnNodes:
         return [t for i in picked if (t := self.tasks[i]).status in statuses]
 
 
-@contextmanager
-def _confined(ssn: Session, domain: str, mask: BoolArray) -> Iterator[None]:
-    with nullcontext() if domain == CLUSTER_TOP_HYPER_NODE else ssn.confined_to(mask):
-        yield
+def _pipeline_all(
+    ssn: Session, stmt: Statement, queue: QueueInfo | None, tasks: list[TaskInfo], evicted: bool
+) -> bool:
+    """Pipeline every task on the nodes searched (room now first, then node order); False at the
+    first task its queue refuses or no node takes."""
+    for task in tasks:
+        if queue is not None and not ssn.allocatable(queue, task):
+            return False
+        choice = predicate_nodes(ssn, task)
+        if not len(choice.feasible):
+            return False
+        slot = prioritize_nodes(ssn, task, choice.feasible)
+        if slot is None or not fits_idle(ssn, task, slot, future=True):
+            return False
+        if not stmt.pipeline(task, slot, eviction_occurred=evicted):
+            return False
+    return True
 
 
 def build_nomination_plan(
@@ -186,25 +198,9 @@ def build_nomination_plan(
     plan = Statement(ssn)
     for victim in victims:
         plan.evict(victim, reason)
-    evicted = bool(victims)
     trial = Statement(ssn)
-    placed = True
-    with _confined(ssn, domain, mask):
-        for task in tasks:
-            if queue is not None and not ssn.allocatable(queue, task):
-                placed = False
-                break
-            choice = predicate_nodes(ssn, task)
-            if not len(choice.feasible):
-                placed = False
-                break
-            slot = prioritize_nodes(ssn, task, choice.feasible)
-            if slot is None or not fits_idle(ssn, task, slot, future=True):
-                placed = False
-                break
-            if not trial.pipeline(task, slot, eviction_occurred=evicted):
-                placed = False
-                break
+    with nullcontext() if domain == CLUSTER_TOP_HYPER_NODE else ssn.confined_to(mask):
+        placed = _pipeline_all(ssn, trial, queue, tasks, bool(victims))
     if placed and trial.operations and ssn.job_pipelined(job):
         plan.merge(trial)
         return plan
