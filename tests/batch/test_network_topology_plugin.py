@@ -10,11 +10,14 @@ import numpy as np
 import pytest
 
 from kubesched.api.topology import HyperNode
+from kubesched.batch.conf import PluginOption
 from kubesched.batch.hypernodes import CLUSTER_TOP_HYPER_NODE, HyperNodeInfo, HyperNodeTree, build_tree
+from kubesched.batch.operations import SearchPurpose
 from kubesched.batch.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from kubesched.batch.testing import node, open_on, pod, queue
 
 PLUGIN = [{"name": "network-topology-aware"}]
+ALLOCATE, EVICT = SearchPurpose.ALLOCATE, SearchPurpose.EVICT
 
 
 def hyper_node(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
@@ -86,20 +89,27 @@ def test_hyper_node_order_fn() -> None:
     assert {n: round(s, 1) for n, s in scores.items()} == expected
 
 
-# (name, idle / minResources, future idle / minResources, hn-1-0 kept)
+# (name, purpose, minResources (cpu, memory), idle / minResources, future idle / minResources,
+# hn-1-0 kept). hn-1-0's ten nodes have 40 cpus and 80Gi allocatable.
 PRE_FILTERING = [
-    ("Job - idle sufficient, futureIdle sufficient", 1.5, 1.75, True),
-    ("Job - idle sufficient, futureIdle insufficient", 1.5, 0.75, True),
-    ("Job - idle insufficient, futureIdle sufficient", 0.75, 1.5, True),
-    ("Job - idle insufficient, futureIdle insufficient", 0.75, 0.75, False),
+    ("Job - idle sufficient, futureIdle sufficient", ALLOCATE, ("20", "40Gi"), 1.5, 1.75, True),
+    ("Job - idle sufficient, futureIdle insufficient", ALLOCATE, ("20", "40Gi"), 1.5, 0.75, True),
+    ("Job - idle insufficient, futureIdle sufficient", ALLOCATE, ("20", "40Gi"), 0.75, 1.5, True),
+    ("Job - idle insufficient, futureIdle insufficient", ALLOCATE, ("20", "40Gi"), 0.75, 0.75, False),
+    ("Evict purpose - idle insufficient, futureIdle insufficient", EVICT, ("20", "40Gi"), 0.75, 0.75, True),
+    ("Evict purpose - allocatable insufficient", EVICT, ("50", "100Gi"), 0.3, 0.3, False),
 ]
 
 
 @pytest.mark.parametrize(
-    ("idle", "future", "kept"), [c[1:] for c in PRE_FILTERING], ids=[c[0] for c in PRE_FILTERING]
+    ("purpose", "need", "idle", "future", "kept"),
+    [c[1:] for c in PRE_FILTERING],
+    ids=[c[0] for c in PRE_FILTERING],
 )
-def test_hyper_node_gradient_pre_filtering(idle: float, future: float, kept: bool) -> None:
-    objects: list[dict[str, Any]] = [queue("q1"), group(1, 2, {"cpu": "20", "memory": "40Gi"})]
+def test_hyper_node_gradient_pre_filtering(
+    purpose: SearchPurpose, need: tuple[str, str], idle: float, future: float, kept: bool
+) -> None:
+    objects: list[dict[str, Any]] = [queue("q1"), group(1, 2, {"cpu": need[0], "memory": need[1]})]
     leaves = []
     for i in range(4):
         members = [f"node-{i * 10 + j}" for j in range(10)]
@@ -115,11 +125,36 @@ def test_hyper_node_gradient_pre_filtering(idle: float, future: float, kept: boo
     plugin._idle["hn-1-0"] = job.min_resources * idle
     plugin._future_idle["hn-1-0"] = job.min_resources * future
     assert ssn.hyper_nodes is not None
-    gradients = ssn.hyper_node_gradient(job, ssn.hyper_nodes.infos["hn-2-0"])
+    gradients = ssn.hyper_node_gradient(job, ssn.hyper_nodes.infos["hn-2-0"], purpose)
     found = any(hn.name == "hn-1-0" for level in gradients for hn in level)
     assert found is kept
     tiers = [level[0].tier for level in gradients]
-    assert tiers == sorted(tiers) and all(len({hn.tier for hn in level}) == 1 for level in gradients)
+    # Allocation tries the lowest tier first, eviction the highest.
+    ascending = sorted(tiers)
+    assert tiers == (ascending if purpose is ALLOCATE else ascending[::-1])
+    assert all(len({hn.tier for hn in level}) == 1 for level in gradients)
+
+
+def test_reverse_and_cap_eviction_gradients() -> None:
+    """TestReverseAndCapEvictionGradients"""
+    plugin = NetworkTopologyAwarePlugin(PluginOption(name="network-topology-aware"))
+    plugin.max_hyper_nodes_for_eviction = 3
+    hn = {n: HyperNodeInfo(n, 1) for n in "abcd"}
+    gradients = [[hn["a"], hn["b"]], [hn["c"], hn["d"]]]
+    result = plugin.reverse_and_cap_eviction_gradients(gradients)
+    assert [[h.name for h in level] for level in result] == [["c", "d"], ["b"]]
+    plugin.max_hyper_nodes_for_eviction = 0
+    assert plugin.reverse_and_cap_eviction_gradients(gradients) == gradients
+
+
+@pytest.mark.parametrize(("value", "expected"), [(2, 2), (0, 8), (-1, 8), ("3", 8)])
+def test_eviction_gradients_keep_the_configured_number_of_hyper_nodes(value: object, expected: int) -> None:
+    plugin = NetworkTopologyAwarePlugin(
+        PluginOption(
+            name="network-topology-aware", arguments={"hypernode.gradient.evict.max-hypernodes": value}
+        )
+    )
+    assert plugin.max_hyper_nodes_for_eviction == expected
 
 
 def _hn(name: str, tier: int, members: list[tuple[str, dict[str, Any]]]) -> HyperNode:

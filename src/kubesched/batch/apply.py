@@ -229,10 +229,13 @@ class SessionApplier:
                     self.ports.events.record(
                         task.pod.raw, "Warning", "FailedScheduling", "Scheduling", message, "volcano"
                     )
+                # Volcano only ever sets a nomination here: a task still pipelined in a later
+                # session, with nothing evicted for it then, keeps the one it has.
                 self.ports.pod_status.set_pod_condition(
                     task.namespace,
                     task.name,
                     {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
+                    nominated_node=up.nominations.get(task.uid),
                 )
                 outcome = self.outcomes.get(task.uid)
                 if outcome is not None and task.status != TaskStatus.BOUND:

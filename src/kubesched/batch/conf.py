@@ -64,7 +64,9 @@ VOLCANO_PLUGINS = frozenset(
 )
 #: The actions and plugins within kubesched's batch scope (DESIGN §4). Others parse, flagged
 #: ``supported=False``, and the runtime reports them as not implemented.
-SUPPORTED_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim"})
+SUPPORTED_ACTIONS = frozenset(
+    {"enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim"}
+)
 SUPPORTED_PLUGINS = frozenset(
     {
         "priority",

@@ -16,6 +16,8 @@ from pydantic import BaseModel
 from kubesched.batch.actions.allocate import AllocateAction
 from kubesched.batch.actions.backfill import BackfillAction
 from kubesched.batch.actions.enqueue import EnqueueAction
+from kubesched.batch.actions.gangpreempt import GangPreemptAction
+from kubesched.batch.actions.gangreclaim import GangReclaimAction
 from kubesched.batch.actions.preempt import PreemptAction
 from kubesched.batch.actions.reclaim import ReclaimAction
 from kubesched.batch.conf import VOLCANO_ACTIONS, VOLCANO_PLUGINS, PluginOption
@@ -121,6 +123,8 @@ register_action(AllocateAction.name, AllocateAction)
 register_action(BackfillAction.name, BackfillAction)
 register_action(PreemptAction.name, PreemptAction)
 register_action(ReclaimAction.name, ReclaimAction)
+register_action(GangPreemptAction.name, GangPreemptAction)
+register_action(GangReclaimAction.name, GangReclaimAction)
 
 
 __all__ = [

@@ -186,6 +186,8 @@ class JobUpdate:
     task_conditions: list[tuple[TaskInfo, str, str]] = field(default_factory=list)
     #: Event for the PodGroup: (type, reason, message), or None.
     event: tuple[str, str, str] | None = None
+    #: Task uid → the node its pod is nominated to (tasks pipelined where evictions make room).
+    nominations: dict[str, str] = field(default_factory=dict)
 
 
 def close_session(ssn: Session, timer: PluginTimer | None = None) -> list[JobUpdate]:
@@ -281,6 +283,9 @@ def job_update(ssn: Session, job: JobInfo, now: str = "") -> JobUpdate:
         for task in job.task_status_index.get(status, {}).values():
             reason, msg = job.task_scheduling_reason(task)
             update.task_conditions.append((task, reason, msg or base))
+            nominated = job.task_nominated_node(task)
+            if nominated:
+                update.nominations[task.uid] = nominated
     return update
 
 

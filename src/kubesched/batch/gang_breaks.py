@@ -10,7 +10,9 @@ bound members to fewer (but not none), the job gets a note naming the action, th
 tasks they made room for and the tier rule that chose them. The note goes into the PodGroup's
 ``Unschedulable`` condition (Volcano's ``NotEnoughResources`` reason) each time the status is
 written while the gang stays below ``minMember``; it is recorded when the evictions happen, since
-by the next session the evicted members are gone rather than releasing.
+by the next session the evicted members are gone rather than releasing. ``gangpreempt`` and
+``gangreclaim`` break a gang only through a whole bundle, which holds the gang's members in the
+domain searched; members elsewhere keep running, and the note says so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from collections.abc import Iterable
 from kubesched.batch.job_info import JobInfo, TaskStatus
 from kubesched.batch.operations import Evictee, VictimVerdict
 
+#: The actions that evict by bundles: a whole bundle breaks its gang on purpose.
+GANG_AWARE_ACTIONS = frozenset({"gangpreempt", "gangreclaim"})
 #: Volcano's PodGroup condition type and reason for a gang without enough members placed.
 CONDITION_TYPE = "Unschedulable"
 CONDITION_REASON = "NotEnoughResources"
@@ -41,7 +45,12 @@ def _rule(verdict: VictimVerdict | None) -> str:
         for n, plugin in verdict.undecided
     ]
     chose = f"tier {verdict.tier} ({', '.join(verdict.plugins)}) chose the victims"
-    if "gang" in verdict.plugins:
+    if verdict.switch in GANG_AWARE_ACTIONS:
+        how = (
+            f"and {verdict.switch} took the gang's members in one topology domain as a whole bundle "
+            "(its members elsewhere keep running)"
+        )
+    elif "gang" in verdict.plugins:
         how = "with gang counting best-effort and completed members as ready"
     else:
         how = "without gang's minMember check"

@@ -110,6 +110,9 @@ class TaskInfo:
     #: Node the last allocate attempt put the task on, and the status it had then (for messages).
     last_node: str = ""
     last_status: TaskStatus | None = None
+    #: Pipelined onto a node whose room evictions are freeing for it (Volcano
+    #: ``EvictionOccurred``): the pod is then nominated to that node.
+    eviction_occurred: bool = False
     #: Per resource, the idle amount a node must exceed for the task to fit (``init_resreq`` less
     #: Volcano's 0.1 tolerance; ``-inf`` where the task asks for nothing). Built on first use.
     fit_threshold: Vector | None = None
@@ -341,6 +344,15 @@ class JobInfo:
             fe = self.fit_errors.get(task.uid)
             return ("Unschedulable", fe if fe is not None else self.job_fit_errors)
         return (str(status), self.job_fit_errors)
+
+    def task_nominated_node(self, task: TaskInfo) -> str:
+        """The node a waiting task's pod is nominated to (Volcano's third answer of
+        ``TaskSchedulingReason``): where it was last pipelined, when evictions free the room there;
+        "" otherwise."""
+        status = task.last_status if task.last_status is not None else task.status
+        if status == TaskStatus.PIPELINED and task.eviction_occurred:
+            return task.last_node
+        return ""
 
     def fit_error(self) -> str:
         """Volcano's ``JobInfo.FitError``: the gang summary used in the PodGroup condition."""

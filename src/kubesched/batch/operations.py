@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from kubesched.batch.job_info import TaskInfo, TaskStatus
+from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 
 
 class Op(Enum):
@@ -25,9 +25,11 @@ class VictimVerdict:
     Volcano's tier precedence: the tiers before ``tier`` decided nothing, and in ``tier`` the
     answers of ``plugins`` were intersected."""
 
-    #: "preemptable" or "reclaimable".
+    #: "preemptable" or "reclaimable"; for the gang-aware actions' unified victim filters,
+    #: "gangpreempt" or "gangreclaim".
     switch: str
-    #: The task the victims make room for ("namespace/name").
+    #: The task the victims make room for ("namespace/name"; the job's uid for the gang-aware
+    #: actions, which make room for a job).
     preemptor: str
     #: The deciding tier, counted from 1.
     tier: int
@@ -49,6 +51,31 @@ class Operation:
     verdict: VictimVerdict | None = None
 
 
+class SearchPurpose(Enum):
+    """What a HyperNode gradient is asked for (Volcano ``SearchPurpose``): allocation tries the
+    tightest HyperNodes first; eviction the widest first, and only as many as it may scan."""
+
+    ALLOCATE = "allocate"
+    EVICT = "evict"
+
+
+class EvictionKind(Enum):
+    """Which gang-aware action asks the unified victim functions (Volcano ``EvictionKind``)."""
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """What a unified victim function is told (Volcano ``EvictionContext``): the action, the job
+    that needs the room, and the HyperNode whose tasks are the candidates."""
+
+    kind: EvictionKind
+    job: JobInfo
+    hyper_node: str
+
+
 @dataclass(slots=True)
 class Evictee:
     """A committed eviction, carried out when the session closes."""
@@ -58,4 +85,12 @@ class Evictee:
     verdict: VictimVerdict | None = None
 
 
-__all__ = ["Evictee", "Op", "Operation", "VictimVerdict"]
+__all__ = [
+    "Evictee",
+    "EvictionContext",
+    "EvictionKind",
+    "Op",
+    "Operation",
+    "SearchPurpose",
+    "VictimVerdict",
+]

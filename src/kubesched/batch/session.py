@@ -41,7 +41,7 @@ from kubesched.batch.job_info import (
     TaskInfo,
     ValidateResult,
 )
-from kubesched.batch.operations import Evictee, VictimVerdict
+from kubesched.batch.operations import Evictee, EvictionContext, SearchPurpose, VictimVerdict
 from kubesched.batch.shares import ResourceSpace, Vector
 from kubesched.cache.affinity_terms import NO_TERMS
 from kubesched.framework.handle import ClusterWait, check_once
@@ -65,6 +65,9 @@ FloatArray = NDArray[np.float64]
 
 CompareFn = Callable[[Any, Any], int]
 EvictableFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+#: A victim filter of the gang-aware actions: the candidates it allows, and a vote (abstain or not).
+UnifiedEvictableFn = Callable[[EvictionContext, list[TaskInfo]], tuple[list[TaskInfo], int]]
+GradientFn = Callable[[JobInfo, "HyperNodeInfo", SearchPurpose], list[list["HyperNodeInfo"]]]
 PredicateFn = Callable[[TaskInfo, "NodeTable"], FilterResult]
 #: A predicate's verdict alone (which slots pass), for the allocate hot path.
 PredicateMaskFn = Callable[[TaskInfo, "NodeTable"], BoolArray]
@@ -265,6 +268,8 @@ class Session:
         self.node_order_fns: dict[str, NodeOrderFn] = {}
         self.preemptable_fns: dict[str, EvictableFn] = {}
         self.reclaimable_fns: dict[str, EvictableFn] = {}
+        #: The victim filters of gangpreempt and gangreclaim (Volcano ``UnifiedEvictableFn``).
+        self.unified_evictable_fns: dict[str, UnifiedEvictableFn] = {}
         self.overused_fns: dict[str, Callable[[QueueInfo], bool]] = {}
         self.allocatable_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = {}
         #: Plugins whose allocatable function only says no more often as the queue's allocation grows.
@@ -279,10 +284,9 @@ class Session:
         self.victim_tasks_fns: dict[str, Callable[[list[TaskInfo]], list[TaskInfo]]] = {}
         #: Which of two victims' queues gives up a task first, given the preemptor's queue.
         #: network-topology-aware's: the HyperNodes a job may go to, by ascending tier (allocate
-        #: tries them gradient by gradient), and the score of each HyperNode a job fits in.
-        self.hyper_node_gradient_fns: dict[
-            str, Callable[[JobInfo, HyperNodeInfo], list[list[HyperNodeInfo]]]
-        ] = {}
+        #: tries them gradient by gradient; eviction the other way round), and the score of each
+        #: HyperNode a job fits in.
+        self.hyper_node_gradient_fns: dict[str, GradientFn] = {}
         self.hyper_node_order_fns: dict[str, Callable[[JobInfo, list[str]], dict[str, float]]] = {}
         self.victim_queue_order_fns: dict[str, Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = {}
 
@@ -341,11 +345,13 @@ class Session:
         adjusted = self.job_topology.get(job.uid)
         return adjusted if adjusted is not None else job.hard_topology()
 
-    def hyper_node_gradient(self, job: JobInfo, hyper_node: HyperNodeInfo) -> list[list[HyperNodeInfo]]:
+    def hyper_node_gradient(
+        self, job: JobInfo, hyper_node: HyperNodeInfo, purpose: SearchPurpose = SearchPurpose.ALLOCATE
+    ) -> list[list[HyperNodeInfo]]:
         """Volcano's ``HyperNodeGradientForJobFn``: the first enabled plugin's answer, else the
         HyperNode given, alone."""
         for _, fn in self._each(self.hyper_node_gradient_fns, "hyper_node_gradient"):
-            return fn(job, hyper_node)  # type: ignore[no-any-return]
+            return fn(job, hyper_node, purpose)  # type: ignore[no-any-return]
         return [[hyper_node]]
 
     def hyper_node_order(self, job: JobInfo, names: list[str]) -> dict[str, float]:
@@ -417,6 +423,9 @@ class Session:
     def add_reclaimable_fn(self, name: str, fn: EvictableFn) -> None:
         self.reclaimable_fns[name] = fn
         self._resolved.clear()
+
+    def add_unified_evictable_fn(self, name: str, fn: UnifiedEvictableFn) -> None:
+        self.unified_evictable_fns[name] = fn
 
     def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
         self.overused_fns[name] = fn
@@ -665,6 +674,44 @@ class Session:
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(self.reclaimable_fns, "reclaimable", reclaimer, reclaimees)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Volcano ``UnifiedEvictable``: the victim dispatch of :meth:`preemptable` (a tier's plugins
+        intersect, an empty answer ends the tier undecided, the first tier that decides wins) over
+        the unified victim filters, which no plugin switch turns off. The verdict is kept for the
+        evictions that follow, as for the other victim functions."""
+        victims: list[TaskInfo] | None = None
+        undecided: list[tuple[int, str]] = []
+        for number, tier in enumerate(self.tiers, 1):
+            deciders: list[str] = []
+            emptied = ""
+            for opt in tier.plugins:
+                fn = self.unified_evictable_fns.get(opt.name)
+                if fn is None:
+                    continue
+                allowed, abstain = fn(ctx, candidates)
+                if abstain == ABSTAIN:
+                    continue
+                if not allowed:
+                    victims = None
+                    emptied = opt.name
+                    break
+                deciders.append(opt.name)
+                if victims is None:
+                    victims = list(allowed)
+                else:
+                    keep = {c.uid for c in allowed}
+                    victims = [v for v in victims if v.uid in keep]
+            if victims is not None:
+                self._last_verdict = VictimVerdict(
+                    ctx.kind.value, ctx.job.uid, number, tuple(deciders), tuple(undecided)
+                )
+                self._last_victims = victims
+                return victims
+            undecided.append((number, emptied))
+        self._last_verdict = None
+        self._last_victims = []
+        return []
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         out: dict[str, TaskInfo] = {}

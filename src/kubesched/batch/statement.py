@@ -66,26 +66,29 @@ class Statement:
         ssn.index_add(task, slot)
         ssn.fire_allocate(task)
 
-    def pipeline(self, task: TaskInfo, node: int | str) -> bool:
+    def pipeline(self, task: TaskInfo, node: int | str, eviction_occurred: bool = False) -> bool:
         """Place a task on a node whose resources are still being released (PIPELINED). False when
-        a plugin could not reserve what the task needs there: the placement is undone."""
+        a plugin could not reserve what the task needs there: the placement is undone.
+        ``eviction_occurred``: evictions free the room there for this task (its pod is then
+        nominated to the node)."""
         ssn = self.ssn
         slot = node if isinstance(node, int) else ssn.slot_of(node)
         job = ssn.jobs[task.job]
         previous = task.status
-        last = (task.last_node, task.last_status)
+        last = (task.last_node, task.last_status, task.eviction_occurred)
         job.update_task_status(task, TaskStatus.PIPELINED)
         task.slot = slot
         task.node_name = ssn.table.names[slot]
         task.last_node = task.node_name
         task.last_status = TaskStatus.PIPELINED
+        task.eviction_occurred = eviction_occurred
         ssn.add_pipelined(slot, task)
         ssn.index_add(task, slot)
         op = Operation(Op.PIPELINE, task, "", previous)
         ssn.touched.append(task)
         if ssn.fire_allocate(task):
             self._unpipeline(op)
-            task.last_node, task.last_status = last
+            task.last_node, task.last_status, task.eviction_occurred = last
             return False
         self.operations.append(op)
         return True

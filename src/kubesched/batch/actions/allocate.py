@@ -6,7 +6,10 @@ resource check and the predicates, the best of them by node order (nodes with ro
 nodes with room once evictions finish), and the task is allocated (or pipelined) in the job's
 statement. The statement is committed once the job is ready (gang: ``minMember`` placed) — the job
 goes back in line if it has more tasks — kept uncommitted when the job is only pipelined, and
-discarded otherwise, so a gang is bound whole or not at all.
+discarded otherwise, so a gang is bound whole or not at all. A task whose pod is nominated to a node
+(``status.nominatedNodeName``, set when preemption freed room there for it) tries that node alone
+first, when it is among the nodes searched, fits there once evictions finish and passes the
+predicates there.
 
 A job in hard network-topology mode (``spec.networkTopology``: ``mode: hard`` with a
 ``highestTierAllowed``) is placed as Volcano's ``allocateForJob`` does: the HyperNode gradients
@@ -35,6 +38,7 @@ from kubesched.batch.operations import Op
 from kubesched.batch.parked_jobs import ParkedJobs
 from kubesched.batch.session import Session
 from kubesched.batch.statement import Statement
+from kubesched.framework.nominated_pods import status_nominated_node
 
 
 class AllocateAction:
@@ -253,6 +257,21 @@ class AllocateAction:
         return stmt
 
     @staticmethod
+    def _nominated_slot(ssn: Session, task: TaskInfo) -> int:
+        """The node the task's pod is nominated to (preemption freed it there), when it is among
+        the nodes searched, the task fits its future idle resources and passes the predicates
+        there; -1 otherwise. Volcano tries that node alone first."""
+        name = status_nominated_node(task.pod)
+        if not name:
+            return -1
+        slot = ssn.table.slot_of.get(name, -1)
+        if slot < 0 or not bool((ssn.node_slots == slot).any()):
+            return -1
+        if not fits_idle(ssn, task, slot, future=True) or not ssn.predicate_mask(task)[slot]:
+            return -1
+        return slot
+
+    @staticmethod
     def _copy(ssn: Session, tasks: SortedQueue[TaskInfo]) -> SortedQueue[TaskInfo]:
         out: SortedQueue[TaskInfo] = SortedQueue(ssn.task_key)
         for task in tasks:
@@ -276,13 +295,17 @@ class AllocateAction:
                     f"Task {task.name} with role spec {task.role} has already predicated failed, skip"
                 )
                 continue
-            choice = predicate_nodes(ssn, task)
-            if len(choice.feasible) == 0:
-                job.fit_errors[task.uid] = choice.fit_error
-                if job.need_continue_allocating():
-                    continue
-                break
-            slot = prioritize_nodes(ssn, task, choice.feasible)
+            nominated = self._nominated_slot(ssn, task)
+            if nominated >= 0:
+                slot: int | None = nominated
+            else:
+                choice = predicate_nodes(ssn, task)
+                if len(choice.feasible) == 0:
+                    job.fit_errors[task.uid] = choice.fit_error
+                    if job.need_continue_allocating():
+                        continue
+                    break
+                slot = prioritize_nodes(ssn, task, choice.feasible)
             if slot is None:
                 continue
             if not ssn.future_differs or fits_idle(ssn, task, slot, future=False):

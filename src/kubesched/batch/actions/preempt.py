@@ -374,7 +374,7 @@ class PreemptAction:
                     break
                 victims.evict(node_stmt, victim, "preempt")
                 fitted = fits(slot)
-            if fitted and node_stmt.pipeline(preemptor, slot):
+            if fitted and node_stmt.pipeline(preemptor, slot, node_stmt.has_evictions()):
                 stmt.merge(node_stmt)
                 return True
             if fitted:
@@ -461,7 +461,7 @@ class DryRunPreemption:
         node_stmt = Statement(ssn)
         for victim in chosen:
             victims.evict(node_stmt, victim, "preempt")
-        if not node_stmt.pipeline(preemptor, slot):
+        if not node_stmt.pipeline(preemptor, slot, eviction_occurred=True):
             # Every eviction of the dry run's choice is undone (Volcano).
             node_stmt.discard()
             victims.revive()

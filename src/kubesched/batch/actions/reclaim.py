@@ -127,7 +127,7 @@ class ReclaimAction:
                     break
                 victims.evict(node_stmt, victim, "reclaim")
                 available = available + victim.resreq
-            if not demand.fits(available) or not node_stmt.pipeline(task, slot):
+            if not demand.fits(available) or not node_stmt.pipeline(task, slot, node_stmt.has_evictions()):
                 node_stmt.discard()
                 victims.revive()
                 continue

@@ -26,6 +26,11 @@ The plugin registers:
   shares with the reclaimer at the same level aside) must hold more than its deserved in such a
   dimension too, and a queue owed nothing keeps its tasks from a reclaimer under a common ancestor
   whose own queue is owed nothing it asks for;
+* unified victim filter (gangreclaim; gangpreempt: every candidate allowed): the candidates in the
+  order the action ranked them, each victim queue kept at its guarantee, a task taken from a queue
+  owed nothing it holds, or holding more than its deserved in a dimension the task uses; each
+  victim counts off before the next is judged (no ancestor checks, no check of the reclaimer's
+  dimensions, as Volcano's);
 * job enqueueable: the queue is Open (and a leaf) and its allocated, inqueue-reserved and requested
   resources, less its jobs' elastic part, stay within the real capability, for the queue and each
   ancestor;
@@ -60,6 +65,7 @@ from kubesched.api.volcano import ROOT_QUEUE
 from kubesched.batch.actions.preempt import victim_order
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import PERMIT, REJECT, JobInfo, QueueInfo, TaskInfo
+from kubesched.batch.operations import EvictionContext, EvictionKind
 from kubesched.batch.plugins.args import get_int
 from kubesched.batch.plugins.proportion import QUOTA_INSUFFICIENT, _LazyReport, format_resource_names
 from kubesched.batch.queue_totals import QueueTotals
@@ -391,6 +397,9 @@ class CapacityPlugin:
         ssn.add_reclaimable_fn(
             self.name, lambda reclaimer, reclaimees: self.reclaimable(ssn, reclaimer, reclaimees)
         )
+        ssn.add_unified_evictable_fn(
+            self.name, lambda ctx, candidates: self.unified_evictable(ssn, ctx, candidates)
+        )
         # Deserved and real capability are fixed for the session, so a refusal stands until the
         # queue's allocation drops.
         ssn.add_allocatable_fn(
@@ -567,6 +576,35 @@ class CapacityPlugin:
                 continue
             for a in (attr, *checked):
                 allocation(a)[:] -= task.resreq
+            victims.append(task)
+        return victims, PERMIT
+
+    def unified_evictable(
+        self, ssn: Session, ctx: EvictionContext, candidates: list[TaskInfo]
+    ) -> tuple[list[TaskInfo], int]:
+        if ctx.kind is EvictionKind.GANG_PREEMPT:
+            return candidates, PERMIT
+        if not self.ready:
+            return [], REJECT
+        space = ssn.space
+        running: dict[str, Vector] = {}
+        victims: list[TaskInfo] = []
+        for task in candidates:
+            job = ssn.jobs.get(task.job)
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if job is None or attr is None:
+                continue
+            alloc = running.get(job.queue)
+            if alloc is None:
+                alloc = running[job.queue] = attr.allocated.copy()
+            rest = alloc - task.resreq
+            if np.any((attr.guarantee > rest) & ~(np.abs(attr.guarantee - rest) < MIN_RESOURCE)):
+                continue
+            if _intersects(task.resreq, attr.deserved) and not _exceeds_deserved(
+                space, alloc, attr, task.resreq
+            ):
+                continue
+            alloc -= task.resreq
             victims.append(task)
         return victims, PERMIT
 

@@ -30,6 +30,7 @@ class ConformancePlugin:
 
         ssn.add_preemptable_fn(self.name, fn)
         ssn.add_reclaimable_fn(self.name, fn)
+        ssn.add_unified_evictable_fn(self.name, lambda ctx, candidates: (evictable(candidates), PERMIT))
 
     def on_session_close(self, ssn: Session) -> None:
         return None

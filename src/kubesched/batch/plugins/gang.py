@@ -1,7 +1,9 @@
 """gang: a job runs only with ``minMember`` tasks placed together (Volcano ``plugins/gang``).
 
 Registers jobValid (enough valid tasks, per-role minimums), jobReady / jobPipelined, a job order
-that puts jobs not yet ready first, victims that never take a job below ``minMember``, jobStarving,
+that puts jobs not yet ready first, victims that never take a job below ``minMember`` (the
+gang-aware actions' unified victim filter allows every candidate: their bundles keep gangs whole),
+jobStarving,
 and at session close the PodGroup ``Unschedulable`` / ``Scheduled`` condition.
 """
 
@@ -68,6 +70,9 @@ class GangPlugin:
 
         ssn.add_reclaimable_fn(self.name, victims)
         ssn.add_preemptable_fn(self.name, victims)
+        # The gang-aware actions keep gangs whole through their bundles (a whole bundle may break
+        # a gang on purpose), so gang allows every candidate there.
+        ssn.add_unified_evictable_fn(self.name, lambda ctx, candidates: (candidates, PERMIT))
 
         def job_order(a: JobInfo, b: JobInfo) -> int:
             lr, rr = a.is_ready(), b.is_ready()

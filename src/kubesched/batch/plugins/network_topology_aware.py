@@ -5,6 +5,10 @@
   tier is at most the job's ``highestTierAllowed`` and, for a job with nothing placed yet, when the
   idle or future idle resources summed over their nodes cover the PodGroup's ``minResources``;
   grouped by tier, lowest first. A soft-mode job or a job without a topology gets the root alone.
+  For eviction (gangpreempt, gangreclaim) a HyperNode is kept when the allocatable resources of its
+  nodes cover ``minResources`` (what eviction could free, not what is free), the gradients come
+  highest tier first, and only the last ``hypernode.gradient.evict.max-hypernodes`` (8) HyperNodes
+  of that order are kept, so the widest domains are scanned first and the scan stays short.
 * **HyperNode order**: binpacking at HyperNode level. For each resource the job asks for that has a
   weight (cpu, memory, ``hypernode.binpack.resources``), ``(used + request) / allocatable`` over
   the HyperNode's nodes, weighted and averaged (0 when any would overflow); ties at the best score
@@ -17,7 +21,8 @@
 
 Arguments: ``weight`` (1), ``hypernode.binpack.cpu`` (1), ``hypernode.binpack.memory`` (1),
 ``hypernode.binpack.resources`` and ``hypernode.binpack.resources.<name>`` (1),
-``hypernode.binpack.normal-pod.enable`` (true), ``hypernode.binpack.normal-pod.fading`` (0.8).
+``hypernode.binpack.normal-pod.enable`` (true), ``hypernode.binpack.normal-pod.fading`` (0.8),
+``hypernode.gradient.evict.max-hypernodes`` (8; 0 or less: 8).
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ from kubesched.api.resources import CPU, MEMORY
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.hypernodes import HyperNodeInfo, HyperNodeTree
 from kubesched.batch.job_info import JobInfo, TaskInfo
+from kubesched.batch.operations import SearchPurpose
 from kubesched.batch.plugins.args import get_bool, get_float, get_int
 from kubesched.batch.session import FloatArray, Session
 from kubesched.cache.node_table import NodeTable
 from kubesched.framework.types import IntArray
 
 MAX_NODE_SCORE = 100
+#: How many HyperNodes an eviction gradient keeps, unless the arguments say otherwise.
+DEFAULT_EVICT_MAX_HYPER_NODES = 8
 FULL_SCORE = 1.0
 ZERO_SCORE = 0.0
 
@@ -65,6 +73,11 @@ class NetworkTopologyAwarePlugin:
         self.normal_pod_fading = get_float(args, "hypernode.binpack.normal-pod.fading", 0.8, plugin=p)
         if self.normal_pod_fading < 0:
             self.normal_pod_fading = 0.8
+        self.max_hyper_nodes_for_eviction = get_int(
+            args, "hypernode.gradient.evict.max-hypernodes", DEFAULT_EVICT_MAX_HYPER_NODES, plugin=p
+        )
+        if self.max_hyper_nodes_for_eviction <= 0:
+            self.max_hyper_nodes_for_eviction = DEFAULT_EVICT_MAX_HYPER_NODES
         self.min_tier = 0
         self.max_tier = 0
 
@@ -83,11 +96,13 @@ class NetworkTopologyAwarePlugin:
         # ``used`` follows the session's allocations).
         self._idle: dict[str, IntArray] = {}
         self._future_idle: dict[str, IntArray] = {}
+        self._allocatable: dict[str, IntArray] = {}
         idle, future = ssn.idle, ssn.future_idle_array()
         for name in tree.infos:
             mask = ssn.hyper_node_mask(name)
             self._idle[name] = idle[mask].sum(axis=0)
             self._future_idle[name] = future[mask].sum(axis=0)
+            self._allocatable[name] = ssn.node_allocatable[mask].sum(axis=0)
         ssn.hyper_node_gradient_fns[self.name] = self.gradient
         ssn.hyper_node_order_fns[self.name] = self.hyper_node_order
         ssn.add_node_order_fn(self.name, self.node_order)
@@ -96,10 +111,40 @@ class NetworkTopologyAwarePlugin:
         return None
 
     # -- gradients -------------------------------------------------------------------------------
-    def gradient(self, job: JobInfo, root: HyperNodeInfo) -> list[list[HyperNodeInfo]]:
+    def gradient(
+        self, job: JobInfo, root: HyperNodeInfo, purpose: SearchPurpose = SearchPurpose.ALLOCATE
+    ) -> list[list[HyperNodeInfo]]:
         hard, highest = self._ssn.hard_topology(job)
         if not hard:
             return [[root]]
+        result = self._gradients(job, root, highest, purpose)
+        if purpose is SearchPurpose.EVICT:
+            return self.reverse_and_cap_eviction_gradients(result)
+        return result
+
+    def reverse_and_cap_eviction_gradients(
+        self, gradients: list[list[HyperNodeInfo]]
+    ) -> list[list[HyperNodeInfo]]:
+        """Highest tier first, at most ``max_hyper_nodes_for_eviction`` HyperNodes: from a gradient
+        cut short, its last ones (Volcano keeps the tail of the list)."""
+        if self.max_hyper_nodes_for_eviction <= 0:
+            return gradients
+        remaining = self.max_hyper_nodes_for_eviction
+        out: list[list[HyperNodeInfo]] = []
+        for gradient in reversed(gradients):
+            if remaining == 0:
+                break
+            if len(gradient) <= remaining:
+                out.append(gradient)
+                remaining -= len(gradient)
+            else:
+                out.append(gradient[len(gradient) - remaining :])
+                remaining = 0
+        return out
+
+    def _gradients(
+        self, job: JobInfo, root: HyperNodeInfo, highest: int, purpose: SearchPurpose
+    ) -> list[list[HyperNodeInfo]]:
         tree = self._tree
         allocated = job.allocated_hyper_node
         start = self._search_root(tree, root, highest, allocated)
@@ -110,7 +155,7 @@ class NetworkTopologyAwarePlugin:
         seen = {start.name}
         while queue:
             current = queue.popleft()
-            if self._eligible(current, highest, allocated, job):
+            if self._eligible(current, highest, allocated, job, purpose):
                 eligible.setdefault(current.tier, []).append(current)
             for child in sorted(current.children):
                 if child not in seen and child in tree.infos:
@@ -118,7 +163,9 @@ class NetworkTopologyAwarePlugin:
                     queue.append(tree.infos[child])
         return [eligible[t] for t in sorted(eligible)]
 
-    def _eligible(self, hn: HyperNodeInfo, highest: int, allocated: str, job: JobInfo) -> bool:
+    def _eligible(
+        self, hn: HyperNodeInfo, highest: int, allocated: str, job: JobInfo, purpose: SearchPurpose
+    ) -> bool:
         if hn.tier > highest:
             return False
         if allocated:
@@ -127,6 +174,8 @@ class NetworkTopologyAwarePlugin:
         if idle is None:
             return True
         need = job.min_resources
+        if purpose is SearchPurpose.EVICT:
+            return bool((need <= self._allocatable[hn.name]).all())
         return bool((need <= idle).all() or (need <= self._future_idle[hn.name]).all())
 
     @staticmethod

@@ -1,10 +1,11 @@
-"""priority: jobs and tasks in priority order; only lower-priority tasks may be preempted
-(Volcano ``plugins/priority``)."""
+"""priority: jobs and tasks in priority order; only lower-priority tasks may be preempted, and for
+gangpreempt only tasks of lower-priority jobs (Volcano ``plugins/priority``)."""
 
 from __future__ import annotations
 
 from kubesched.batch.conf import PluginOption
 from kubesched.batch.job_info import PERMIT, JobInfo, TaskInfo
+from kubesched.batch.operations import EvictionContext, EvictionKind
 from kubesched.batch.session import Session
 
 
@@ -41,6 +42,19 @@ class PriorityPlugin:
             return victims, PERMIT
 
         ssn.add_preemptable_fn(self.name, preemptable)
+
+        def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            # Reclaim is about queue shares, not priority: every candidate may go.
+            if ctx.kind is EvictionKind.GANG_RECLAIM:
+                return candidates, PERMIT
+            out: list[TaskInfo] = []
+            for t in candidates:
+                job = ssn.jobs.get(t.job)
+                if job is not None and job.priority < ctx.job.priority:
+                    out.append(t)
+            return out, PERMIT
+
+        ssn.add_unified_evictable_fn(self.name, unified)
 
         def starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
