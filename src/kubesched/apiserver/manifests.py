@@ -132,7 +132,7 @@ def create_start_objects(
         obj = as_applied(strategy, given)
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") if strategy.resource.namespaced else None
-        if store.get(strategy.kind, namespace, str(meta.get("name"))) is not None:
+        if store.get(strategy.store_kind, namespace, str(meta.get("name"))) is not None:
             continue
         try:
             create_object(store, auto_create_namespaces, strategy, namespace, obj, _APPLY_QUERY)
