@@ -11,6 +11,11 @@ import pytest
 import yaml
 from tests.apiserver.kubectls import KUBECTLS, kubectl_runner, ok
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
+from kubesched.apiserver.manifests import load_start_manifests
+from kubesched.cli import main
+from kubesched.cli.options import EXIT_BAD_INPUT
+
 GATES = {"GenericWorkload": True}
 V1A2 = "/apis/scheduling.k8s.io/v1alpha2"
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
@@ -228,3 +233,33 @@ def test_kubectl_creates_lists_and_describes_both_kinds(gated, binary, tmp_path)
     assert "Min Count:  4" in out and "scheduling.k8s.io/v1alpha2" in out
     out = ok(kubectl("describe", "workload", "train"))
     assert "Pod Group Templates:" in out
+
+
+def test_start_manifests_of_the_workload_api_follow_the_gate(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump_all([workload(), k8s_group()]), encoding="utf-8")
+    previous = DEFAULT_FEATURE_GATES.set_all({})
+    try:
+        objects, skipped = load_start_manifests([str(path)])
+        assert objects == [] and len(skipped) == 2 and 'no matches for kind "Workload"' in skipped[0]
+        DEFAULT_FEATURE_GATES.set_all(GATES)
+        objects, skipped = load_start_manifests([str(path)])
+        assert [o["kind"] for o in objects] == ["Workload", "PodGroup"] and skipped == []
+    finally:
+        DEFAULT_FEATURE_GATES.set_all(previous)
+
+
+def test_a_gate_on_without_the_gate_it_needs_is_a_located_error(tmp_path, capsys):
+    args = [
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--feature-gates",
+        "GangScheduling=true",
+    ]
+    assert main(args) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "feature gate GangScheduling depends on GenericWorkload, which is disabled" in err
+    assert not (tmp_path / "d").exists()

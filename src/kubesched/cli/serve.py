@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_OK,
@@ -99,6 +100,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
     config = gated(config, gates, registry)
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
+    served_gates = {**(config.feature_gates if config is not None else {}), **gates}
+    # The manifests given at start are checked as the API will serve them: with its gates.
+    DEFAULT_FEATURE_GATES.set_all(served_gates)
     objects, skipped = load_start_manifests(args.paths) if args.paths else ([], [])
     for warning in skipped:
         print(f"warning: {warning}", file=sys.stderr)
@@ -123,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         auto_create_namespaces=not args.no_auto_namespaces,
         registry=registry,
         schedulers=not args.no_schedulers,
-        feature_gates={**(config.feature_gates if config is not None else {}), **gates},
+        feature_gates=served_gates,
     )
     try:
         serve(options)
