@@ -233,6 +233,8 @@ def test_kubectl_creates_lists_and_describes_both_kinds(gated, binary, tmp_path)
     assert "Min Count:  4" in out and "scheduling.k8s.io/v1alpha2" in out
     out = ok(kubectl("describe", "workload", "train"))
     assert "Pod Group Templates:" in out
+    out = ok(kubectl("describe", "podgroups.scheduling.volcano.sh", "workers"))
+    assert "Min Member:  2" in out and "scheduling.volcano.sh/v1beta1" in out
 
 
 def test_start_manifests_of_the_workload_api_follow_the_gate(tmp_path):
