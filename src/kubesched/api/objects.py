@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name
 from kubesched.api.resource import PodResourceClaim, pod_claim_statuses, pod_resource_claims
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
+from kubesched.api.scheduling_groups import pod_scheduling_group
 from kubesched.api.storage import PodVolume, pod_volumes
 from kubesched.api.taints import Taint, Toleration
 from kubesched.errors import InputError
@@ -175,6 +176,8 @@ class Pod:
     #: ``status.resourceClaimStatuses``: pod claim name → the claim generated for it (None: none
     #: was needed). Shared and empty for a pod without claims.
     claim_statuses: Mapping[str, str | None] = field(default_factory=lambda: _NO_CLAIM_STATUSES)
+    #: ``spec.schedulingGroup.podGroupName``: the scheduling.k8s.io PodGroup the pod belongs to.
+    scheduling_group: str | None = None
 
     def __copy__(self) -> Pod:
         # A shallow copy of every field (what ``copy.copy`` gives), by one constructor call: the
@@ -261,6 +264,7 @@ class Pod:
             claim_statuses=(
                 pod_claim_statuses(status) if status.get("resourceClaimStatuses") else _NO_CLAIM_STATUSES
             ),
+            scheduling_group=pod_scheduling_group(spec) if spec.get("schedulingGroup") is not None else None,
         )
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND, WORKLOAD_API_VERSION, with_condition
 from kubesched.remote.client import RemoteNotFound
 from kubesched.store.base import AlreadyExists, Conflict, NotFound, Obj, StoreError
 from kubesched.store.ports import DISRUPTION_TARGET, Ports
@@ -96,6 +97,9 @@ class ApiFeatures:
     pod_group_status: bool = True
     #: Whether Volcano's Queues are served (their status is written only then).
     queues: bool = True
+    #: Whether scheduling.k8s.io serves PodGroups (GenericWorkload on): their conditions are
+    #: written only then.
+    workload_pod_groups: bool = False
 
 
 class RemoteError(StoreError):
@@ -123,6 +127,12 @@ def _pod_group_path(namespace: str, name: str | None = None, sub: str | None = N
     path = f"/apis/{VOLCANO}/namespaces/{quote(namespace, safe='')}/podgroups"
     if name is not None:
         path += f"/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
+
+
+def _workload_pod_group_path(namespace: str, name: str, sub: str | None = None) -> str:
+    ns, pg = quote(namespace, safe=""), quote(name, safe="")
+    path = f"/apis/{WORKLOAD_API_VERSION}/namespaces/{ns}/podgroups/{pg}"
     return f"{path}/{sub}" if sub else path
 
 
@@ -439,6 +449,21 @@ class RemotePorts:
             f"updating the status of PodGroup {namespace}/{name}",
         )
 
+    # -- PodGroupConditionWriter ----------------------------------------------------------------
+    def set_pod_group_condition(self, namespace: str, name: str, condition: Mapping[str, Any]) -> Obj | None:
+        """A merge patch replaces a list whole: the conditions are the held ones with this one set."""
+        held = self.current(POD_GROUP_STORE_KIND, namespace, name) if self.current is not None else None
+        held_conditions = ((held or {}).get("status") or {}).get("conditions")
+        conditions = with_condition(held_conditions, condition, _time(self.now()))
+        if conditions is None:
+            return held
+        return self._patch_status(
+            POD_GROUP_STORE_KIND,
+            lambda sub: _workload_pod_group_path(namespace, name, sub),
+            {"status": {"conditions": conditions}},
+            f"setting the {condition.get('type')} condition of PodGroup {namespace}/{name}",
+        )
+
     def _patch_status(self, kind: str, path: Callable[[str | None], str], body: Any, what: str) -> Obj | None:
         """A merge patch of the ``status`` subresource; where the kind's CRD has none (the object
         tells: the subresource is 404 while the object is not), of the object, from then on. None
@@ -663,6 +688,7 @@ class RemotePorts:
             self if self.features.queues else None,
             volumes=self,
             resource_claims=self,
+            pod_group_conditions=self if self.features.workload_pod_groups else None,
         )
 
     def close(self, timeout: float = 5.0) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from kubesched.api.kinds import SHARED_KINDS, store_kind
 from kubesched.api.objects import object_ref
 from kubesched.store.base import (
     AlreadyExists,
@@ -85,6 +86,10 @@ class MemoryStore:
         # Deterministic uids in simulation so that identical runs give identical output.
         self._uid_counter = itertools.count(1) if uid_seed is not None else None
 
+    def now(self) -> float:
+        """The store's clock (virtual in a simulation), in seconds since the epoch."""
+        return self._now()
+
     # -- helpers ---------------------------------------------------------------------------------
     def _new_uid(self) -> str:
         if self._uid_counter is not None:
@@ -111,7 +116,10 @@ class MemoryStore:
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str, str]:
         meta = obj.get("metadata") or {}
-        return object_key(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name")))
+        kind = str(obj.get("kind"))
+        if kind in SHARED_KINDS:
+            kind = store_kind(str(obj.get("apiVersion") or ""), kind)
+        return object_key(kind, meta.get("namespace"), str(meta.get("name")))
 
     def _put(self, key: tuple[str, str, str], obj: Obj) -> None:
         self._objects[key] = obj

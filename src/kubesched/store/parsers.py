@@ -8,6 +8,7 @@ from typing import Any
 from kubesched.api.objects import Node, Pod, PriorityClass
 from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND, SchedulingPodGroup, Workload
 from kubesched.api.storage import (
     CSIDriver,
     CSINode,
@@ -75,6 +76,8 @@ DEFAULT_PARSERS: Mapping[str, Parser] = {
     "StatefulSet": _plain(StatefulSet.from_dict),
     "PodGroup": _plain(PodGroup.from_dict),
     "Queue": _plain(Queue.from_dict),
+    POD_GROUP_STORE_KIND: _plain(SchedulingPodGroup.from_dict),
+    "Workload": _plain(Workload.from_dict),
     "HyperNode": _plain(HyperNode.from_dict),
     "PersistentVolume": _plain(PersistentVolume.from_dict),
     "PersistentVolumeClaim": _plain(PersistentVolumeClaim.from_dict),

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND, with_condition
 from kubesched.store.base import ClusterStore, NotFound, Obj
+from kubesched.store.memory import format_timestamp
 
 #: The condition an evictor puts on a pod before deleting it (upstream ``DisruptionTarget``).
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -54,6 +57,14 @@ class PodGroupStatusWriter(Protocol):
     def create_pod_group(self, obj: Obj) -> Obj:
         """Create a PodGroup (Volcano's controller does this for pods that name none); an existing one
         of that name is returned as it is."""
+        ...
+
+
+class PodGroupConditionWriter(Protocol):
+    def set_pod_group_condition(self, namespace: str, name: str, condition: Mapping[str, Any]) -> Obj | None:
+        """Set one condition (``PodGroupScheduled``, ``DisruptionTarget``) of a scheduling.k8s.io
+        PodGroup's status, as ``meta.SetStatusCondition``: lastTransitionTime moves only when the
+        status changes. Returns the stored object, or None when it is gone."""
         ...
 
 
@@ -142,13 +153,17 @@ class Ports:
     volumes: VolumeWriter | None = None
     #: None: ResourceClaims are not written (PreBind of a pod whose claims need a write fails).
     resource_claims: ResourceClaimWriter | None = None
+    #: None: scheduling.k8s.io PodGroup conditions are not written (a cluster without the group).
+    pod_group_conditions: PodGroupConditionWriter | None = None
 
 
 class StorePorts:
     """Every port, written straight to a :class:`ClusterStore` (the embedded cluster)."""
 
-    def __init__(self, store: ClusterStore) -> None:
+    def __init__(self, store: ClusterStore, now: Callable[[], float] | None = None) -> None:
         self.store = store
+        #: The clock condition writes are stamped with: the store's own where it keeps one.
+        self._now: Callable[[], float] = now or getattr(store, "now", None) or time.time
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         self.store.bind(namespace, name, uid, node_name)
@@ -179,6 +194,23 @@ class StorePorts:
         meta = dict(obj.get("metadata") or {})
         meta.pop("resourceVersion", None)
         return self.store.update({**obj, "metadata": meta, "status": dict(status)})
+
+    def set_pod_group_condition(self, namespace: str, name: str, condition: Mapping[str, Any]) -> Obj | None:
+        obj = self.store.get(POD_GROUP_STORE_KIND, namespace, name)
+        if obj is None:
+            return None
+        status = obj.get("status") or {}
+        conditions = with_condition(status.get("conditions"), condition, format_timestamp(self._now()))
+        if conditions is None:
+            return obj
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        try:
+            return self.store.update(
+                {**obj, "metadata": meta, "status": {**status, "conditions": conditions}}
+            )
+        except NotFound:
+            return None
 
     def create_pod_group(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
@@ -262,7 +294,9 @@ class StorePorts:
         return self.store.update({**obj, "metadata": meta, "status": pod_status})
 
     def ports(self) -> Ports:
-        return Ports(self, self, self, self, self, self, self, self, resource_claims=self)
+        return Ports(
+            self, self, self, self, self, self, self, self, resource_claims=self, pod_group_conditions=self
+        )
 
 
 def _generated_name(store: ClusterStore, meta: Mapping[str, Any]) -> str:

@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+# The feature gates' defaults live with the API types, so that the API server reads the same table.
+from kubesched.api.features import FEATURE_GATE_DEFAULTS as FEATURE_GATE_DEFAULTS
+
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 DEFAULT_PARALLELISM: Final = 16
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1
@@ -40,27 +43,6 @@ DEFAULT_MULTI_POINT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = (
     ("ImageLocality", 1),
     ("DefaultBinder", None),
 )
-
-#: The feature gates kubesched knows, with their defaults (upstream v1.35).
-FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
-    # Beta and on by default since v1.35 (KEP-5598).
-    "OpportunisticBatching": True,
-    # Alpha (off) from v1.33 until v1.36 (KEP-4049): VolumeBinding's storage capacity score.
-    "StorageCapacityScoring": False,
-    # Dynamic Resource Allocation (DynamicResources and its allocator), as v1.35 sets them: the
-    # core is GA, admin access and prioritized lists are beta and on, the rest alpha and off.
-    "DynamicResourceAllocation": True,
-    "DRAAdminAccess": True,
-    "DRAPrioritizedList": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRASchedulerFilterTimeout": True,
-    "DRAPartitionableDevices": False,
-    "DRADeviceTaints": False,
-    "DRADeviceTaintRules": False,
-    "DRAConsumableCapacity": False,
-    "DRADeviceBindingConditions": False,
-    "DRAExtendedResource": False,
-}
 
 
 @dataclass(slots=True)
