@@ -172,3 +172,64 @@ def test_snapshot_rbac_grants_get_and_list_on_every_kind_it_lists_and_nothing_el
         group, resource = plural[kind]
         assert (group, resource, "list") in granted, kind
     assert not any(resource in ("secrets", "configmaps") for _, resource, _ in granted)
+
+
+def test_both_pod_group_kinds_and_workloads_are_snapshotted_with_their_references(
+    make_cluster: Any, tmp_path: Path
+) -> None:
+    served = make_cluster(nodes=1, feature_gates={"GenericWorkload": True})
+    v1a2 = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default"
+    _create(
+        served,
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "Workload",
+            "metadata": {"name": "train"},
+            "spec": {
+                "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "train"},
+                "podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}],
+            },
+        },
+        f"{v1a2}/workloads",
+    )
+    _create(
+        served,
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "train-workers"},
+            "spec": {
+                "podGroupTemplateRef": {
+                    "workload": {"workloadName": "train", "podGroupTemplateName": "workers"}
+                },
+                "schedulingPolicy": {"gang": {"minCount": 2}},
+            },
+        },
+        f"{v1a2}/podgroups",
+    )
+    _create(
+        served,
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "train-workers"},
+            "spec": {"minMember": 2},
+        },
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
+    )
+    _create(served, pod("worker-0", schedulingGroup={"podGroupName": "train-workers"}))
+    out = tmp_path / "snap"
+    _snapshot(served, out, "--anonymise-key", "k")
+    names = sorted(p.name for p in out.glob("*.yaml"))
+    assert any(n.endswith("-podgroups.scheduling.k8s.io.yaml") for n in names)
+    assert any(n.endswith("-podgroups.yaml") for n in names)
+    k8s_group = next(g for g in _loaded(out, "PodGroup") if g["apiVersion"] == "scheduling.k8s.io/v1alpha2")
+    workload = _loaded(out, "Workload")[0]
+    worker = _loaded(out, "Pod")[0]
+    assert (
+        k8s_group["spec"]["podGroupTemplateRef"]["workload"]["workloadName"] == workload["metadata"]["name"]
+    )
+    assert worker["spec"]["schedulingGroup"]["podGroupName"] == k8s_group["metadata"]["name"]
+    assert "train" not in "".join(p.read_text() for p in out.glob("*.yaml"))
+    # simulate reads the snapshot back with both PodGroup kinds.
+    assert main(["simulate", str(out), "-q", "--feature-gates", "GenericWorkload=true"]) == EXIT_OK

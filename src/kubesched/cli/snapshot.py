@@ -75,7 +75,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     written = []
     for i, (kind, objects) in enumerate(snap.ordered()):
-        path = out / f"{i:02d}-{kind.lower()}s.yaml"
+        path = out / f"{i:02d}-{_file_stem(kind)}.yaml"
         with path.open("w", encoding="utf-8") as f:
             yaml.dump_all(objects, f, Dumper=dumper, sort_keys=False, default_flow_style=False)
         written.append(f"{len(objects)} {kind}")
@@ -85,3 +85,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     print(f"wrote {', '.join(written) or 'nothing'} to {out} ({pending} pods pending", end="")
     print(f", {snap.finished_pods} finished pods left out)" if snap.finished_pods else ")")
     return EXIT_OK
+
+
+def _file_stem(kind: str) -> str:
+    """``pods``; a kind stored under a qualified name (``PodGroup.scheduling.k8s.io``) keeps its
+    group (``podgroups.scheduling.k8s.io``)."""
+    name, _, group = kind.partition(".")
+    return f"{name.lower()}s.{group}" if group else f"{name.lower()}s"

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
 from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery, Getter
 from kubesched.remote.reflector import PAGE_SIZE, list_pages
 
@@ -61,6 +62,8 @@ _WRITE_ORDER = (
     "StatefulSet",
     "PodDisruptionBudget",
     "PodGroup",
+    "Workload",
+    POD_GROUP_STORE_KIND,
     "Pod",
 )
 
@@ -394,7 +397,21 @@ def _volume_attachment_refs(a: Anonymiser, obj: dict[str, Any]) -> None:
         source["persistentVolumeName"] = a.name(str(source["persistentVolumeName"]))
 
 
+def _workload_refs(a: Anonymiser, obj: dict[str, Any]) -> None:
+    ref = (obj.get("spec") or {}).get("controllerRef")
+    if isinstance(ref, dict) and ref.get("name"):
+        ref["name"] = a.name(str(ref["name"]))
+
+
+def _scheduling_pod_group_refs(a: Anonymiser, obj: dict[str, Any]) -> None:
+    ref = ((obj.get("spec") or {}).get("podGroupTemplateRef") or {}).get("workload")
+    if isinstance(ref, dict) and ref.get("workloadName"):
+        ref["workloadName"] = a.name(str(ref["workloadName"]))
+
+
 _REFERENCES: dict[str, Callable[[Anonymiser, dict[str, Any]], None]] = {
+    "Workload": _workload_refs,
+    POD_GROUP_STORE_KIND: _scheduling_pod_group_refs,
     "Pod": _pod_refs,
     "Node": _node_refs,
     "PersistentVolumeClaim": _pvc_refs,
