@@ -4,6 +4,7 @@ discovery; and the served schedulers keep the port that binds volumes."""
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -156,21 +157,39 @@ def test_updates_keep_what_upstream_keeps(cluster):
     )
 
 
+def _put_read(cluster, path: str, change: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """GET, change, PUT until the PUT is not refused as stale (the PV controller writes the status
+    too): what was read and what the PUT answered."""
+    for _ in range(20):
+        code, read, _ = cluster.request("GET", path.removesuffix("/status"))
+        assert code == 200, read
+        body = copy.deepcopy(read)
+        change(body)
+        code, written, _ = cluster.request("PUT", path, body)
+        if code != 409:
+            assert code == 200, written
+            return read, written
+    raise AssertionError(f"PUT {path} refused as stale 20 times")
+
+
 def test_the_status_subresource_is_the_controllers(cluster):
     _created(cluster, PVS, _pv("pv-a"))
-    code, pv, _ = cluster.request("GET", f"{PVS}/pv-a")
-    since = pv["status"]["lastPhaseTransitionTime"]
+
+    def claim_bound(pv: dict[str, Any]) -> None:
+        pv["status"] = {"phase": "Bound"}
+
     # A write of the object does not change its status...
-    pv["status"] = {"phase": "Bound"}
-    code, updated, _ = cluster.request("PUT", f"{PVS}/pv-a", pv)
-    assert code == 200 and updated["status"]["phase"] == "Pending"
-    # ...a write of the status does, and moves the transition time with the phase. (The PV
-    # controller writes the status too, so the write carries what was last read.)
+    read, updated = _put_read(cluster, f"{PVS}/pv-a", claim_bound)
+    assert updated["status"]["phase"] == read["status"]["phase"] != "Bound"
+    since = updated["status"]["lastPhaseTransitionTime"]
+    # ...a write of the status does, and moves the transition time with the phase.
     time.sleep(1.1)
-    code, current, _ = cluster.request("GET", f"{PVS}/pv-a")
-    current["status"] = {"phase": "Failed"}
-    code, written, _ = cluster.request("PUT", f"{PVS}/pv-a/status", current)
-    assert code == 200 and written["status"]["phase"] == "Failed"
+
+    def failed(pv: dict[str, Any]) -> None:
+        pv["status"] = {"phase": "Failed"}
+
+    _, written = _put_read(cluster, f"{PVS}/pv-a/status", failed)
+    assert written["status"]["phase"] == "Failed"
     assert written["status"]["lastPhaseTransitionTime"] > since
     code, _, _ = cluster.request(
         "PATCH",
