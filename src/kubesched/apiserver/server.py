@@ -20,14 +20,17 @@ from kubesched.apiserver import bootstrap
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.manifests import create_start_objects
+from kubesched.apiserver.running_configs import DEFAULT_CONFIG_TEXT, RunningConfigs
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
+from kubesched.batch.conf_loader import DEFAULT_BATCH_CONF_YAML
 from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
 from kubesched.errors import KubeschedError
 from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
+from kubesched.plugins import default_registry
 from kubesched.registry.admission import admit, apply_defaults
 from kubesched.registry.core.servicealloc import DEFAULT_SERVICE_CIDR, DEFAULT_SERVICE_CIDR_NAME
 from kubesched.registry.networking.servicecidr import default_service_cidr
@@ -68,6 +71,13 @@ class ServeOptions:
     registry: Registry | None = None
     #: Changes kept for watches that start from a resourceVersion.
     history: int = DEFAULT_HISTORY
+    #: Write each attempt of the framework scheduler onto its pod (kube-scheduler-simulator's
+    #: result annotations), for the web UI and the simulator's tools.
+    scheduling_results: bool = True
+    #: The text ``config`` and ``batch_conf`` were read from, shown and replaced through the API
+    #: (``/kubesched/v1/config/…``); None: the defaults' text.
+    config_text: str | None = None
+    batch_conf_text: str | None = None
 
 
 def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
@@ -189,20 +199,46 @@ class Served:
             auto_create_namespaces=options.auto_create_namespaces,
         )
         self.controllers = ControllerManager(self.store, dra_driver=options.dra_driver)
-        self.schedulers = (
-            ServedSchedulers(self.store, options.config, options.batch_conf, registry=options.registry)
-            if options.schedulers
-            else None
-        )
+        self.schedulers = self._schedulers(options.config, options.batch_conf) if options.schedulers else None
         store = self.store
         self.api.ready_checks["sqlite"] = lambda: store.healthy
         if self.schedulers is not None:
-            schedulers = self.schedulers
-            self.api.metrics = schedulers.metrics
-            self.api.ready_checks["kubesched-schedulers"] = lambda: schedulers.running
+            self.api.metrics = self.schedulers.metrics
+            self.api.ready_checks["kubesched-schedulers"] = lambda: (
+                self.schedulers is not None and self.schedulers.running
+            )
+            self.api.configs = RunningConfigs(
+                options.config,
+                options.config_text or DEFAULT_CONFIG_TEXT,
+                options.batch_conf,
+                options.batch_conf_text or DEFAULT_BATCH_CONF_YAML,
+                options.registry or default_registry(),
+                self._replace_schedulers,
+            )
         self.kubeconfig = (options.data_dir / "kubeconfig").absolute()
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
+
+    def _schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> ServedSchedulers:
+        return ServedSchedulers(
+            self.store,
+            config,
+            batch_conf,
+            registry=self.options.registry,
+            results=self.options.scheduling_results,
+        )
+
+    def _replace_schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> None:
+        """Stop the running schedulers and start ones with this configuration (off the event loop:
+        the old ones' last step may be waiting on this API). They read the cluster afresh, so the
+        pods the old ones had queued are scheduled by the new ones."""
+        old = self.schedulers
+        if old is not None and old.running:
+            old.stop()
+        new = self._schedulers(config, batch_conf)
+        self.schedulers = new
+        self.api.metrics = new.metrics
+        new.start()
 
     @property
     def url(self) -> str:
@@ -276,6 +312,7 @@ def serve(options: ServeOptions, ready: threading.Event | None = None) -> None:
         await served.start()
         print(f"kubesched serving at {served.url}", flush=True)
         print(f"export KUBECONFIG={served.kubeconfig}", flush=True)
+        print(f"web UI: {served.url}/ui/#code={served.api.login_codes.issue()} (a one-time link)", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

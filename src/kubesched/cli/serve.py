@@ -69,6 +69,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="serve the API and the simulated nodes only; schedule with another scheduler (kubesched run)",
     )
+    serve.add_argument(
+        "--no-scheduling-results",
+        action="store_true",
+        help="do not write each scheduling attempt onto its pod (kube-scheduler-simulator's result "
+        "annotations, shown by the web UI); saves a pod write per attempt",
+    )
     plugin_flag(serve)
     serve.set_defaults(func=cmd_serve)
 
@@ -113,6 +119,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         auto_create_namespaces=not args.no_auto_namespaces,
         registry=registry,
         schedulers=not args.no_schedulers,
+        scheduling_results=not args.no_scheduling_results,
+        config_text=_text(args.config),
+        batch_conf_text=_text(args.batch_conf),
     )
     try:
         serve(options)
@@ -120,3 +129,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _text(path: str | None) -> str | None:
+    """A configuration file's text (already read and validated), shown by the web UI."""
+    return Path(path).read_text(encoding="utf-8") if path else None
