@@ -1,0 +1,215 @@
+"""The web UI in a real browser: headless Chromium (Debian's ``chromium`` and ``chromium-driver``)
+driven by Selenium against a served cluster. Skipped when no browser is installed.
+
+With ``KUBESCHED_UI_SCREENSHOTS=DIR`` set, each view is saved as a PNG in DIR (the pictures in
+docs/ui.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.apiserver.conftest import pod
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="no chromium and chromedriver (apt-get install chromium chromium-driver)",
+)
+
+SHOTS = os.environ.get("KUBESCHED_UI_SCREENSHOTS")
+
+MANIFESTS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    resources: {requests: {cpu: "2", memory: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: giant, namespace: shop}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    resources: {requests: {cpu: "500"}}
+"""
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        # The served cluster's certificate is signed by its own CA.
+        "--ignore-certificate-errors",
+        "--window-size=1500,1000",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait(driver: Any, check: Any, timeout: float = 20.0) -> Any:
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: check(d))
+
+
+def find(driver: Any, css: str) -> Any:
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    return found[0] if found else None
+
+
+def text(driver: Any, css: str) -> str:
+    """The text of the first element ``css`` selects now ("" when none): the page redraws its
+    views as the watches deliver changes, so an element found earlier may be gone."""
+    try:
+        found = find(driver, css)
+        return str(found.text) if found is not None else ""
+    except StaleElementReferenceException:
+        return ""
+
+
+def click(driver: Any, css: str) -> None:
+    def clicked(d: Any) -> bool:
+        try:
+            found = find(d, css)
+            if found is None:
+                return False
+            found.click()
+            return True
+        except StaleElementReferenceException:
+            return False
+
+    wait(driver, clicked)
+
+
+def shot(driver: Any, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(SHOTS) / f"{name}.png"))
+
+
+def test_apply_a_manifest_and_see_why_from_the_page(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=3)
+    base = f"https://127.0.0.1:{cluster.port}/ui/"
+    # The one-time link signs in and is gone from the address bar.
+    browser.get(base + "#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: find(d, '[data-node="node-2"]'))
+    assert "#code" not in browser.current_url
+    card = text(browser, '[data-node="node-0"]')
+    assert "cpu" in card and "0 / 32" in card
+    shot(browser, "cluster")
+
+    browser.find_element(By.CSS_SELECTOR, '[data-view="edit"]').click()
+    browser.execute_script("document.getElementById('editor').value = arguments[0]", MANIFESTS)
+    browser.find_element(By.ID, "apply").click()
+    wait(browser, lambda d: d.find_element(By.ID, "apply-result").text.count("applied") == 2)
+    shot(browser, "edit")
+
+    browser.find_element(By.CSS_SELECTOR, '[data-view="pods"]').click()
+    # The unschedulable pod comes first, with its reason.
+    wait(browser, lambda d: "Unschedulable" in text(d, '#pod-table tr[data-pod="shop/giant"]'))
+    first = text(browser, "#pod-table tr[data-pod]")
+    assert first.startswith("shop/giant")
+    assert "0/3 nodes are available: 3 Insufficient cpu." in first
+    click(browser, '#pod-table tr[data-pod="shop/giant"]')
+    wait(browser, lambda d: text(d, "#filter-summary"))
+    assert "NodeResourcesFit rejected 3" in text(browser, "#filter-summary")
+    assert "Insufficient cpu" in text(browser, "#filter-table")
+    shot(browser, "pods-unschedulable")
+
+    # The scheduled pod: its node, and every Score plugin's raw / normalized / weighted score.
+    wait(
+        browser,
+        lambda d: "Running" in d.find_element(By.CSS_SELECTOR, '#pod-table tr[data-pod="shop/web"]').text,
+    )
+    browser.find_element(By.CSS_SELECTOR, '#pod-table tr[data-pod="shop/web"]').click()
+    chosen = wait(browser, lambda d: find(d, "#selected-node"))
+    node = cluster.request("GET", "/api/v1/namespaces/shop/pods/web")[1]["spec"]["nodeName"]
+    assert chosen.text == f"chosen node: {node}"
+    scores = wait(browser, lambda d: find(d, "#score-table"))
+    assert "TaintToleration" in scores.text and "NodeResourcesBalancedAllocation" in scores.text
+    assert find(browser, "#score-table tr.chosen").text.startswith(node)
+    shot(browser, "pods-scheduled")
+
+    # Live: the cluster view shows the pod's requests on its node without a reload.
+    browser.find_element(By.CSS_SELECTOR, '[data-view="cluster"]').click()
+    wait(browser, lambda d: "2 / 32" in text(d, f'[data-node="{node}"]'))
+    # Cordon from the card.
+    click(browser, '[data-node="node-1"] button')
+    wait(browser, lambda d: cluster.request("GET", "/api/v1/nodes/node-1")[1]["spec"].get("unschedulable"))
+    wait(browser, lambda d: "cordoned" in text(d, '[data-node="node-1"]'))
+
+
+def test_sign_in_with_the_token_and_see_refusals_located(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=1)
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/")
+    wait(browser, lambda d: d.find_element(By.ID, "login").is_displayed())
+    browser.find_element(By.ID, "token").send_keys("wrong")
+    browser.find_element(By.CSS_SELECTOR, "#login-form button").click()
+    wait(browser, lambda d: "refused" in d.find_element(By.ID, "login-error").text)
+    browser.find_element(By.ID, "token").send_keys(cluster.token)
+    browser.find_element(By.CSS_SELECTOR, "#login-form button").click()
+    wait(browser, lambda d: find(d, '[data-node="node-0"]'))
+
+    browser.find_element(By.CSS_SELECTOR, '[data-view="edit"]').click()
+    bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: Not_A_Name}\nspec: {containers: [{name: c, image: x}]}"
+    browser.execute_script("document.getElementById('editor').value = arguments[0]", "a: 1\n---\n" + bad)
+    browser.find_element(By.ID, "apply").click()
+    wait(browser, lambda d: text(d, "#apply-result").count("line") >= 2)
+    result = text(browser, "#apply-result")
+    assert "line 1: Object 'Kind' is missing" in result
+    assert 'line 3: Pod Not_A_Name: Pod "Not_A_Name" is invalid' in result
+    assert "metadata.name: Invalid value" in result
+
+    browser.find_element(By.CSS_SELECTOR, '[data-view="config"]').click()
+    wait(browser, lambda d: d.find_element(By.ID, "config-batch").get_attribute("value"))
+    browser.execute_script("document.getElementById('config-batch').value = 'actions: \"enqueue, nosuch\"'")
+    browser.find_element(By.CSS_SELECTOR, '.replace-config[data-config="batch"]').click()
+    wait(browser, lambda d: "kept" in text(d, "#config-batch-result"))
+    assert "nosuch" in text(browser, "#config-batch-result")
+    shot(browser, "config")
+
+
+def test_names_and_annotations_are_shown_as_text(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=1)
+    hostile = "<img src=x onerror=window.pwned=1>"
+    gated = pod("gated", schedulingGates=[{"name": "example.com/wait"}])
+    result = {hostile: {"X": "<script>window.pwned=1</script>"}}
+    gated["metadata"]["annotations"] = {
+        "kube-scheduler-simulator.sigs.k8s.io/filter-result": json.dumps(result),
+        "scheduling.k8s.io/group-name": hostile,
+    }
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", gated)[0] == 201
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: find(d, '[data-node="node-0"]'))
+    browser.find_element(By.CSS_SELECTOR, '[data-view="pods"]').click()
+    click(browser, '#pod-table tr[data-pod="default/gated"]')
+    wait(browser, lambda d: text(d, "#filter-table"))
+    assert hostile in text(browser, "#filter-table")
+    assert "<script>" in text(browser, "#filter-table")
+    assert browser.execute_script("return window.pwned") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, "#pod-detail img, #pod-detail script")
