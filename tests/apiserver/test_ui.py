@@ -132,7 +132,8 @@ def test_a_replaced_config_takes_over_the_running_schedulers(cluster: Any) -> No
     assert cluster.request("GET", "/readyz")[0] == 200
 
 
-def test_each_attempt_is_written_as_the_simulators_annotations(cluster: Any) -> None:
+def test_each_attempt_is_written_as_the_simulators_annotations(make_cluster: Any) -> None:
+    cluster = make_cluster(nodes=2, scheduling_results=True)
     assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("fits"))[0] == 201
     assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("too-big", cpu="500"))[0] == 201
 
@@ -161,3 +162,10 @@ def test_each_attempt_is_written_as_the_simulators_annotations(cluster: Any) -> 
     filters = json.loads(too_big[FILTER_RESULT])
     assert filters["node-0"]["NodeResourcesFit"] == "Insufficient cpu"
     assert too_big[SELECTED_NODE] == ""
+
+
+def test_no_results_are_written_unless_asked(cluster: Any) -> None:
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("plain"))[0] == 201
+    path = "/api/v1/namespaces/default/pods/plain"
+    wait_for(lambda: cluster.request("GET", path)[1]["spec"].get("nodeName"))
+    assert FILTER_RESULT not in (cluster.request("GET", path)[1]["metadata"].get("annotations") or {})

@@ -85,11 +85,13 @@ def find(driver: Any, css: str) -> Any:
 def text(driver: Any, css: str) -> str:
     """The text of the first element ``css`` selects now ("" when none): the page redraws its
     views as the watches deliver changes, so an element found earlier may be gone."""
-    try:
-        found = find(driver, css)
-        return str(found.text) if found is not None else ""
-    except StaleElementReferenceException:
-        return ""
+    for _ in range(50):
+        try:
+            found = find(driver, css)
+            return str(found.text) if found is not None else ""
+        except StaleElementReferenceException:
+            continue
+    return ""
 
 
 def click(driver: Any, css: str) -> None:
@@ -113,7 +115,7 @@ def shot(driver: Any, name: str) -> None:
 
 
 def test_apply_a_manifest_and_see_why_from_the_page(make_cluster: Any, browser: Any) -> None:
-    cluster = make_cluster(nodes=3)
+    cluster = make_cluster(nodes=3, scheduling_results=True)
     base = f"https://127.0.0.1:{cluster.port}/ui/"
     # The one-time link signs in and is gone from the address bar.
     browser.get(base + "#code=" + cluster.served.api.login_codes.issue())
@@ -195,7 +197,7 @@ def test_sign_in_with_the_token_and_see_refusals_located(make_cluster: Any, brow
 
 
 def test_names_and_annotations_are_shown_as_text(make_cluster: Any, browser: Any) -> None:
-    cluster = make_cluster(nodes=1)
+    cluster = make_cluster(nodes=1, scheduling_results=True)
     hostile = "<img src=x onerror=window.pwned=1>"
     gated = pod("gated", schedulingGates=[{"name": "example.com/wait"}])
     result = {hostile: {"X": "<script>window.pwned=1</script>"}}

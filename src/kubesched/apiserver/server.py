@@ -72,8 +72,9 @@ class ServeOptions:
     #: Changes kept for watches that start from a resourceVersion.
     history: int = DEFAULT_HISTORY
     #: Write each attempt of the framework scheduler onto its pod (kube-scheduler-simulator's
-    #: result annotations), for the web UI and the simulator's tools.
-    scheduling_results: bool = True
+    #: result annotations), for the web UI and the simulator's tools. Off by default: recording
+    #: every node's verdicts and writing them costs more than the rest of a pod's path.
+    scheduling_results: bool = False
     #: The text ``config`` and ``batch_conf`` were read from, shown and replaced through the API
     #: (``/kubesched/v1/config/…``); None: the defaults' text.
     config_text: str | None = None

@@ -70,10 +70,10 @@ def add_parser(sub: Any) -> None:
         help="serve the API and the simulated nodes only; schedule with another scheduler (kubesched run)",
     )
     serve.add_argument(
-        "--no-scheduling-results",
+        "--scheduling-results",
         action="store_true",
-        help="do not write each scheduling attempt onto its pod (kube-scheduler-simulator's result "
-        "annotations, shown by the web UI); saves a pod write per attempt",
+        help="write each scheduling attempt onto its pod as kube-scheduler-simulator's result annotations "
+        "(every node's Filter verdicts and Score plugins' scores, shown by the web UI); slows scheduling",
     )
     plugin_flag(serve)
     serve.set_defaults(func=cmd_serve)
@@ -119,7 +119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         auto_create_namespaces=not args.no_auto_namespaces,
         registry=registry,
         schedulers=not args.no_schedulers,
-        scheduling_results=not args.no_scheduling_results,
+        scheduling_results=args.scheduling_results,
         config_text=_text(args.config),
         batch_conf_text=_text(args.batch_conf),
     )

@@ -358,7 +358,7 @@ function attempt(pod) {
   const preStatus = parsed(pod, SIM + "prefilter-result-status") || {};
   const selected = (pod.metadata.annotations || {})[SIM + "selected-node"] || "";
   if (!filter && !Object.keys(preStatus).length) {
-    return [el("p", {}, "No attempt recorded on this pod (serve --no-scheduling-results, a batch pod, or not tried yet).")];
+    return [el("p", {}, "No attempt recorded on this pod: per-plugin results are written when serve runs with --scheduling-results (not for batch pods).")];
   }
   const out = [el("h3", {}, "Latest attempt"), selected ? el("p", { id: "selected-node" }, "chosen node: ", el("strong", {}, selected)) : null];
   for (const [plugin, reason] of Object.entries(preStatus)) {
