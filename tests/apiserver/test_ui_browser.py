@@ -48,6 +48,16 @@ spec:
   - name: c
     image: nginx
     resources: {requests: {cpu: "500"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec: {weight: 2, capability: {cpu: "8"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: shop}
+spec: {minMember: 2, queue: research}
 """
 
 
@@ -128,7 +138,7 @@ def test_apply_a_manifest_and_see_why_from_the_page(make_cluster: Any, browser: 
     browser.find_element(By.CSS_SELECTOR, '[data-view="edit"]').click()
     browser.execute_script("document.getElementById('editor').value = arguments[0]", MANIFESTS)
     browser.find_element(By.ID, "apply").click()
-    wait(browser, lambda d: d.find_element(By.ID, "apply-result").text.count("applied") == 2)
+    wait(browser, lambda d: text(d, "#apply-result").count("applied") == 4)
     shot(browser, "edit")
 
     browser.find_element(By.CSS_SELECTOR, '[data-view="pods"]').click()
@@ -156,6 +166,12 @@ def test_apply_a_manifest_and_see_why_from_the_page(make_cluster: Any, browser: 
     assert "TaintToleration" in scores.text and "NodeResourcesBalancedAllocation" in scores.text
     assert find(browser, "#score-table tr.chosen").text.startswith(node)
     shot(browser, "pods-scheduled")
+
+    click(browser, '[data-view="queues"]')
+    wait(browser, lambda d: text(d, '[data-queue="research"]'))
+    assert "cpu=8" in text(browser, '[data-queue="research"]')
+    assert text(browser, '[data-podgroup="shop/train"]').startswith("shop/train research 2")
+    shot(browser, "queues")
 
     # Live: the cluster view shows the pod's requests on its node without a reload.
     browser.find_element(By.CSS_SELECTOR, '[data-view="cluster"]').click()

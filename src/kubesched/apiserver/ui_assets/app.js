@@ -163,9 +163,12 @@ const RANK = { Unschedulable: 0, SchedulerError: 0, SchedulingGated: 1, Pending:
 // ---- state and rendering -------------------------------------------------------------------
 const state = { view: "cluster", nodePage: 0, podPage: 0, selected: null, informers: {} };
 let renderTimer = null;
+let lastRenderMs = 0;
+// Watch events are drawn at most every 250 ms, and less often when a drawing takes long (a large
+// cluster), so that the page never spends more than a fifth of its time redrawing.
 function scheduleRender() {
   if (renderTimer) return;
-  renderTimer = setTimeout(() => { renderTimer = null; render(); }, 250);
+  renderTimer = setTimeout(() => { renderTimer = null; render(); }, Math.max(250, lastRenderMs * 4));
 }
 function items(kind) { const i = state.informers[kind]; return i ? [...i.items.values()] : []; }
 
@@ -175,6 +178,7 @@ function render() {
   else if (state.view === "pods") renderPods();
   else if (state.view === "queues") renderQueues();
   const ms = Math.round(performance.now() - started);
+  lastRenderMs = ms;
   $("status").textContent = `${items("nodes").length} nodes, ${items("pods").length} pods · rendered in ${ms} ms`;
   document.body.dataset.rendered = String(Date.now());
 }
