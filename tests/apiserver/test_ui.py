@@ -162,6 +162,13 @@ def test_each_attempt_is_written_as_the_simulators_annotations(make_cluster: Any
     filters = json.loads(too_big[FILTER_RESULT])
     assert filters["node-0"]["NodeResourcesFit"] == "Insufficient cpu"
     assert too_big[SELECTED_NODE] == ""
+    # Writing the results is no new event for the pod: it is not tried again (and rewritten) for it.
+    path = "/api/v1/namespaces/default/pods/too-big"
+    version = cluster.request("GET", path)[1]["metadata"]["resourceVersion"]
+    time.sleep(1.0)
+    assert cluster.request("GET", path)[1]["metadata"]["resourceVersion"] == version
+    outcome = next(o for o in cluster.served.schedulers.scheduler.outcomes.values() if o.name == "too-big")
+    assert outcome.attempts == 1
 
 
 def test_no_results_are_written_unless_asked(cluster: Any) -> None:
