@@ -19,7 +19,7 @@ from tests.apiserver.conftest import pod
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -58,6 +58,16 @@ apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
 metadata: {name: train, namespace: shop}
 spec: {minMember: 2, queue: research}
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: leaf-a}
+spec:
+  tier: 1
+  tierName: leaf
+  members:
+  - type: Node
+    selector: {regexMatch: {pattern: "^node-[01]$"}}
 """
 
 
@@ -138,7 +148,7 @@ def test_apply_a_manifest_and_see_why_from_the_page(make_cluster: Any, browser: 
     browser.find_element(By.CSS_SELECTOR, '[data-view="edit"]').click()
     browser.execute_script("document.getElementById('editor').value = arguments[0]", MANIFESTS)
     browser.find_element(By.ID, "apply").click()
-    wait(browser, lambda d: text(d, "#apply-result").count("applied") == 4)
+    wait(browser, lambda d: text(d, "#apply-result").count("applied") == 5)
     shot(browser, "edit")
 
     browser.find_element(By.CSS_SELECTOR, '[data-view="pods"]').click()
@@ -180,6 +190,10 @@ def test_apply_a_manifest_and_see_why_from_the_page(make_cluster: Any, browser: 
     click(browser, '[data-node="node-1"] button')
     wait(browser, lambda d: cluster.request("GET", "/api/v1/nodes/node-1")[1]["spec"].get("unschedulable"))
     wait(browser, lambda d: "cordoned" in text(d, '[data-node="node-1"]'))
+    # Grouped by HyperNode: the leaf's regular expression picks two of the three nodes.
+    Select(browser.find_element(By.ID, "node-group")).select_by_value("hypernode")
+    wait(browser, lambda d: "HyperNode leaf-a (tier 1 leaf): 2 node(s)" in text(d, "#zones"))
+    assert "(no HyperNode): 1 node(s)" in text(browser, "#zones")
 
 
 def test_sign_in_with_the_token_and_see_refusals_located(make_cluster: Any, browser: Any) -> None:

@@ -231,9 +231,10 @@ function renderCluster() {
   const pages = Math.max(1, Math.ceil(total / PAGE));
   state.nodePage = Math.min(state.nodePage, pages - 1);
   const shown = nodes.slice(state.nodePage * PAGE, (state.nodePage + 1) * PAGE);
+  const groupOf = grouping();
   const zones = new Map();
   for (const n of nodes) {
-    const z = (n.metadata.labels || {})["topology.kubernetes.io/zone"] || "(no zone)";
+    const z = groupOf(n);
     if (!zones.has(z)) zones.set(z, { nodes: 0, alloc: {}, used: {}, cards: [] });
     const zone = zones.get(z);
     zone.nodes++;
@@ -243,7 +244,7 @@ function renderCluster() {
     }
   }
   for (const n of shown) {
-    const z = (n.metadata.labels || {})["topology.kubernetes.io/zone"] || "(no zone)";
+    const z = groupOf(n);
     zones.get(z).cards.push(nodeCard(n, used.get(n.metadata.name) || {}, podsOn.get(n.metadata.name) || []));
   }
   const pending = items("pods").filter((p) => !p.spec.nodeName && !finished(p)).length;
@@ -254,6 +255,30 @@ function renderCluster() {
       .map((r) => `${r} ${show(r, zone.used[r])}/${show(r, zone.alloc[r])}  `)),
     el("div", { class: "nodes" }, zone.cards))));
   pager($("node-pager"), state.nodePage, total, (p) => { state.nodePage = p; render(); });
+}
+
+// Nodes grouped by zone, or by the lowest-tier Volcano HyperNode whose members select them (by
+// exact name, name pattern or labels, as HyperNode members do).
+function grouping() {
+  if ($("node-group").value !== "hypernode") {
+    return (n) => (n.metadata.labels || {})["topology.kubernetes.io/zone"] || "(no zone)";
+  }
+  const leaves = items("hypernodes").filter((h) => (h.spec.members || []).some((m) => m.type === "Node"))
+    .sort((a, b) => (a.spec.tier ?? 0) - (b.spec.tier ?? 0) || a.metadata.name.localeCompare(b.metadata.name));
+  const selects = (m, node) => {
+    const sel = m.selector || {};
+    if (sel.exactMatch) return sel.exactMatch.name === node.metadata.name;
+    if (sel.regexMatch) { try { return new RegExp(sel.regexMatch.pattern).test(node.metadata.name); } catch (e) { return false; } }
+    if (sel.labelMatch) {
+      const labels = node.metadata.labels || {};
+      return Object.entries(sel.labelMatch.matchLabels || {}).every(([k, v]) => labels[k] === v);
+    }
+    return false;
+  };
+  return (n) => {
+    const h = leaves.find((h) => h.spec.members.some((m) => m.type === "Node" && selects(m, n)));
+    return h ? `HyperNode ${h.metadata.name} (tier ${h.spec.tier}${h.spec.tierName ? " " + h.spec.tierName : ""})` : "(no HyperNode)";
+  };
 }
 
 function nodeCard(node, used, pods) {
@@ -549,6 +574,7 @@ async function start() {
   const paths = {
     nodes: "/api/v1/nodes", pods: "/api/v1/pods",
     podgroups: "/apis/scheduling.volcano.sh/v1beta1/podgroups", queues: "/apis/scheduling.volcano.sh/v1beta1/queues",
+    hypernodes: "/apis/topology.volcano.sh/v1alpha1/hypernodes",
   };
   for (const [kind, path] of Object.entries(paths)) {
     state.informers[kind] = new Informer(path, scheduleRender);
@@ -580,6 +606,7 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
   $("node-filter").addEventListener("input", () => { state.nodePage = 0; render(); });
   $("node-sort").addEventListener("change", () => render());
+  $("node-group").addEventListener("change", () => render());
   $("pod-filter").addEventListener("input", () => { state.podPage = 0; render(); });
   $("apply").addEventListener("click", () => editObjects("apply"));
   $("delete-objects").addEventListener("click", () => editObjects("delete"));
