@@ -176,3 +176,36 @@ def test_no_results_are_written_unless_asked(cluster: Any) -> None:
     path = "/api/v1/namespaces/default/pods/plain"
     wait_for(lambda: cluster.request("GET", path)[1]["spec"].get("nodeName"))
     assert FILTER_RESULT not in (cluster.request("GET", path)[1]["metadata"].get("annotations") or {})
+
+
+def test_replay_answers_a_timeline_and_locates_bad_input(make_cluster: Any) -> None:
+    from kubesched.sim.replay import replay_timeline
+
+    cluster = make_cluster(nodes=1, replayer=replay_timeline)
+    manifests = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '2', pods: '5'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {kubesched.io/arrival: 1m}}\n"
+        "spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]}\n"
+    )
+    status, body, _ = cluster.request(
+        "POST", "/kubesched/v1/replay", manifests, content_type="application/yaml"
+    )
+    assert status == 200, body
+    assert body["nodes"] == [{"name": "n", "labels": {}, "allocatable": {"cpu": 2.0, "memory": 0, "pods": 5}}]
+    (p,) = body["pods"]
+    assert (p["key"], p["arrival"], p["bound"], p["node"], p["requests"]) == (
+        "default/p",
+        60.0,
+        60.0,
+        "n",
+        {"cpu": 0.5},
+    )
+    assert body["series"]["time"] and "alloc.cpu" in body["series"]
+    bad = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\n"
+        "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n"
+    )
+    status, body, _ = cluster.request("POST", "/kubesched/v1/replay", bad, content_type="application/yaml")
+    assert status == 422
+    assert body["message"].startswith("replay: document 1: Pod q: field spec.containers[0]")
+    assert body["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests.cpu"

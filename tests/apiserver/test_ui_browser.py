@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from tests.apiserver.conftest import pod
 
+from kubesched.sim.replay import replay_timeline
+
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -245,3 +247,49 @@ def test_names_and_annotations_are_shown_as_text(make_cluster: Any, browser: Any
     assert "<script>" in text(browser, "#filter-table")
     assert browser.execute_script("return window.pwned") is None
     assert not browser.find_elements(By.CSS_SELECTOR, "#pod-detail img, #pod-detail script")
+
+
+REPLAY = """\
+apiVersion: v1
+kind: Node
+metadata: {name: small}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+"""
+for i in range(3):
+    REPLAY += f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: job-{i}
+  annotations: {{kubesched.io/duration: 10m}}
+spec: {{containers: [{{name: c, image: x, resources: {{requests: {{cpu: "2"}}}}}}]}}
+"""
+
+
+def test_replay_steps_through_virtual_time(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=1, replayer=replay_timeline)
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: find(d, '[data-node="node-0"]'))
+    click(browser, '[data-view="replay"]')
+    browser.execute_script("document.getElementById('replay-editor').value = arguments[0]", REPLAY)
+    click(browser, "#run-replay")
+    wait(browser, lambda d: "3 pod(s) on 1 node(s), 20m of virtual time" in text(d, "#replay-result"))
+
+    def at(seconds: float) -> None:
+        browser.execute_script(
+            "const s = document.getElementById('replay-time'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('input'))",
+            seconds,
+        )
+
+    # At the start two pods fill the node and the third waits; after the first ten minutes it runs.
+    at(0)
+    assert "1 pod(s) waiting at t" in text(browser, "#replay-waiting")
+    assert "4 / 4" in text(browser, '#replay-nodes [data-node="small"]')
+    at(900)
+    assert "0 pod(s) waiting at t" in text(browser, "#replay-waiting")
+    assert "2 / 4" in text(browser, '#replay-nodes [data-node="small"]')
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#replay-charts svg polyline")) >= 4
+    shot(browser, "replay")
+    # The served cluster was not touched.
+    assert cluster.request("GET", "/api/v1/nodes/small")[0] == 404

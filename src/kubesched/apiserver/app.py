@@ -20,6 +20,7 @@ from aiohttp import web
 
 from kubesched.apiserver.handlers.body import MAX_BODY
 from kubesched.apiserver.handlers.responses import error_response
+from kubesched.apiserver.replay import Replayer
 from kubesched.apiserver.routes import dispatch
 from kubesched.apiserver.running_configs import RunningConfigs
 from kubesched.apiserver.ui import LoginCodes
@@ -81,6 +82,8 @@ class ApiServer:
         self.configs: RunningConfigs | None = None
         #: The web UI's one-time login links.
         self.login_codes = LoginCodes(token)
+        #: Runs the web UI's replays (``/kubesched/v1/replay``); None: 404.
+        self.replayer: Replayer | None = None
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:

@@ -21,6 +21,7 @@ from kubesched.apiserver.handlers.review import review
 from kubesched.apiserver.handlers.scale import scale
 from kubesched.apiserver.handlers.update import update
 from kubesched.apiserver.handlers.watch import watch
+from kubesched.apiserver.replay import replay
 from kubesched.apiserver.resources import api_group, api_group_list, api_resource_list
 from kubesched.apiserver.running_configs import config_endpoint
 from kubesched.registry.errors import ApiError, method_not_allowed, not_found
@@ -60,6 +61,8 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
     if parts[:2] == ["kubesched", "v1"]:
         if parts[2:] == ["decode"]:
             return await ui.decode(request)
+        if parts[2:] == ["replay"]:
+            return await replay(server, request)
         if len(parts) == 4 and parts[2] == "config":
             return await config_endpoint(server, request, parts[3])
         raise _not_found()

@@ -60,6 +60,14 @@ class RunningConfigs:
         self._replace = replace
         self._lock = asyncio.Lock()
 
+    @property
+    def config(self) -> SchedulerConfig | None:
+        return self._config
+
+    @property
+    def batch(self) -> BatchConf | None:
+        return self._batch
+
     def parse(self, which: str, text: str) -> SchedulerConfig | BatchConf:
         """Validate ``text``; raises :class:`InputError` naming the field."""
         source = _SOURCES[which]

@@ -20,6 +20,7 @@ from kubesched.apiserver import bootstrap
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.manifests import create_start_objects
+from kubesched.apiserver.replay import Replayer
 from kubesched.apiserver.running_configs import DEFAULT_CONFIG_TEXT, RunningConfigs
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
@@ -79,6 +80,8 @@ class ServeOptions:
     #: (``/kubesched/v1/config/…``); None: the defaults' text.
     config_text: str | None = None
     batch_conf_text: str | None = None
+    #: Runs the web UI's replays (the simulator's, wired in by the CLI); None: no replay.
+    replayer: Replayer | None = None
 
 
 def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
@@ -199,6 +202,7 @@ class Served:
             bookmark_interval=options.bookmark_interval,
             auto_create_namespaces=options.auto_create_namespaces,
         )
+        self.api.replayer = options.replayer
         self.controllers = ControllerManager(self.store, dra_driver=options.dra_driver)
         self.schedulers = self._schedulers(options.config, options.batch_conf) if options.schedulers else None
         store = self.store

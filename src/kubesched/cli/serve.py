@@ -14,6 +14,7 @@ from kubesched.cli.options import EXIT_OK, EXIT_RUN_FAILED, plugin_flag, plugin_
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config
 from kubesched.gpu.cards import MAX_CARDS
+from kubesched.sim.replay import replay_timeline
 
 
 def add_parser(sub: Any) -> None:
@@ -122,6 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scheduling_results=args.scheduling_results,
         config_text=_text(args.config),
         batch_conf_text=_text(args.batch_conf),
+        replayer=replay_timeline,
     )
     try:
         serve(options)

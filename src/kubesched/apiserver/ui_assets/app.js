@@ -281,7 +281,7 @@ function grouping() {
   };
 }
 
-function nodeCard(node, used, pods) {
+function nodeCard(node, used, pods, actions = true) {
   const alloc = node.status.allocatable || {};
   const ready = ((node.status.conditions || []).find((c) => c.type === "Ready") || {}).status === "True";
   const cordoned = !!node.spec.unschedulable;
@@ -299,7 +299,7 @@ function nodeCard(node, used, pods) {
   return el("div", { class: "node" + (cordoned ? " cordoned" : "") + (ready ? "" : " notready"), "data-node": name },
     el("h3", {}, name, !ready && el("span", { class: "badge warn" }, "NotReady"),
       cordoned && el("span", { class: "badge warn" }, "cordoned"),
-      el("button", { onclick: () => cordon(name, !cordoned) }, cordoned ? "uncordon" : "cordon")),
+      actions && el("button", { onclick: () => cordon(name, !cordoned) }, cordoned ? "uncordon" : "cordon")),
     bars,
     el("div", {}, (node.spec.taints || []).map((t) => el("span", { class: "badge taint" },
       `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`))),
@@ -548,6 +548,112 @@ async function replaceConfig(which) {
   }
 }
 
+// -- Replay: manifests run over virtual time on a cluster of their own, stepped through by a slider
+const replay = { timeline: null };
+async function runReplay() {
+  const out = $("replay-result");
+  out.className = ""; out.textContent = "running…";
+  try {
+    replay.timeline = await api("POST", "/kubesched/v1/replay", $("replay-editor").value, "application/yaml");
+  } catch (e) {
+    const causes = ((e.status || {}).details || {}).causes || [];
+    out.className = "error";
+    out.textContent = e.message + causes.filter((c) => c.field).map((c) => ` (field ${c.field})`).join("");
+    return;
+  }
+  const tl = replay.timeline;
+  out.className = "ok";
+  out.textContent = `${tl.pods.length} pod(s) on ${tl.nodes.length} node(s), ${duration(tl.end)} of virtual time` +
+    (tl.warnings.length ? "; " + tl.warnings.join("; ") : "");
+  const slider = $("replay-time");
+  slider.max = String(Math.max(tl.end, 0));
+  slider.step = String(Math.max(tl.end / 1000, 1));
+  slider.value = slider.max;
+  $("replay-controls").hidden = false;
+  drawReplay();
+}
+
+function duration(seconds) {
+  if (seconds < 120) return `${Math.round(seconds)}s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
+  return `${Math.round(seconds / 360) / 10}h`;
+}
+
+function drawReplay() {
+  const tl = replay.timeline;
+  if (!tl) return;
+  const t = Number($("replay-time").value);
+  $("replay-now").textContent = `t = ${duration(t)} of ${duration(tl.end)}`;
+  const used = new Map();
+  const podsOn = new Map();
+  const waiting = [];
+  for (const p of tl.pods) {
+    if (p.arrival > t || (p.deleted !== null && p.deleted <= t)) continue;
+    const running = p.bound !== null && p.bound <= t && (p.finished === null || p.finished > t);
+    if (running && p.node) {
+      const u = used.get(p.node) || {};
+      for (const [r, v] of Object.entries(p.requests)) u[r] = (u[r] || 0) + v;
+      u.pods = (u.pods || 0) + 1;
+      used.set(p.node, u);
+      if (!podsOn.has(p.node)) podsOn.set(p.node, []);
+      podsOn.get(p.node).push(p.key);
+    } else if (p.bound === null || p.bound > t) waiting.push(p);
+  }
+  const cards = tl.nodes.slice(0, PAGE).map((n) => nodeCard(
+    { metadata: { name: n.name, labels: n.labels }, spec: {}, status: { allocatable: n.allocatable, conditions: [{ type: "Ready", status: "True" }] } },
+    used.get(n.name) || {}, podsOn.get(n.name) || [], false));
+  $("replay-nodes").replaceChildren(el("h2", {}, `nodes (${tl.nodes.length}${tl.nodes.length > PAGE ? ", the first " + PAGE + " shown" : ""})`),
+    el("div", { class: "nodes" }, cards));
+  $("replay-waiting").replaceChildren(el("h2", {}, `${waiting.length} pod(s) waiting at t`),
+    el("table", {}, el("tr", {}, el("th", {}, "POD"), el("th", {}, "ARRIVED"), el("th", {}, "REASON")),
+      waiting.slice(0, PAGE).map((p) => el("tr", {}, el("td", {}, p.key), el("td", {}, duration(p.arrival)), el("td", {}, p.message)))));
+  $("replay-charts").replaceChildren(
+    chart("pods", tl.series, ["pending", "running", "completed"], t, tl.end),
+    chart("allocation (requested / allocatable)", tl.series, Object.keys(tl.series).filter((k) => k.startsWith("alloc.")), t, tl.end, 1));
+}
+
+// A line chart of the run's time series, drawn as SVG elements (no markup from data).
+function chart(title, series, names, t, end, top) {
+  const NS = "http://www.w3.org/2000/svg";
+  const W = 560, H = 160, L = 40, B = 20;
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("width", W); svg.setAttribute("height", H + 40); svg.setAttribute("class", "chart");
+  const times = series.time || [];
+  let max = top || 0;
+  if (!top) for (const n of names) for (const v of series[n] || []) if (v !== null && v > max) max = v;
+  max = max || 1;
+  const span = end || Math.max(...times, 1);
+  const x = (v) => L + (v / span) * (W - L - 10);
+  const y = (v) => 10 + (1 - v / max) * (H - B - 10);
+  const colors = ["#3d8bfd", "#e8590c", "#1b7f3b", "#9c36b5", "#c98a00"];
+  const add = (tag, attrs, text) => {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = text;
+    svg.append(e);
+  };
+  add("text", { x: L, y: H + 32, class: "chart-title" }, title);
+  add("line", { x1: L, y1: y(0), x2: W - 10, y2: y(0), stroke: "#999" });
+  add("text", { x: 2, y: y(max) + 4, class: "chart-axis" }, top ? "100%" : String(Math.round(max)));
+  add("text", { x: 2, y: y(0), class: "chart-axis" }, "0");
+  names.forEach((n, i) => {
+    // Steps: a sample holds until the next one (the series change only at events).
+    const pts = [];
+    let last = null;
+    (series[n] || []).forEach((v, j) => {
+      if (v === null) return;
+      if (last !== null) pts.push(`${x(times[j]).toFixed(1)},${y(last).toFixed(1)}`);
+      pts.push(`${x(times[j]).toFixed(1)},${y(v).toFixed(1)}`);
+      last = v;
+    });
+    if (last !== null) pts.push(`${x(span).toFixed(1)},${y(last).toFixed(1)}`);
+    add("polyline", { points: pts.join(" "), fill: "none", stroke: colors[i % colors.length], "stroke-width": 1.5 });
+    add("text", { x: L + 10 + i * 130, y: H + 12, fill: colors[i % colors.length], class: "chart-axis" }, n);
+  });
+  add("line", { x1: x(t), y1: 5, x2: x(t), y2: y(0), stroke: "#b3261e", "stroke-dasharray": "3,3" });
+  return svg;
+}
+
 // ---- sign-in and start ---------------------------------------------------------------------
 function signOut(why) {
   token = "";
@@ -609,6 +715,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("node-group").addEventListener("change", () => render());
   $("pod-filter").addEventListener("input", () => { state.podPage = 0; render(); });
   $("apply").addEventListener("click", () => editObjects("apply"));
+  $("run-replay").addEventListener("click", runReplay);
+  $("replay-time").addEventListener("input", drawReplay);
   $("delete-objects").addEventListener("click", () => editObjects("delete"));
   for (const b of document.querySelectorAll(".replace-config")) b.addEventListener("click", () => replaceConfig(b.dataset.config));
   for (const b of document.querySelectorAll(".reload-config")) b.addEventListener("click", () => loadConfig(b.dataset.config));
