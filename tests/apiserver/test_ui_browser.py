@@ -219,7 +219,12 @@ def test_sign_in_with_the_token_and_see_refusals_located(make_cluster: Any, brow
     assert 'line 3: Pod Not_A_Name: Pod "Not_A_Name" is invalid' in result
     assert "metadata.name: Invalid value" in result
 
+    # A configuration given as JSON is shown as its text.
+    conf = '{"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}'
+    put = cluster.request("PUT", "/kubesched/v1/config/scheduler", conf, content_type="application/json")
+    assert put[0] == 200
     browser.find_element(By.CSS_SELECTOR, '[data-view="config"]').click()
+    wait(browser, lambda d: d.find_element(By.ID, "config-scheduler").get_attribute("value") == conf)
     wait(browser, lambda d: d.find_element(By.ID, "config-batch").get_attribute("value"))
     browser.execute_script("document.getElementById('config-batch').value = 'actions: \"enqueue, nosuch\"'")
     browser.find_element(By.CSS_SELECTOR, '.replace-config[data-config="batch"]').click()

@@ -36,7 +36,10 @@ async function api(method, path, body, contentType) {
   if (res.status === 401) { signOut("the token was refused"); throw new Error("Unauthorized"); }
   const text = await res.text();
   let data = text;
-  try { data = JSON.parse(text); } catch (e) { /* YAML or plain text */ }
+  // JSON answers are decoded; YAML ones (a configuration) stay text, even when they are JSON.
+  if ((res.headers.get("Content-Type") || "").includes("json")) {
+    try { data = JSON.parse(text); } catch (e) { /* not JSON after all */ }
+  }
   if (!res.ok) {
     const err = new Error(data && data.message ? data.message : res.status + " " + res.statusText);
     err.status = data;
