@@ -233,6 +233,17 @@ def test_sign_in_with_the_token_and_see_refusals_located(make_cluster: Any, brow
     shot(browser, "config")
 
 
+def test_gpus_on_the_node_cards(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=1, node_gpus=4, node_gpu_model="A100")
+    gpu = pod("trainer")
+    # A limit alone is the request, as kube-apiserver defaults it.
+    gpu["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "3"}
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", gpu)[0] == 201
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: "nvidia.com/gpu\n3 / 4" in text(d, '[data-node="node-0"]'))
+    assert "A100" in text(browser, '[data-node="node-0"] h3')
+
+
 def test_names_and_annotations_are_shown_as_text(make_cluster: Any, browser: Any) -> None:
     cluster = make_cluster(nodes=1, scheduling_results=True)
     hostile = "<img src=x onerror=window.pwned=1>"

@@ -126,16 +126,21 @@ function show(resource, v) {
   return (Math.round(v * 100) / 100).toString();
 }
 // What a pod asks of its node, as kube-scheduler counts it: the containers' requests summed, at
-// least each init container's, plus the pod overhead.
+// least each init container's, plus the pod overhead. A limit without a request counts as the
+// request, as kube-apiserver's defaulting makes it.
+function containerRequests(c) {
+  const res = c.resources || {};
+  return { ...(res.limits || {}), ...(res.requests || {}) };
+}
 function podRequests(pod) {
   if (pod._requests) return pod._requests;
   const sum = {};
   const spec = pod.spec || {};
   for (const c of spec.containers || []) {
-    for (const [r, q] of Object.entries((c.resources || {}).requests || {})) sum[r] = (sum[r] || 0) + quantity(q);
+    for (const [r, q] of Object.entries(containerRequests(c))) sum[r] = (sum[r] || 0) + quantity(q);
   }
   for (const c of spec.initContainers || []) {
-    for (const [r, q] of Object.entries((c.resources || {}).requests || {})) sum[r] = Math.max(sum[r] || 0, quantity(q));
+    for (const [r, q] of Object.entries(containerRequests(c))) sum[r] = Math.max(sum[r] || 0, quantity(q));
   }
   for (const [r, q] of Object.entries(spec.overhead || {})) sum[r] = (sum[r] || 0) + quantity(q);
   sum.pods = 1;
@@ -302,6 +307,8 @@ function nodeCard(node, used, pods, actions = true) {
   return el("div", { class: "node" + (cordoned ? " cordoned" : "") + (ready ? "" : " notready"), "data-node": name },
     el("h3", {}, name, !ready && el("span", { class: "badge warn" }, "NotReady"),
       cordoned && el("span", { class: "badge warn" }, "cordoned"),
+      (node.metadata.labels || {})["kubesched.io/gpu-model"] &&
+        el("span", { class: "badge" }, node.metadata.labels["kubesched.io/gpu-model"]),
       actions && el("button", { onclick: () => cordon(name, !cordoned) }, cordoned ? "uncordon" : "cordon")),
     bars,
     el("div", {}, (node.spec.taints || []).map((t) => el("span", { class: "badge taint" },
