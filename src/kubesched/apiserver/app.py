@@ -20,7 +20,10 @@ from aiohttp import web
 
 from kubesched.apiserver.handlers.body import MAX_BODY
 from kubesched.apiserver.handlers.responses import error_response
+from kubesched.apiserver.replay import Replayer
 from kubesched.apiserver.routes import dispatch
+from kubesched.apiserver.running_configs import RunningConfigs
+from kubesched.apiserver.ui import LoginCodes
 from kubesched.metrics.health import Check
 from kubesched.registry.errors import ApiError, too_large, unauthorized
 from kubesched.runtime.metrics import SchedulerMetrics
@@ -31,8 +34,9 @@ log = logging.getLogger(__name__)
 #: Changes whose encoded watch lines are kept for the other watches (cleared past this size).
 _ENCODED_CACHE = 4096
 
-_PUBLIC = ("/healthz", "/readyz", "/livez", "/version")
-_PUBLIC_PREFIXES = ("/healthz/", "/readyz/", "/livez/")
+# The web UI's files hold no cluster data and its login trades a one-time code: public too.
+_PUBLIC = ("/healthz", "/readyz", "/livez", "/version", "/ui")
+_PUBLIC_PREFIXES = ("/healthz/", "/readyz/", "/livez/", "/ui/")
 
 
 class ApiServer:
@@ -74,6 +78,12 @@ class ApiServer:
         self.metrics: SchedulerMetrics | None = None
         #: Named checks ``/readyz`` runs after ``ping`` (``/healthz`` and ``/livez`` run ``ping``).
         self.ready_checks: dict[str, Check] = {}
+        #: The running schedulers' configurations (``/kubesched/v1/config/…``); None: 404.
+        self.configs: RunningConfigs | None = None
+        #: The web UI's one-time login links.
+        self.login_codes = LoginCodes(token)
+        #: Runs the web UI's replays (``/kubesched/v1/replay``); None: 404.
+        self.replayer: Replayer | None = None
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from kubesched.apiserver import discovery
+from kubesched.apiserver import discovery, ui
 from kubesched.apiserver.handlers.binding import bind
 from kubesched.apiserver.handlers.body import body, raw_body
 from kubesched.apiserver.handlers.create import create
@@ -21,7 +21,9 @@ from kubesched.apiserver.handlers.review import review
 from kubesched.apiserver.handlers.scale import scale
 from kubesched.apiserver.handlers.update import update
 from kubesched.apiserver.handlers.watch import watch
+from kubesched.apiserver.replay import replay
 from kubesched.apiserver.resources import api_group, api_group_list, api_resource_list
+from kubesched.apiserver.running_configs import config_endpoint
 from kubesched.registry.errors import ApiError, method_not_allowed, not_found
 from kubesched.registry.review import ReviewStrategy
 from kubesched.registry.strategy import Strategy
@@ -54,6 +56,16 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
         return json_response(api_group_list())
     if parts and parts[0] == "openapi":
         return discovery.openapi_document(request, parts)
+    if parts and parts[0] == "ui":
+        return await ui.ui(server, request, parts)
+    if parts[:2] == ["kubesched", "v1"]:
+        if parts[2:] == ["decode"]:
+            return await ui.decode(request)
+        if parts[2:] == ["replay"]:
+            return await replay(server, request)
+        if len(parts) == 4 and parts[2] == "config":
+            return await config_endpoint(server, request, parts[3])
+        raise _not_found()
     if parts[:2] == ["api", "v1"]:
         group, version, rest = "", "v1", parts[2:]
     elif len(parts) >= 2 and parts[0] == "apis" and parts[1] in served_groups():

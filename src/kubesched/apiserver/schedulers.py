@@ -24,6 +24,8 @@ from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.event_buffer import BufferedEventRecorder
 from kubesched.runtime.metrics import SchedulerMetrics
+from kubesched.scheduler.result_annotations import KEYS, result_annotations
+from kubesched.store.base import StoreError
 from kubesched.store.ports import Binder, StorePorts
 from kubesched.store.sqlite import SqliteStore
 
@@ -106,8 +108,12 @@ class ServedSchedulers:
         *,
         registry: Registry | None = None,
         max_idle: float = 0.1,
+        results: bool = False,
     ) -> None:
+        """``results``: record every attempt of the framework scheduler and write it onto the pod as
+        kube-scheduler-simulator's result annotations (:mod:`kubesched.scheduler.result_annotations`)."""
         registry = registry or default_registry()
+        self.store = store
         config = config or default_config(registry)
         store_ports = StorePorts(store)
         # Events are handed over and written in batches, as upstream's broadcaster writes them
@@ -133,6 +139,7 @@ class ServedSchedulers:
                 batch=True,
                 batch_conf=batch_conf,
                 batch_bind_workers=BINDING_WORKERS,
+                explain=results,
             ),
             ports=ports,
             scheduler_ports=scheduler_ports,
@@ -157,6 +164,7 @@ class ServedSchedulers:
     def flush_due(self) -> float | None:
         """What the idle driver calls: commit the grouped binds and write the kept events that are
         due; returns in how many seconds the others will be."""
+        self.write_results()
         waits = [self.events.flush_due()]
         if self.binds is not None:
             waits.append(self.binds.flush_due())
@@ -167,7 +175,45 @@ class ServedSchedulers:
         """Commit the grouped binds and write the kept events, due or not (when the driver stops)."""
         if self.binds is not None:
             self.binds.flush()
+        self.write_results()
         self.events.flush()
+
+    def write_results(self) -> None:
+        """Write the attempts recorded since the last call onto their pods, as the simulator's
+        result annotations; a bound pod's record is then dropped (no later attempt adds to it)."""
+        recorder = self.scheduler.explain
+        if recorder is None:
+            return
+        changed = recorder.take_changed()
+        if not changed:
+            return
+        with self.store.transaction():
+            for uid, (namespace, name) in changed.items():
+                entry = recorder.get(uid)
+                outcome = self.scheduler.outcomes.get(uid)
+                node = outcome.node if outcome is not None and outcome.node else ""
+                if node:
+                    recorder.forget(uid)
+                if entry is None:
+                    continue
+                try:
+                    self._annotate(uid, namespace, name, result_annotations(entry, node))
+                except StoreError as exc:
+                    # Gone or changed meanwhile: the next attempt's record is written instead.
+                    log.debug("scheduling results of %s/%s: %s", namespace, name, exc)
+
+    def _annotate(self, uid: str, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        obj = self.store.get("Pod", namespace, name)
+        if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
+            return
+        meta = dict(obj.get("metadata") or {})
+        old = meta.get("annotations") or {}
+        new = {k: v for k, v in old.items() if k not in KEYS} | annotations
+        if new == old:
+            return
+        meta.pop("resourceVersion", None)
+        meta["annotations"] = new
+        self.store.update({**obj, "metadata": meta})
 
     def start(self) -> None:
         self.driver.start()

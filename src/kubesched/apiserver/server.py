@@ -22,8 +22,11 @@ from kubesched.apiserver import bootstrap
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
 from kubesched.apiserver.manifests import create_start_objects
+from kubesched.apiserver.replay import Replayer
+from kubesched.apiserver.running_configs import DEFAULT_CONFIG_TEXT, RunningConfigs
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.batch.conf import BatchConf
+from kubesched.batch.conf_loader import DEFAULT_BATCH_CONF_YAML
 from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
@@ -74,6 +77,16 @@ class ServeOptions:
     #: ``--feature-gates``: the whole served cluster's (the API's kinds and fields, the controllers,
     #: the schedulers over their configuration's own), as one kube-apiserver process's gates.
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: Write each attempt of the framework scheduler onto its pod (kube-scheduler-simulator's
+    #: result annotations), for the web UI and the simulator's tools. Off by default: recording
+    #: every node's verdicts and writing them costs more than the rest of a pod's path.
+    scheduling_results: bool = False
+    #: The text ``config`` and ``batch_conf`` were read from, shown and replaced through the API
+    #: (``/kubesched/v1/config/…``); None: the defaults' text.
+    config_text: str | None = None
+    batch_conf_text: str | None = None
+    #: Runs the web UI's replays (the simulator's, wired in by the CLI); None: no replay.
+    replayer: Replayer | None = None
 
 
 def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
@@ -200,25 +213,53 @@ class Served:
             bookmark_interval=options.bookmark_interval,
             auto_create_namespaces=options.auto_create_namespaces,
         )
+        self.api.replayer = options.replayer
         self.controllers = ControllerManager(self.store, dra_driver=options.dra_driver)
-        config = options.config
-        if options.feature_gates:
-            base = config or default_config(options.registry or default_registry())
-            config = dataclasses.replace(base, feature_gates={**base.feature_gates, **options.feature_gates})
-        self.schedulers = (
-            ServedSchedulers(self.store, config, options.batch_conf, registry=options.registry)
-            if options.schedulers
-            else None
-        )
+        self.schedulers = self._schedulers(options.config, options.batch_conf) if options.schedulers else None
         store = self.store
         self.api.ready_checks["sqlite"] = lambda: store.healthy
         if self.schedulers is not None:
-            schedulers = self.schedulers
-            self.api.metrics = schedulers.metrics
-            self.api.ready_checks["kubesched-schedulers"] = lambda: schedulers.running
+            self.api.metrics = self.schedulers.metrics
+            self.api.ready_checks["kubesched-schedulers"] = lambda: (
+                self.schedulers is not None and self.schedulers.running
+            )
+            self.api.configs = RunningConfigs(
+                options.config,
+                options.config_text or DEFAULT_CONFIG_TEXT,
+                options.batch_conf,
+                options.batch_conf_text or DEFAULT_BATCH_CONF_YAML,
+                options.registry or default_registry(),
+                self._replace_schedulers,
+            )
         self.kubeconfig = (options.data_dir / "kubeconfig").absolute()
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
+
+    def _schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> ServedSchedulers:
+        gates = self.options.feature_gates
+        if gates:
+            # The served cluster's gates hold over the configuration's own, as one process's gates.
+            base = config or default_config(self.options.registry or default_registry())
+            config = dataclasses.replace(base, feature_gates={**base.feature_gates, **gates})
+        return ServedSchedulers(
+            self.store,
+            config,
+            batch_conf,
+            registry=self.options.registry,
+            results=self.options.scheduling_results,
+        )
+
+    def _replace_schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> None:
+        """Stop the running schedulers and start ones with this configuration (off the event loop:
+        the old ones' last step may be waiting on this API). They read the cluster afresh, so the
+        pods the old ones had queued are scheduled by the new ones."""
+        old = self.schedulers
+        if old is not None and old.running:
+            old.stop()
+        new = self._schedulers(config, batch_conf)
+        self.schedulers = new
+        self.api.metrics = new.metrics
+        new.start()
 
     @property
     def url(self) -> str:
@@ -293,6 +334,7 @@ def serve(options: ServeOptions, ready: threading.Event | None = None) -> None:
         await served.start()
         print(f"kubesched serving at {served.url}", flush=True)
         print(f"export KUBECONFIG={served.kubeconfig}", flush=True)
+        print(f"web UI: {served.url}/ui/#code={served.api.login_codes.issue()} (a one-time link)", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

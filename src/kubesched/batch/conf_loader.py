@@ -344,6 +344,11 @@ def load_batch_conf(path: str | Path | None) -> BatchConf:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read: {exc}", file=source) from None
+    return batch_conf_from_text(text, source)
+
+
+def batch_conf_from_text(text: str, source: str = "<batch conf>") -> BatchConf:
+    """Validate a conf given as YAML text."""
     try:
         too_deep = yaml_nesting_problem(text)
         if too_deep is not None:

@@ -22,6 +22,7 @@ from kubesched.cli.options import (
 from kubesched.errors import InputError
 from kubesched.framework.config import load_config, parse_feature_gates
 from kubesched.gpu.cards import MAX_CARDS
+from kubesched.sim.replay import replay_timeline
 
 
 def add_parser(sub: Any) -> None:
@@ -77,6 +78,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="serve the API and the simulated nodes only; schedule with another scheduler (kubesched run)",
     )
+    serve.add_argument(
+        "--scheduling-results",
+        action="store_true",
+        help="write each scheduling attempt onto its pod as kube-scheduler-simulator's result annotations "
+        "(every node's Filter verdicts and Score plugins' scores, shown by the web UI); slows scheduling",
+    )
     plugin_flag(serve)
     feature_gates_flag(serve)
     serve.set_defaults(func=cmd_serve)
@@ -128,6 +135,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         registry=registry,
         schedulers=not args.no_schedulers,
         feature_gates=served_gates,
+        scheduling_results=args.scheduling_results,
+        config_text=_text(args.config),
+        batch_conf_text=_text(args.batch_conf),
+        replayer=replay_timeline,
     )
     try:
         serve(options)
@@ -135,3 +146,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _text(path: str | None) -> str | None:
+    """A configuration file's text (already read and validated), shown by the web UI."""
+    return Path(path).read_text(encoding="utf-8") if path else None

@@ -27,6 +27,8 @@ PASSED = "passed"
 class ExplainRecorder:
     def __init__(self) -> None:
         self.by_pod: dict[str, dict[str, Any]] = {}
+        #: Pods (uid → namespace, name) whose record changed since :meth:`take_changed`.
+        self.changed: dict[str, tuple[str, str]] = {}
 
     def _entry(self, pod: Pod) -> dict[str, Any]:
         previous = self.by_pod.get(pod.uid)
@@ -43,12 +45,14 @@ class ExplainRecorder:
             "preemption": previous.get("preemption") if previous else None,
         }
         self.by_pod[pod.uid] = entry
+        self.changed[pod.uid] = (pod.namespace, pod.name)
         return entry
 
     def record_post_filter(self, pod: Pod, status: Status, outcome: dict[str, Any] | None) -> None:
         """What PostFilter (preemption) did for a pod that fit nowhere: ``postFilter`` holds the
         message, and ``preemption`` the nominated node and victims when preemption succeeded."""
         entry = self.by_pod.get(pod.uid) or self._entry(pod)
+        self.changed[pod.uid] = (pod.namespace, pod.name)
         entry["postFilter"] = {"plugin": status.plugin, "message": status.message}
         if outcome is not None:
             entry["preemption"] = outcome
@@ -95,6 +99,7 @@ class ExplainRecorder:
         details: ScoreDetails | None,
     ) -> None:
         entry = self.by_pod.get(pod.uid) or self._entry(pod)
+        self.changed[pod.uid] = (pod.namespace, pod.name)
         names = [table.names[s] for s in feasible.tolist()]
         if totals is None or details is None:
             return
@@ -110,3 +115,13 @@ class ExplainRecorder:
 
     def get(self, uid: str) -> dict[str, Any] | None:
         return self.by_pod.get(uid)
+
+    def take_changed(self) -> dict[str, tuple[str, str]]:
+        """The pods whose record changed since the last call (uid → namespace, name)."""
+        changed, self.changed = self.changed, {}
+        return changed
+
+    def forget(self, uid: str) -> None:
+        """Drop a pod's record (it is bound or gone: no later attempt will add to it)."""
+        self.by_pod.pop(uid, None)
+        self.changed.pop(uid, None)

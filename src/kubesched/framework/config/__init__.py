@@ -12,7 +12,13 @@ with a did-you-mean hint for misspelt fields and plugin names.
 """
 
 from kubesched.framework.config.defaults import FEATURE_GATE_DEFAULTS
-from kubesched.framework.config.load import config_from_dict, default_config, load_config, parse_feature_gates
+from kubesched.framework.config.load import (
+    config_from_dict,
+    config_from_text,
+    default_config,
+    load_config,
+    parse_feature_gates,
+)
 from kubesched.framework.config.types import (
     API_VERSION,
     KIND,
@@ -35,6 +41,7 @@ __all__ = [
     "ProfileConfig",
     "SchedulerConfig",
     "config_from_dict",
+    "config_from_text",
     "default_config",
     "load_config",
     "parse_feature_gates",

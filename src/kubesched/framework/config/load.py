@@ -35,6 +35,11 @@ def load_config(path: str | Path, registry: Registry) -> SchedulerConfig:
         raise ConfigError("file not found", file=source) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read file: {exc}", file=source) from None
+    return config_from_text(text, registry, source)
+
+
+def config_from_text(text: str, registry: Registry, source: str = "<config>") -> SchedulerConfig:
+    """Decode, default and validate a ``KubeSchedulerConfiguration`` given as YAML or JSON text."""
     try:
         too_deep = yaml_nesting_problem(text)
         if too_deep is not None:

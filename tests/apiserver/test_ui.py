@@ -1,0 +1,211 @@
+"""The web UI's server side: its files, the one-time login, YAML decoding for the editor, the running
+configuration (view and hot replace) and the scheduling results written on pods."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from tests.apiserver.conftest import pod
+
+from kubesched.apiserver.ui import LoginCodes, decode_documents
+from kubesched.scheduler.result_annotations import (
+    FILTER_RESULT,
+    FINALSCORE_RESULT,
+    NORMALIZEDSCORE_RESULT,
+    SCORE_RESULT,
+    SELECTED_NODE,
+)
+
+
+def wait_for(check: Any, timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_assets_are_served_without_the_token_with_a_same_origin_policy(cluster: Any) -> None:
+    status, body, headers = cluster.request("GET", "/ui/", token=None)
+    assert status == 200
+    assert "<title>kubesched</title>" in body
+    assert "connect-src 'self'" in headers["Content-Security-Policy"]
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    status, body, headers = cluster.request("GET", "/ui/app.js", token=None)
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    status, _, headers = cluster.request("GET", "/ui", token=None)
+    assert status == 302 and headers["Location"] == "/ui/"
+    # Only the app's own files: no path leads out of them.
+    for path in ("/ui/../token", "/ui/ui.py", "/ui/%2e%2e/app.py"):
+        assert cluster.request("GET", path, token=None)[0] == 404
+
+
+def test_every_api_path_the_ui_uses_needs_the_token(cluster: Any) -> None:
+    for path in ("/api/v1/pods", "/kubesched/v1/config/scheduler", "/api/v1/nodes?watch=1"):
+        assert cluster.request("GET", path, token=None)[0] == 401
+    assert cluster.request("POST", "/kubesched/v1/decode", "a: 1", token=None)[0] == 401
+    assert cluster.request("PUT", "/kubesched/v1/config/batch", "actions: enqueue", token=None)[0] == 401
+
+
+def test_a_one_time_code_is_traded_for_the_token_once(cluster: Any) -> None:
+    code = cluster.served.api.login_codes.issue()
+    status, body, _ = cluster.request("POST", "/ui/login", {"code": code}, token=None)
+    assert status == 200 and body == {"token": cluster.token}
+    status, body, _ = cluster.request("POST", "/ui/login", {"code": code}, token=None)
+    assert status == 401 and body["reason"] == "Unauthorized"
+    assert cluster.request("POST", "/ui/login", {"code": "guess"}, token=None)[0] == 401
+    other = cluster.served.api.login_codes.issue()
+    headers = {"Origin": "https://evil.example"}
+    assert cluster.request("POST", "/ui/login", {"code": other}, token=None, headers=headers)[0] == 403
+
+
+def test_an_expired_code_is_refused() -> None:
+    codes = LoginCodes("t", lifetime=-1.0)
+    assert codes.redeem(codes.issue()) is None
+    codes = LoginCodes("t")
+    assert codes.redeem(codes.issue()) == "t"
+
+
+def test_decode_gives_each_document_and_its_line() -> None:
+    text = "a: 1\n---\n# nothing\n---\nkind: Pod\nmetadata:\n  name: x\n"
+    docs = decode_documents(text)
+    assert [d["line"] for d in docs] == [1, 5]
+    assert docs[1]["object"] == {"kind": "Pod", "metadata": {"name": "x"}}
+
+
+def test_decode_locates_a_syntax_error(cluster: Any) -> None:
+    status, body, _ = cluster.request(
+        "POST", "/kubesched/v1/decode", "a: 1\nb: [\n", content_type="application/yaml"
+    )
+    assert status == 422
+    assert body["reason"] == "Invalid"
+    assert "line 3" in body["message"]
+
+
+def test_config_is_shown_and_an_invalid_one_is_refused_with_its_field(cluster: Any) -> None:
+    status, text, _ = cluster.request("GET", "/kubesched/v1/config/scheduler")
+    assert status == 200 and "kind: KubeSchedulerConfiguration" in text
+    status, text, _ = cluster.request("GET", "/kubesched/v1/config/batch")
+    assert status == 200 and "actions:" in text
+    running = cluster.served.schedulers
+    bad = (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "percentageOfNodesToScore: 200\n"
+    )
+    status, body, _ = cluster.request(
+        "PUT", "/kubesched/v1/config/scheduler", bad, content_type="application/yaml"
+    )
+    assert status == 422, body
+    assert body["details"]["causes"][0]["field"] == "percentageOfNodesToScore"
+    assert "the running configuration is kept" in body["message"]
+    assert cluster.served.schedulers is running
+    status, body, _ = cluster.request(
+        "PUT", "/kubesched/v1/config/batch", "actions: [", content_type="application/yaml"
+    )
+    assert status == 422 and "not valid YAML" in body["message"]
+
+
+def test_a_replaced_config_takes_over_the_running_schedulers(cluster: Any) -> None:
+    running = cluster.served.schedulers
+    conf = (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: other-scheduler\n"
+    )
+    status, _, _ = cluster.request(
+        "PUT", "/kubesched/v1/config/scheduler", conf, content_type="application/yaml"
+    )
+    assert status == 200
+    assert cluster.served.schedulers is not running and not running.running
+    assert cluster.request("GET", "/kubesched/v1/config/scheduler")[1] == conf
+    # The new profile schedules; the old one's name no longer does.
+    assert (
+        cluster.request(
+            "POST", "/api/v1/namespaces/default/pods", pod("p1", schedulerName="other-scheduler")
+        )[0]
+        == 201
+    )
+    wait_for(lambda: cluster.request("GET", "/api/v1/namespaces/default/pods/p1")[1]["spec"].get("nodeName"))
+    assert cluster.request("GET", "/readyz")[0] == 200
+
+
+def test_each_attempt_is_written_as_the_simulators_annotations(make_cluster: Any) -> None:
+    cluster = make_cluster(nodes=2, scheduling_results=True)
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("fits"))[0] == 201
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("too-big", cpu="500"))[0] == 201
+
+    def annotated(name: str) -> dict[str, str] | None:
+        obj = cluster.request("GET", f"/api/v1/namespaces/default/pods/{name}")[1]
+        annotations = obj["metadata"].get("annotations") or {}
+        return annotations if FILTER_RESULT in annotations else None
+
+    fits = wait_for(lambda: annotated("fits"))
+    node = wait_for(
+        lambda: cluster.request("GET", "/api/v1/namespaces/default/pods/fits")[1]["spec"].get("nodeName")
+    )
+    fits = wait_for(lambda: (a := annotated("fits")) and a.get(SELECTED_NODE) and a)
+    assert fits[SELECTED_NODE] == node
+    filters = json.loads(fits[FILTER_RESULT])
+    assert set(filters) == {"node-0", "node-1"}
+    assert filters[node]["NodeResourcesFit"] == "passed"
+    raw = json.loads(fits[SCORE_RESULT])
+    final = json.loads(fits[FINALSCORE_RESULT])
+    normalized = json.loads(fits[NORMALIZEDSCORE_RESULT])
+    assert all(isinstance(v, str) for v in raw[node].values())
+    # The default profile weighs TaintToleration 3: its final score is three times the normalized one.
+    assert int(final[node]["TaintToleration"]) == 3 * int(normalized[node]["TaintToleration"])
+
+    too_big = wait_for(lambda: annotated("too-big"))
+    filters = json.loads(too_big[FILTER_RESULT])
+    assert filters["node-0"]["NodeResourcesFit"] == "Insufficient cpu"
+    assert too_big[SELECTED_NODE] == ""
+    # Writing the results is no new event for the pod: it is not tried again (and rewritten) for it.
+    path = "/api/v1/namespaces/default/pods/too-big"
+    version = cluster.request("GET", path)[1]["metadata"]["resourceVersion"]
+    time.sleep(1.0)
+    assert cluster.request("GET", path)[1]["metadata"]["resourceVersion"] == version
+    outcome = next(o for o in cluster.served.schedulers.scheduler.outcomes.values() if o.name == "too-big")
+    assert outcome.attempts == 1
+
+
+def test_no_results_are_written_unless_asked(cluster: Any) -> None:
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("plain"))[0] == 201
+    path = "/api/v1/namespaces/default/pods/plain"
+    wait_for(lambda: cluster.request("GET", path)[1]["spec"].get("nodeName"))
+    assert FILTER_RESULT not in (cluster.request("GET", path)[1]["metadata"].get("annotations") or {})
+
+
+def test_replay_answers_a_timeline_and_locates_bad_input(make_cluster: Any) -> None:
+    from kubesched.sim.replay import replay_timeline
+
+    cluster = make_cluster(nodes=1, replayer=replay_timeline)
+    manifests = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '2', pods: '5'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {kubesched.io/arrival: 1m}}\n"
+        "spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]}\n"
+    )
+    status, body, _ = cluster.request(
+        "POST", "/kubesched/v1/replay", manifests, content_type="application/yaml"
+    )
+    assert status == 200, body
+    assert body["nodes"] == [{"name": "n", "labels": {}, "allocatable": {"cpu": 2.0, "memory": 0, "pods": 5}}]
+    (p,) = body["pods"]
+    assert (p["key"], p["arrival"], p["bound"], p["node"], p["requests"]) == (
+        "default/p",
+        60.0,
+        60.0,
+        "n",
+        {"cpu": 0.5},
+    )
+    assert body["series"]["time"] and "alloc.cpu" in body["series"]
+    bad = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\n"
+        "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n"
+    )
+    status, body, _ = cluster.request("POST", "/kubesched/v1/replay", bad, content_type="application/yaml")
+    assert status == 422
+    assert body["message"].startswith("replay: document 1: Pod q: field spec.containers[0]")
+    assert body["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests.cpu"
