@@ -12,6 +12,7 @@ from kubesched.apiserver.handlers.binding import bind
 from kubesched.apiserver.handlers.body import body, raw_body
 from kubesched.apiserver.handlers.create import create
 from kubesched.apiserver.handlers.delete import delete, delete_collection, delete_options
+from kubesched.apiserver.handlers.dryrun import dry_run
 from kubesched.apiserver.handlers.eviction import evict
 from kubesched.apiserver.handlers.get import get_one, list_objects
 from kubesched.apiserver.handlers.patch import patch
@@ -82,6 +83,7 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
     sub = rest[2] if len(rest) == 3 else None
     if sub is not None and sub not in res.subresources:
         raise _not_found()
+    dry = method in ("POST", "PUT", "PATCH", "DELETE") and dry_run(method, request.query.getall("dryRun", []))
     if isinstance(strategy, ReviewStrategy):
         # Only created: no objects to name, list or watch.
         if name is not None:
@@ -92,7 +94,7 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
         return review(request, strategy, obj)
     if name is None:
         return await _collection(server, request, strategy, namespace)
-    return await _item(server, request, strategy, namespace, name, sub)
+    return await _item(server, request, strategy, namespace, name, sub, dry)
 
 
 async def _collection(
@@ -121,6 +123,7 @@ async def _item(
     namespace: str | None,
     name: str,
     sub: str | None,
+    dry: bool,
 ) -> web.StreamResponse:
     method = request.method
     query = request.query
@@ -132,12 +135,12 @@ async def _item(
         obj = await body(request)
         ns = namespace or "default"
         if sub == "binding":
-            return await server.write(lambda: bind(server.store, ns, name, obj))
-        return await server.write(lambda: evict(server, ns, name, obj))
+            return await server.write(lambda: bind(server.store, ns, name, obj, dry))
+        return await server.write(lambda: evict(server, ns, name, obj, dry))
     if sub in STREAMS:
         return await pod_stream(server, request, strategy, namespace or "default", name, sub)
     if sub == "scale":
-        return await scale(server, request, strategy, namespace, name)
+        return await scale(server, request, strategy, namespace, name, dry)
     if method == "GET":
         return await server.read(lambda: get_one(server.store, request, strategy, namespace, name))
     if method == "PUT":

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kubesched.apiserver.handlers.body import decode, raw_body
+from kubesched.apiserver.handlers.dryrun import dry_run
 from kubesched.apiserver.handlers.get import select
 from kubesched.apiserver.handlers.responses import get_or_404, json_response, view
 from kubesched.controllers.garbagecollector import delete_cascading
@@ -39,6 +40,12 @@ async def delete_options(request: web.Request) -> dict[str, Any]:
                     raise bad_request(f"gracePeriodSeconds: Invalid value: {value!r}") from None
             else:
                 options[key] = value
+    if "dryRun" in query and "dryRun" not in options:
+        options["dryRun"] = query.getall("dryRun")
+    given = options.get("dryRun") or []
+    if not isinstance(given, list) or not all(isinstance(v, str) for v in given):
+        raise bad_request("DeleteOptions.dryRun must be a list of strings")
+    dry_run("DELETE", given)
     return options
 
 
@@ -105,8 +112,12 @@ def delete_collection(
 ) -> web.Response:
     res = strategy.resource
     deleted = []
+    dry = dry_run("DELETE", request.query.getall("dryRun", []))
     for obj in select(server.store, request, strategy, namespace):
         meta = obj["metadata"]
+        if dry:
+            deleted.append(view(res, obj))
+            continue
         gone_obj = delete_cascading(server.store, res.kind, meta.get("namespace"), meta["name"], "Background")
         if gone_obj is not None:
             deleted.append(view(res, gone_obj))
