@@ -103,3 +103,27 @@ def to_v2(node: Any) -> Any:
     elif "type" not in out and ("oneOf" in node or "anyOf" in node):
         out["type"] = "string"  # IntOrString and Quantity are strings in v2
     return out
+
+
+def resolve(node: Any) -> dict[str, Any]:
+    """A v3 schema with its reference (plain or wrapped in a one-element ``allOf``) followed."""
+    if not isinstance(node, dict):
+        return {}
+    ref = node.get("$ref")
+    if ref is None and len(node.get("allOf") or ()) == 1:
+        ref = node["allOf"][0].get("$ref")
+    if isinstance(ref, str) and ref.startswith(V3_REF):
+        target: dict[str, Any] = vendored().schemas.get(ref[len(V3_REF) :], {})
+        return target
+    return node
+
+
+def builtin_schema(group: str, version: str, kind: str) -> dict[str, Any] | None:
+    """The schema of a kind compiled into kube-apiserver (its name is ``io.k8s.…``); None for a kind
+    served from a CustomResourceDefinition upstream (Volcano's), which takes no strategic merge
+    patch there."""
+    name = vendored().by_gvk.get((group, version, kind))
+    if name is None or not name.startswith("io.k8s."):
+        return None
+    schema: dict[str, Any] = vendored().schemas[name]
+    return schema
