@@ -86,8 +86,20 @@ def test_dry_run_deletes_keep_the_objects(cluster) -> None:
     assert status == 200
     status, listed, _ = cluster.request("DELETE", PODS + "?dryRun=All")
     assert status == 200 and sorted(i["metadata"]["name"] for i in listed["items"]) == ["a", "b"]
+    status, listed, _ = cluster.request("DELETE", PODS, {"kind": "DeleteOptions", "dryRun": ["All"]})
+    assert status == 200 and sorted(i["metadata"]["name"] for i in listed["items"]) == ["a", "b"]
     _, pods, _ = cluster.request("GET", PODS)
     assert sorted(i["metadata"]["name"] for i in pods["items"]) == ["a", "b"]
+
+
+def test_with_a_body_the_querys_dry_run_is_not_read(cluster) -> None:
+    # As upstream: the query is decoded into DeleteOptions only when no body is sent.
+    assert cluster.request("POST", PODS, pod("c"))[0] == 201
+    status, _, _ = cluster.request(
+        "DELETE", PODS + "/c?dryRun=Some", {"kind": "DeleteOptions", "dryRun": ["All"]}
+    )
+    assert status == 200
+    assert cluster.request("GET", PODS + "/c")[0] == 200
 
 
 def test_a_dry_run_eviction_keeps_the_pod(cluster) -> None:
@@ -113,7 +125,9 @@ def test_a_dry_run_eviction_keeps_the_pod(cluster) -> None:
     ],
 )
 def test_a_dry_run_value_other_than_all_is_invalid(cluster, method, path, options) -> None:
-    status, body, _ = cluster.request(method, path + "?dryRun=Some", pod("x"))
+    ctype = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    sent = None if method == "DELETE" else pod("x")
+    status, body, _ = cluster.request(method, path + "?dryRun=Some", sent, content_type=ctype)
     assert status == 422
     assert body["message"] == (
         f'{options}.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{{"Some"}}: '

@@ -15,7 +15,7 @@ from kubesched.apiserver.handlers.delete import delete, delete_collection, delet
 from kubesched.apiserver.handlers.dryrun import dry_run
 from kubesched.apiserver.handlers.eviction import evict
 from kubesched.apiserver.handlers.get import get_one, list_objects
-from kubesched.apiserver.handlers.patch import patch
+from kubesched.apiserver.handlers.patch import PATCH_TYPES, patch
 from kubesched.apiserver.handlers.pod_streams import STREAMS, pod_stream
 from kubesched.apiserver.handlers.responses import field_manager, json_response
 from kubesched.apiserver.handlers.review import review
@@ -83,7 +83,12 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
     sub = rest[2] if len(rest) == 3 else None
     if sub is not None and sub not in res.subresources:
         raise _not_found()
-    dry = method in ("POST", "PUT", "PATCH", "DELETE") and dry_run(method, request.query.getall("dryRun", []))
+    # The options are checked once the request's media type is known to be one the verb takes (a
+    # PATCH of an unknown type is a 415 first, as upstream).
+    ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+    # DELETE's come with its DeleteOptions, which may be in the body.
+    writes = method in ("POST", "PUT") or (method == "PATCH" and ctype in PATCH_TYPES)
+    dry = writes and dry_run(method, request.query.getall("dryRun", []))
     if isinstance(strategy, ReviewStrategy):
         # Only created: no objects to name, list or watch.
         if name is not None:
@@ -112,7 +117,8 @@ async def _collection(
             return await server.write(lambda: create(server, strategy, namespace, obj, query))
         raise method_not_allowed()
     if method == "DELETE":
-        return await server.write(lambda: delete_collection(server, request, strategy, namespace))
+        dry = (await delete_options(request)).get("dryRun") == ["All"]
+        return await server.write(lambda: delete_collection(server, request, strategy, namespace, dry))
     raise method_not_allowed()
 
 

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 async def delete_options(request: web.Request) -> dict[str, Any]:
     """The request's DeleteOptions: its body, completed by the query's gracePeriodSeconds and
-    propagationPolicy."""
+    propagationPolicy; its dryRun is checked (from the query only when there is no body, as
+    upstream decodes the query into DeleteOptions only then)."""
     raw = await raw_body(request)
     options = decode(raw, request.headers.get("Content-Type", "")) if raw.strip() else {}
     if not isinstance(options, dict):
@@ -40,7 +41,7 @@ async def delete_options(request: web.Request) -> dict[str, Any]:
                     raise bad_request(f"gracePeriodSeconds: Invalid value: {value!r}") from None
             else:
                 options[key] = value
-    if "dryRun" in query and "dryRun" not in options:
+    if not raw.strip() and "dryRun" in query:
         options["dryRun"] = query.getall("dryRun")
     given = options.get("dryRun") or []
     if not isinstance(given, list) or not all(isinstance(v, str) for v in given):
@@ -108,11 +109,10 @@ def _terminate(store: ClusterStore, pod: Obj, options: Mapping[str, Any]) -> Obj
 
 
 def delete_collection(
-    server: ApiServer, request: web.Request, strategy: Strategy, namespace: str | None
+    server: ApiServer, request: web.Request, strategy: Strategy, namespace: str | None, dry: bool
 ) -> web.Response:
     res = strategy.resource
     deleted = []
-    dry = dry_run("DELETE", request.query.getall("dryRun", []))
     for obj in select(server.store, request, strategy, namespace):
         meta = obj["metadata"]
         if dry:

@@ -38,7 +38,7 @@ APPLY = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-_PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
+PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
 
 
 def patch(
@@ -56,7 +56,7 @@ def patch(
     applying = ctype == APPLY
     _check_options(applying, query)
     force = query.get("force") in ("true", "1", "True")
-    if ctype not in _PATCH_TYPES:
+    if ctype not in PATCH_TYPES:
         raise unsupported_media_type(ctype)
     schema = builtin_schema(res.group, res.version, res.kind)
     if ctype == STRATEGIC_MERGE_PATCH and schema is None:
