@@ -107,7 +107,11 @@ def test_failed_pods_beyond_the_backoff_limit_fail_the_job(make_cluster):
     cluster = make_cluster(nodes=1)
     assert cluster.request("POST", JOBS, _job("flaky", duration=None, backoffLimit=1))[0] == 201
     for failures in (1, 2):
-        running = until(lambda: [p for p in _pods(cluster, "flaky") if p["status"]["phase"] == "Running"])
+        # The second pod comes after the Job's backoff: 10 s from when the first ended (here its
+        # creation, since only its phase says it failed).
+        running = until(
+            lambda: [p for p in _pods(cluster, "flaky") if p["status"]["phase"] == "Running"], timeout=30
+        )
         assert len(running) == 1
         _fail(cluster, running[0])
         assert until(lambda f=failures: _status(cluster, "flaky").get("failed") == f)
@@ -226,3 +230,33 @@ def test_without_the_gate_a_gang_job_is_scheduled_pod_by_pod(make_cluster):
     )
     assert until(lambda: len(_pods(cluster, "train")) == 2)
     assert cluster.store.list("Workload") == []
+
+
+def test_active_deadline_seconds_fails_a_running_job(make_cluster):
+    cluster = make_cluster(nodes=1)
+    assert cluster.request("POST", JOBS, _job("slow", duration=None, activeDeadlineSeconds=1))[0] == 201
+    assert until(lambda: ("Failed", "DeadlineExceeded") in _conditions(cluster, "slow"), timeout=30)
+    assert _conditions(cluster, "slow") == [
+        ("FailureTarget", "DeadlineExceeded"),
+        ("Failed", "DeadlineExceeded"),
+    ]
+    assert until(lambda: all(p["status"]["phase"] != "Running" for p in _pods(cluster, "slow")))
+
+
+def test_a_pod_failure_policy_fails_the_job_on_an_exit_code(make_cluster):
+    cluster = make_cluster(nodes=1)
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}
+    assert cluster.request("POST", JOBS, _job("strict", duration=None, podFailurePolicy=policy))[0] == 201
+    running = until(lambda: [p for p in _pods(cluster, "strict") if p["status"]["phase"] == "Running"])
+    name = running[0]["metadata"]["name"]
+    terminated = {"exitCode": 42, "reason": "Error", "finishedAt": "2026-01-01T00:00:00Z"}
+    status = {"phase": "Failed", "containerStatuses": [{"name": "c", "state": {"terminated": terminated}}]}
+    code, _, _ = cluster.request(
+        "PATCH", f"{PODS}/{name}/status", {"status": status}, content_type="application/merge-patch+json"
+    )
+    assert code == 200
+    assert until(lambda: ("Failed", "PodFailurePolicy") in _conditions(cluster, "strict"))
+    failed = next(c for c in _status(cluster, "strict")["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == (
+        f"Container c for pod default/{name} failed with exit code 42 matching FailJob rule at index 0"
+    )

@@ -3,6 +3,9 @@ OpenAPI documents."""
 
 from __future__ import annotations
 
+import time
+from email.utils import formatdate
+
 from aiohttp import web
 
 from kubesched import __version__
@@ -55,14 +58,34 @@ def openapi_document(request: web.Request, parts: list[str]) -> web.Response:
     if parts[:2] == ["openapi", "v3"]:
         if len(parts) == 2:
             return json_response(openapi.v3_root())
-        doc = openapi.v3_group_version("/".join(parts[2:]))
+        path = "/".join(parts[2:])
+        doc = openapi.v3_group_version(path)
         if doc is not None:
-            return json_response(doc)
+            wanted = request.query.get("hash")
+            if wanted is not None and wanted != doc.etag:
+                # A client holding an older hash is sent to the current document, as upstream.
+                return web.Response(status=301, headers={"Location": f"/openapi/v3/{path}?hash={doc.etag}"})
+            return _document(request, doc, "application/json", immutable=wanted is not None)
     if parts == ["openapi", "v2"]:
         if "protobuf" in request.headers.get("Accept", ""):
-            return web.Response(
-                body=openapi.v2_protobuf(),
-                headers={"Content-Type": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"},
+            return _document(
+                request,
+                openapi.v2_protobuf(),
+                "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
             )
-        return json_response(openapi.v2())
+        return _document(request, openapi.v2(), "application/json")
     raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+def _document(
+    request: web.Request, doc: openapi.Served, content_type: str, immutable: bool = False
+) -> web.Response:
+    etag = f'"{doc.etag}"'
+    headers = {"ETag": etag, "Vary": "Accept"}
+    if immutable:
+        # The hash in the URL names the content: a client may keep it as long as it likes.
+        headers["Cache-Control"] = "public, immutable"
+        headers["Expires"] = formatdate(time.time() + 365 * 86400, usegmt=True)
+    if request.headers.get("If-None-Match") == etag:
+        return web.Response(status=304, headers=headers)
+    return web.Response(body=doc.body, headers={**headers, "Content-Type": content_type})

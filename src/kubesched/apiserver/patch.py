@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubesched.apiserver.openapi.schemas import resolve
 from kubesched.registry.errors import ApiError, bad_request
 
 #: Strategic merge: list fields merged by a key (upstream's patchMergeKey), by field name. Fields not
@@ -151,9 +152,11 @@ def _remove(doc: Any, parts: list[str]) -> Any:
     return doc
 
 
-def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
-    """Kubernetes' strategic merge patch for the fields listed in :data:`MERGE_KEYS`, with the
-    ``$patch``, ``$retainKeys``, ``$setElementOrder/`` and ``$deleteFromPrimitiveList/`` directives."""
+def strategic_merge_patch(target: Any, patch: Any, schema: dict[str, Any] | None = None) -> Any:
+    """Kubernetes' strategic merge patch, with the ``$patch``, ``$retainKeys``, ``$setElementOrder/``
+    and ``$deleteFromPrimitiveList/`` directives. ``schema`` is the kind's OpenAPI schema: a list
+    merges by its ``x-kubernetes-patch-strategy`` and ``-merge-key`` there, as upstream reads them
+    from the Go types; without one, the fields of :data:`MERGE_KEYS` and :data:`SET_LISTS` merge."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     directive = patch.get("$patch")
@@ -175,14 +178,22 @@ def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
             out.pop(key, None)
             continue
         current = out.get(key)
-        if isinstance(value, list) and key in MERGE_KEYS and isinstance(current, list):
-            out[key] = _merge_list(current, value, MERGE_KEYS[key])
-        elif isinstance(value, list) and key in SET_LISTS and isinstance(current, list):
-            out[key] = current + [v for v in value if v not in current]
-        elif isinstance(value, list):
-            out[key] = [_strip(v) for v in value if not (isinstance(v, dict) and v.get("$patch") == "delete")]
+        field = _field_schema(schema, key)
+        if isinstance(value, list):
+            strategy, merge_key = _list_strategy(schema, field, key)
+            items = None if field is None else resolve(field.get("items"))
+            if not isinstance(current, list) or strategy == "replace":
+                out[key] = [
+                    _strip(v, items)
+                    for v in value
+                    if not (isinstance(v, dict) and v.get("$patch") == "delete")
+                ]
+            elif merge_key:
+                out[key] = _merge_list(current, value, merge_key, items)
+            else:
+                out[key] = current + [v for v in value if v not in current]
         else:
-            merged = strategic_merge_patch(current, value, key)
+            merged = strategic_merge_patch(current, value, field)
             if merged is None:
                 out.pop(key, None)
             else:
@@ -192,20 +203,46 @@ def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
     return out
 
 
-def _strip(value: Any) -> Any:
+def _field_schema(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """The schema of ``key`` in an object (a property, or a map's values)."""
+    if schema is None:
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and key in props:
+        return resolve(props[key])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        return resolve(extra)
+    return None
+
+
+def _list_strategy(schema: dict[str, Any] | None, field: dict[str, Any] | None, key: str) -> tuple[str, str]:
+    """("merge" or "replace", the merge key or "" for a set of scalars)."""
+    if schema is None:
+        if key in MERGE_KEYS:
+            return "merge", MERGE_KEYS[key]
+        return ("merge", "") if key in SET_LISTS else ("replace", "")
+    field = field or {}
+    strategies = str(field.get("x-kubernetes-patch-strategy", "")).split(",")
+    if "merge" not in strategies:
+        return "replace", ""
+    return "merge", str(field.get("x-kubernetes-patch-merge-key", ""))
+
+
+def _strip(value: Any, schema: dict[str, Any] | None = None) -> Any:
     """A patch value without directives, for a field that had nothing to merge into."""
     if isinstance(value, dict):
-        return strategic_merge_patch({}, value)
+        return strategic_merge_patch({}, value, schema)
     return copy.deepcopy(value)
 
 
-def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
+def _merge_list(current: list[Any], patch: list[Any], key: str, schema: dict[str, Any] | None) -> list[Any]:
     out = [copy.deepcopy(v) for v in current]
     for item in patch:
         if not isinstance(item, dict) or key not in item:
             if isinstance(item, dict) and item.get("$patch") == "replace":
                 return []
-            out.append(_strip(item))
+            out.append(_strip(item, schema))
             continue
         pos = next((i for i, v in enumerate(out) if isinstance(v, dict) and v.get(key) == item[key]), None)
         if item.get("$patch") == "delete":
@@ -213,7 +250,7 @@ def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
                 del out[pos]
             continue
         if pos is None:
-            out.append(_strip(item))
+            out.append(_strip(item, schema))
         else:
-            out[pos] = strategic_merge_patch(out[pos], item)
+            out[pos] = strategic_merge_patch(out[pos], item, schema)
     return out

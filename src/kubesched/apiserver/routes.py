@@ -12,9 +12,10 @@ from kubesched.apiserver.handlers.binding import bind
 from kubesched.apiserver.handlers.body import body, raw_body
 from kubesched.apiserver.handlers.create import create
 from kubesched.apiserver.handlers.delete import delete, delete_collection, delete_options
+from kubesched.apiserver.handlers.dryrun import dry_run
 from kubesched.apiserver.handlers.eviction import evict
 from kubesched.apiserver.handlers.get import get_one, list_objects
-from kubesched.apiserver.handlers.patch import patch
+from kubesched.apiserver.handlers.patch import PATCH_TYPES, patch
 from kubesched.apiserver.handlers.pod_streams import STREAMS, pod_stream
 from kubesched.apiserver.handlers.responses import field_manager, json_response
 from kubesched.apiserver.handlers.review import review
@@ -94,6 +95,12 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
     sub = rest[2] if len(rest) == 3 else None
     if sub is not None and sub not in res.subresources:
         raise _not_found()
+    # The options are checked once the request's media type is known to be one the verb takes (a
+    # PATCH of an unknown type is a 415 first, as upstream).
+    ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+    # DELETE's come with its DeleteOptions, which may be in the body.
+    writes = method in ("POST", "PUT") or (method == "PATCH" and ctype in PATCH_TYPES)
+    dry = writes and dry_run(method, request.query.getall("dryRun", []))
     if isinstance(strategy, ReviewStrategy):
         # Only created: no objects to name, list or watch.
         if name is not None:
@@ -104,7 +111,7 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
         return review(request, strategy, obj)
     if name is None:
         return await _collection(server, request, strategy, namespace)
-    return await _item(server, request, strategy, namespace, name, sub)
+    return await _item(server, request, strategy, namespace, name, sub, dry)
 
 
 async def _collection(
@@ -122,7 +129,8 @@ async def _collection(
             return await server.write(lambda: create(server, strategy, namespace, obj, query))
         raise method_not_allowed()
     if method == "DELETE":
-        return await server.write(lambda: delete_collection(server, request, strategy, namespace))
+        dry = (await delete_options(request)).get("dryRun") == ["All"]
+        return await server.write(lambda: delete_collection(server, request, strategy, namespace, dry))
     raise method_not_allowed()
 
 
@@ -133,6 +141,7 @@ async def _item(
     namespace: str | None,
     name: str,
     sub: str | None,
+    dry: bool,
 ) -> web.StreamResponse:
     method = request.method
     query = request.query
@@ -144,12 +153,12 @@ async def _item(
         obj = await body(request)
         ns = namespace or "default"
         if sub == "binding":
-            return await server.write(lambda: bind(server.store, ns, name, obj))
-        return await server.write(lambda: evict(server, ns, name, obj))
+            return await server.write(lambda: bind(server.store, ns, name, obj, dry))
+        return await server.write(lambda: evict(server, ns, name, obj, dry))
     if sub in STREAMS:
         return await pod_stream(server, request, strategy, namespace or "default", name, sub)
     if sub == "scale":
-        return await scale(server, request, strategy, namespace, name)
+        return await scale(server, request, strategy, namespace, name, dry)
     if method == "GET":
         return await server.read(lambda: get_one(server.store, request, strategy, namespace, name))
     if method == "PUT":

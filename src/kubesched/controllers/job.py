@@ -14,26 +14,38 @@ More failed pods than ``backoffLimit`` fail the Job (``FailureTarget`` then ``Fa
 finished Job makes no pod again. ``Indexed`` Jobs give each pod its completion index (annotation,
 label, hostname and ``JOB_COMPLETION_INDEX``) and keep ``completedIndexes``. ``suspend`` removes the
 running pods until the Job is resumed. Under WorkloadWithJob an Indexed gang Job gets a Workload and
-a PodGroup first (``job_workload.py``)."""
+a PodGroup first (``job_workload.py``).
+
+A failed pod is replaced only after the Job's backoff (``job_backoff.py``: 10 s, doubled for each
+failure since the last success, at most ten minutes). ``activeDeadlineSeconds`` after its
+``startTime`` a running Job fails (reason ``DeadlineExceeded``); ``podFailurePolicy``
+(``job_pod_failure_policy.py``) may fail it on a pod's failure (reason ``PodFailurePolicy``) or
+leave the failure uncounted. Times are read from ``clock`` (the wall clock in ``serve``)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.controllers.controller_utils import (
+    Key,
     OwnerController,
     controller_uid,
     create_pod,
     generate_name,
     is_terminal,
+    seconds,
     timestamp,
 )
+from kubesched.controllers.job_backoff import BackoffRecord, new_backoff_record
+from kubesched.controllers.job_pod_failure_policy import match_pod_failure_policy
 from kubesched.controllers.job_workload import ensure_workload_and_pod_group, manages_workload
 from kubesched.store.base import EventType, NotFound, Obj
-from kubesched.store.informers import Change
+from kubesched.store.informers import Change, InformerFactory
+from kubesched.store.sqlite import SqliteStore
 
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -43,6 +55,8 @@ _REPORTER = "job-controller"
 
 COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
+POD_FAILURE_POLICY = "PodFailurePolicy"
 
 
 def _int(value: Any, default: int | None) -> int | None:
@@ -121,10 +135,33 @@ def _deleting(pod: Obj) -> bool:
 class JobController(OwnerController):
     kind = "Job"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, store: SqliteStore, informers: InformerFactory, clock: Callable[[], float] = time.time
+    ) -> None:
         #: Per Job uid, its pods removed before they were counted (by pod uid, as they were last).
         self._gone: dict[str, dict[str, Obj]] = {}
-        super().__init__(*args, **kwargs)
+        #: Per Job uid, its failures since its last success (upstream's backoff store, in memory too).
+        self._backoff: dict[str, BackoffRecord] = {}
+        #: When each Job is due again: its backoff ends or its deadline comes.
+        self._next: dict[Key, float] = {}
+        self.clock = clock
+        super().__init__(store, informers)
+
+    @property
+    def next_due(self) -> float | None:
+        return min(self._next.values()) if self._next else None
+
+    def sync(self) -> None:
+        now = self.clock()
+        for key, when in list(self._next.items()):
+            if when <= now:
+                del self._next[key]
+                self._due[key] = None
+        super().sync()
+
+    def _wake(self, job: Obj, when: float) -> None:
+        key = (str(job["metadata"].get("namespace")), str(job["metadata"]["name"]))
+        self._next[key] = min(when, self._next.get(key, when))
 
     def _on_dependent(self, change: Change[Any]) -> None:
         obj = change.obj
@@ -141,6 +178,7 @@ class JobController(OwnerController):
         status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
         if _has_condition(status, "Complete") or _has_condition(status, "Failed"):
             self._gone.pop(uid, None)
+            self._backoff.pop(uid, None)
             return  # a finished Job never makes or counts a pod again
         if meta.get("deletionTimestamp"):
             return
@@ -152,7 +190,9 @@ class JobController(OwnerController):
         completions = _int(spec.get("completions"), None)
         parallelism = _int(spec.get("parallelism"), 1) or 0
         backoff_limit = _int(spec.get("backoffLimit"), 6) or 0
-        now = timestamp()
+        policy = spec.get("podFailurePolicy")
+        now_s = self.clock()
+        now = timestamp(now_s)
 
         # Count the pods that ended since the last pass, each once.
         gone = self._gone.get(uid, {})
@@ -161,6 +201,9 @@ class JobController(OwnerController):
         failed = _int(status.get("failed"), 0) or 0
         done_indexes = parse_indexes(status.get("completedIndexes"))
         finished = [p for p in pods if TRACKING_FINALIZER in (p["metadata"].get("finalizers") or [])]
+        new_succeeded: list[Obj] = []
+        new_failed: list[Obj] = []
+        fail_message: str | None = None
         for pod in [*finished, *gone.values()]:
             phase = (pod.get("status") or {}).get("phase")
             removed = pod in gone.values()
@@ -171,8 +214,16 @@ class JobController(OwnerController):
                         done_indexes.add(index)
                 else:
                     succeeded += 1
-            elif phase == "Failed" or _deleting(pod) or removed:
-                failed += 1
+                new_succeeded.append(pod)
+            # With a failure policy a deleted pod has failed once it is terminal (or gone), as
+            # upstream waits for the phase the policy's rules read.
+            elif phase == "Failed" or removed or (_deleting(pod) and policy is None):
+                message, counts, _ = match_pod_failure_policy(policy, pod)
+                if counts:
+                    failed += 1
+                if message is not None and fail_message is None:
+                    fail_message = message
+                new_failed.append(pod)
             else:
                 continue
             if not removed:
@@ -192,12 +243,26 @@ class JobController(OwnerController):
             ),
             None,
         )
-        if target is None and new_failures and failed > backoff_limit:
+        self._backoff[uid] = backoff = new_backoff_record(
+            self._backoff.get(uid, BackoffRecord()), new_succeeded, new_failed
+        )
+        suspended = bool(spec.get("suspend"))
+        deadline = _int(spec.get("activeDeadlineSeconds"), None)
+        started = seconds(status.get("startTime"))
+        if target is None and fail_message is not None:
+            target = _condition("FailureTarget", "True", POD_FAILURE_POLICY, fail_message, now)
+            conditions.append(target)
+        elif target is None and new_failures and failed > backoff_limit:
             target = _condition("FailureTarget", "True", *BACKOFF_LIMIT_EXCEEDED, now)
             conditions.append(target)
+        elif target is None and deadline is not None and started is not None and not suspended:
+            if now_s - started >= deadline:
+                target = _condition("FailureTarget", "True", *DEADLINE_EXCEEDED, now)
+                conditions.append(target)
+            else:
+                self._wake(job, started + deadline)
         to_delete: list[Obj] = []
         to_create: list[int | None] = []
-        suspended = bool(spec.get("suspend"))
         if target is not None and target["type"] == "FailureTarget":
             to_delete = active
         elif suspended:
@@ -244,6 +309,11 @@ class JobController(OwnerController):
             if complete and target is None:
                 target = _condition("SuccessCriteriaMet", "True", *COMPLETIONS_REACHED, now)
                 conditions.append(target)
+            wait = backoff.remaining(now_s) if to_create else 0.0
+            if wait > 0:
+                # Failed pods are replaced once the Job's backoff has passed (upstream's manageJob).
+                to_create = []
+                self._wake(job, now_s + wait)
 
         with self.store.transaction():
             for pod in counted:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +16,7 @@ from kubesched.registry.admission import admit
 from kubesched.registry.errors import ApiError, already_exists
 from kubesched.registry.strategy import Strategy
 from kubesched.store.base import AlreadyExists, ClusterStore, Obj
+from kubesched.store.memory import format_timestamp
 
 if TYPE_CHECKING:
     from kubesched.apiserver.app import ApiServer
@@ -43,11 +46,11 @@ def create_object(
     strategy.prepare_for_create(obj)
     strategy.defaults(obj)
     strategy.allocate(store, None, obj)
-    if query.get("dryRun") == "All":
-        return obj, warnings
     name = obj["metadata"]["name"]
     try:
         admit(store, obj)
+        if query.get("dryRun") == "All":
+            return _dry_created(store, strategy, obj), warnings
         created = store.create(obj)
     except AlreadyExists:
         raise already_exists(res.plural, res.group, name) from None
@@ -57,3 +60,14 @@ def create_object(
             raise already_exists(res.plural, res.group, name) from None
         raise ApiError(403, "Forbidden", f'{res.plural} "{name}" is forbidden: {exc.message}') from None
     return created, warnings
+
+
+def _dry_created(store: ClusterStore, strategy: Strategy, obj: dict[str, Any]) -> Obj:
+    """The object a create would store: a taken name is refused as the create would be, and the
+    server's own fields (uid, creationTimestamp) are filled, as upstream fills them; no
+    resourceVersion, since nothing was written."""
+    meta = obj["metadata"]
+    if store.get(strategy.store_kind, meta.get("namespace"), meta["name"]) is not None:
+        raise AlreadyExists(meta["name"])
+    obj["metadata"] = {**meta, "uid": str(uuid.uuid4()), "creationTimestamp": format_timestamp(time.time())}
+    return obj

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kubesched.apiserver.handlers.body import decode, raw_body
+from kubesched.apiserver.handlers.dryrun import dry_run
 from kubesched.apiserver.handlers.get import select
 from kubesched.apiserver.handlers.responses import get_or_404, json_response, view
 from kubesched.controllers.garbagecollector import delete_cascading
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
 async def delete_options(request: web.Request) -> dict[str, Any]:
     """The request's DeleteOptions: its body, completed by the query's gracePeriodSeconds and
-    propagationPolicy."""
+    propagationPolicy; its dryRun is checked (from the query only when there is no body, as
+    upstream decodes the query into DeleteOptions only then)."""
     raw = await raw_body(request)
     options = decode(raw, request.headers.get("Content-Type", "")) if raw.strip() else {}
     if not isinstance(options, dict):
@@ -39,6 +41,12 @@ async def delete_options(request: web.Request) -> dict[str, Any]:
                     raise bad_request(f"gracePeriodSeconds: Invalid value: {value!r}") from None
             else:
                 options[key] = value
+    if not raw.strip() and "dryRun" in query:
+        options["dryRun"] = query.getall("dryRun")
+    given = options.get("dryRun") or []
+    if not isinstance(given, list) or not all(isinstance(v, str) for v in given):
+        raise bad_request("DeleteOptions.dryRun must be a list of strings")
+    dry_run("DELETE", given)
     return options
 
 
@@ -101,12 +109,15 @@ def _terminate(store: ClusterStore, pod: Obj, options: Mapping[str, Any]) -> Obj
 
 
 def delete_collection(
-    server: ApiServer, request: web.Request, strategy: Strategy, namespace: str | None
+    server: ApiServer, request: web.Request, strategy: Strategy, namespace: str | None, dry: bool
 ) -> web.Response:
     res = strategy.resource
     deleted = []
     for obj in select(server.store, request, strategy, namespace):
         meta = obj["metadata"]
+        if dry:
+            deleted.append(view(res, obj))
+            continue
         gone_obj = delete_cascading(
             server.store, res.store_kind, meta.get("namespace"), meta["name"], "Background"
         )

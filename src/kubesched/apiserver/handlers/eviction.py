@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kubesched.api.pdb import PodDisruptionBudget
+from kubesched.apiserver.handlers.dryrun import dry_run
 from kubesched.apiserver.handlers.responses import get_or_404, json_response
 from kubesched.controllers.garbagecollector import delete_cascading
 from kubesched.errors import InputError
@@ -24,15 +25,22 @@ if TYPE_CHECKING:
 _VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 
 
-def evict(server: ApiServer, namespace: str, name: str, body: Any) -> web.Response:
+def evict(server: ApiServer, namespace: str, name: str, body: Any, dry: bool = False) -> web.Response:
+    """Evict a pod; ``dry`` (the query's dryRun or the Eviction's deleteOptions.dryRun) checks the
+    budget and answers as the eviction would, changing nothing."""
     store = server.store
     pod = get_or_404(store, POD.resource, namespace, name)
     if not isinstance(body, dict):
         raise bad_request("an Eviction must be an object")
+    options = body.get("deleteOptions") or {}
+    given = options.get("dryRun") or [] if isinstance(options, dict) else []
+    dry = dry_run("POST", given if isinstance(given, list) else [str(given)]) or dry
     if not _can_ignore_budgets(pod):
         budget = _covering_budget(store, pod)
         if budget is not None:
-            _take_disruption(store, budget, name)
+            _take_disruption(store, budget, name, dry)
+    if dry:
+        return json_response(success(), 201)
     store.update_pod_condition(
         namespace,
         name,
@@ -79,7 +87,9 @@ def _covering_budget(store: ClusterStore, pod: Obj) -> tuple[Obj, PodDisruptionB
     return found[0] if found else None
 
 
-def _take_disruption(store: ClusterStore, found: tuple[Obj, PodDisruptionBudget], pod_name: str) -> None:
+def _take_disruption(
+    store: ClusterStore, found: tuple[Obj, PodDisruptionBudget], pod_name: str, dry: bool
+) -> None:
     """Refuse the eviction (429) when the budget allows no disruption; else, where the budget's
     status counts its disruptions, take one of them (the disruption controller's count is not there
     to drop by itself)."""
@@ -98,7 +108,7 @@ def _take_disruption(store: ClusterStore, found: tuple[Obj, PodDisruptionBudget]
                 ]
             },
         )
-    if budget.status_disruptions_allowed is None:
+    if budget.status_disruptions_allowed is None or dry:
         return
     status = dict(obj.get("status") or {})
     status["disruptionsAllowed"] = budget.status_disruptions_allowed - 1

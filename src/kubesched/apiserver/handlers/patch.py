@@ -17,6 +17,7 @@ from kubesched.apiserver.handlers.create import create
 from kubesched.apiserver.handlers.prepare import prepare
 from kubesched.apiserver.handlers.responses import json_response, view, warning_headers
 from kubesched.apiserver.handlers.update import store_update
+from kubesched.apiserver.openapi.schemas import builtin_schema
 from kubesched.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubesched.registry.errors import (
     STALE,
@@ -37,7 +38,7 @@ APPLY = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-_PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
+PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
 
 
 def patch(
@@ -55,10 +56,11 @@ def patch(
     applying = ctype == APPLY
     _check_options(applying, query)
     force = query.get("force") in ("true", "1", "True")
-    if ctype not in _PATCH_TYPES:
+    if ctype not in PATCH_TYPES:
         raise unsupported_media_type(ctype)
-    if ctype == STRATEGIC_MERGE_PATCH and res.group == "scheduling.volcano.sh":
-        raise unsupported_media_type(ctype)
+    schema = builtin_schema(res.group, res.version, res.kind)
+    if ctype == STRATEGIC_MERGE_PATCH and schema is None:
+        raise unsupported_media_type(ctype)  # a custom resource upstream: no Go type to merge by
     change = decode(raw, "yaml" if ctype.endswith("yaml") else "json")
     if ctype != JSON_PATCH and not isinstance(change, dict):
         raise bad_request("the patch must be a JSON object")
@@ -80,7 +82,7 @@ def patch(
         elif ctype == JSON_PATCH:
             patched = json_patch(current, change)
         elif ctype == STRATEGIC_MERGE_PATCH:
-            patched = strategic_merge_patch(current, change)
+            patched = strategic_merge_patch(current, change, schema)
         else:
             patched = merge_patch(current, change)
         if old is None:

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
 
 
 async def scale(
-    server: ApiServer, request: web.Request, strategy: Strategy, namespace: str | None, name: str
+    server: ApiServer,
+    request: web.Request,
+    strategy: Strategy,
+    namespace: str | None,
+    name: str,
+    dry: bool = False,
 ) -> web.Response:
     res = strategy.resource
     method = request.method
@@ -56,6 +61,8 @@ async def scale(
             now=format_timestamp(time.time()),
             subresource="scale",
         )
+        if dry:
+            return json_response(_scale_of(new))
         try:
             updated = server.store.update(new)
         except Conflict:
