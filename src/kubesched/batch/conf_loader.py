@@ -45,6 +45,7 @@ from kubesched.batch.conf import (
     Tier,
     feature_name,
 )
+from kubesched.batch.plugins.args import arguments_of
 from kubesched.errors import ConfigError, InputError, yaml_error_detail
 from kubesched.framework.plugin_args import parse_args
 
@@ -251,7 +252,23 @@ class _Parser:
                     f"{self.source}: {field}.{key}: kubesched has no {feature_name(volcano_key)} feature; "
                     "the switch is accepted and ignored"
                 )
-        return PluginOption.model_validate(values)
+        option = PluginOption.model_validate(values)
+        if name not in custom:
+            self.read_arguments(option, field)
+        return option
+
+    def read_arguments(self, option: PluginOption, field: str) -> None:
+        """Build an in-tree plugin once, as a session would, so that what its arguments hold wrong
+        is told now and names this file and the argument's full path."""
+        builder = factory.get_plugin_builder(option.name)
+        if builder is None:
+            return
+        with arguments_of(self.source, field, self.warnings):
+            try:
+                builder(option)
+            except InputError as exc:
+                located = exc.located(field_prefix=field)
+                raise self.fail(located.message, located.field) from None
 
     def tiers(self, docs: list[TierDoc]) -> list[Tier]:
         tiers: list[Tier] = []
