@@ -130,12 +130,15 @@ class ClusterEvents:
             job = self.jobs.job_of_pod.pop(uid, None)
             if job is not None:
                 members = self.jobs.members.get(job)
+                evicted = bool(pod.node_name) and _evicted(event.obj)
                 if members is not None:
                     members.pop(uid, None)
                     if not members:
                         del self.jobs.members[job]
+                        if evicted:
+                            self.jobs.emptied.add(job)
                 self.jobs.stale.add(job)
-                if pod.node_name and _evicted(event.obj):
+                if evicted:
                     self.jobs.members_lost = True
             return
         job = self.jobs.job_of_pod.get(uid) or self.job_uid_of(pod)

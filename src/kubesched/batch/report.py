@@ -77,7 +77,11 @@ class BatchReports:
         #: The queue report's inputs as of the last session (materialized by queue_report_list).
         self.queue_state: QueueState | None = None
 
-    def report_job(self, job: JobInfo, phase: str, conditions: list[dict[str, str]]) -> None:
+    def report_job(
+        self, job: JobInfo, phase: str, conditions: list[dict[str, str]], noted: bool = False
+    ) -> None:
+        """Record a job's outcome. The Unschedulable message is shown while members are pending,
+        and whenever it carries a note on a gang below minMember (``noted``)."""
         report = self.jobs.setdefault(
             job.uid, JobReport(job.namespace, job.name, job.queue, job.min_available)
         )
@@ -94,7 +98,8 @@ class BatchReports:
         unsched = next(
             (c for c in conditions if c.get("type") == "Unschedulable" and c.get("status") == "True"), None
         )
-        report.message = unsched.get("message", "") if unsched is not None and report.pending else ""
+        shown = unsched is not None and (report.pending or noted)
+        report.message = unsched.get("message", "") if unsched is not None and shown else ""
         report.fit_errors = {
             job.tasks[uid].name: msg for uid, msg in job.fit_errors.items() if uid in job.tasks
         }
