@@ -119,7 +119,8 @@ class SessionApplier:
             self.gang_breaks.update(gang_break_notes(ssn.jobs, done))
         if bound:
             placed = [t.job for t in to_bind if t.status == TaskStatus.BOUND]
-            self.gang_breaks.update(best_effort_notes(ssn.jobs, placed))
+            backfill = "backfill" in ssn.conf.actions
+            self.gang_breaks.update(best_effort_notes(ssn.jobs, placed, backfill))
         return bound
 
     def _pre_bind(self, ssn: Session) -> list[TaskInfo]:

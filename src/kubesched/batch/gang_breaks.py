@@ -85,9 +85,12 @@ def gang_break_notes(jobs: dict[str, JobInfo], evicted: Iterable[Evictee]) -> di
     return notes
 
 
-def best_effort_notes(jobs: dict[str, JobInfo], placed: Iterable[str]) -> dict[str, str]:
+def best_effort_notes(
+    jobs: dict[str, JobInfo], placed: Iterable[str], backfill: bool = True
+) -> dict[str, str]:
     """Job uid → note, for each job of ``placed`` (jobs with members bound this session) left with
-    some but fewer than ``minMember`` bound members while pending best-effort members made it ready."""
+    some but fewer than ``minMember`` bound members while pending best-effort members made it ready.
+    ``backfill``: whether the conf has the action that places best-effort members."""
     notes: dict[str, str] = {}
     for uid in sorted(set(placed)):
         job = jobs.get(uid)
@@ -107,7 +110,9 @@ def best_effort_notes(jobs: dict[str, JobInfo], placed: Iterable[str]) -> dict[s
                 gates = " ".join(t.pod.scheduling_gates)
                 why = f"waiting for scheduling gates: [{gates}]"
             else:
-                why = job.fit_errors.get(t.uid) or "not placed by backfill"
+                why = job.fit_errors.get(t.uid) or (
+                    "not placed by backfill" if backfill else "the conf has no backfill action"
+                )
             reasons.append(f"{t.key} ({why})")
         notes[uid] = (
             f"Gang below minMember by Volcano's readiness rule: {bound} of minMember "
