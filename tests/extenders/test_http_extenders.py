@@ -594,6 +594,34 @@ def test_preempt_extender_narrows_candidates(server: ExtenderServer) -> None:
     assert sim.store.get("Pod", "default", "high")["status"]["nominatedNodeName"] == "n1"
 
 
+@pytest.mark.parametrize("ignorable", [False, True], ids=["not-ignorable", "ignorable"])
+def test_failing_preempt_fails_the_pod_unless_ignorable(server: ExtenderServer, ignorable: bool) -> None:
+    """Upstream callExtenders: a preempting extender's error fails the preemption, unless the
+    extender is ignorable, which is then skipped and the dry run's candidates stand."""
+    server.verbs["preempt"] = lambda args: (500, {"Error": "down"})
+    sim = _full_cluster(server, ignorable=ignorable)
+    high = one_cycle(sim, pod("high", cpu="2", priority=100))["high"]
+    survivors = [n for n in ("low0", "low1") if sim.store.get("Pod", "default", n) is not None]
+    if ignorable:
+        assert len(survivors) == 1  # one victim evicted for the nominated node
+        assert sim.store.get("Pod", "default", "high")["status"].get("nominatedNodeName")
+    else:
+        assert survivors == ["low0", "low1"]
+        assert server.url in high.message and "code 500" in high.message
+
+
+@pytest.mark.parametrize("ignorable", [False, True], ids=["not-ignorable", "ignorable"])
+def test_failing_bind_fails_the_pod_unless_ignorable(server: ExtenderServer, ignorable: bool) -> None:
+    server.verbs["bind"] = lambda args: {"Error": "quota exceeded"}
+    sim = sim_with([{"urlPrefix": server.url, "bindVerb": "bind", "ignorable": ignorable}])
+    web = one_cycle(sim, pod("web"))["web"]
+    bound = sim.store.get("Pod", "default", "web")["spec"].get("nodeName")
+    if ignorable:
+        assert web.status == "Scheduled" and bound  # the default binder bound it
+    else:
+        assert web.status == "Pending" and not bound
+
+
 def test_preempt_node_cache_capable_gets_meta_victims(server: ExtenderServer) -> None:
     def preempt(args: dict[str, Any]) -> dict[str, Any]:
         assert args["NodeNameToVictims"] is None
