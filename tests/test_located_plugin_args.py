@@ -81,6 +81,27 @@ def test_bad_batch_argument_value_is_an_error_naming_file_and_full_path(tmp_path
     )
 
 
+def test_unreadable_action_argument_is_a_warning_naming_file_and_full_path(tmp_path: Path) -> None:
+    text = (
+        'actions: "enqueue, allocate, preempt"\n'
+        "configurations:\n"
+        "- name: preempt\n"
+        "  arguments: {enableTopologyAwarePreemption: maybe, minCandidateNodesAbsolute: '3'}\n"
+        "- name: enqueue\n"
+        "  arguments: {overcommit-factor: lots}\n"
+        "tiers:\n- plugins: [{name: priority}, {name: gang}]\n"
+    )
+    path = write(tmp_path, "v.conf", text)
+    assert load_batch_conf(path).warnings == [
+        f"{path}: configurations[0].arguments.enableTopologyAwarePreemption: could not read 'maybe' as "
+        "true or false; the default is kept",
+        f"{path}: configurations[0].arguments.minCandidateNodesAbsolute: could not read '3' as an "
+        "integer; the default is kept",
+        f"{path}: configurations[1].arguments.overcommit-factor: could not read 'lots' as a number; "
+        "the default is kept",
+    ]
+
+
 KSC = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
