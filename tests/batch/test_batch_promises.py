@@ -5,6 +5,7 @@ phase, holding nothing)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -143,6 +144,15 @@ def test_gated_volcano_pods_are_never_allocated_and_wait_for_their_gates() -> No
         cond = pod_scheduled(sim, name)
         # The API server's SchedulingGated condition is left as it is (Volcano does not touch it).
         assert cond is None or cond["reason"] == "SchedulingGated"
+
+
+def test_a_gated_pod_is_placed_once_its_gates_are_removed() -> None:
+    _, sim = run([node("n1"), group("g", 1), pod("p", "g", gated=True)])
+    obj = copy.deepcopy(sim.store.get("Pod", "ns", "p"))
+    obj["spec"]["schedulingGates"] = []
+    sim.store.update(obj)
+    result = sim.run()
+    assert (outcome(result, "p").status, outcome(result, "p").node) == ("Scheduled", "n1")
 
 
 def test_a_gang_with_a_gated_member_binds_nothing() -> None:

@@ -74,8 +74,10 @@ class ClusterEvents:
                 old_spec.get("nodeName") != new_spec.get("nodeName")
                 or (kind == "PodGroup" and old_spec != new_spec)
                 or (kind == "Pod" and _claim_statuses(event.old) != _claim_statuses(event.obj))
+                or (kind == "Pod" and old_spec.get("schedulingGates") != new_spec.get("schedulingGates"))
             ):
-                # A pod's claims generated from its templates let its PreFilter through.
+                # A pod's claims generated from its templates let its PreFilter through; a pod
+                # whose gates were removed may be placed now.
                 self.jobs.dirty = True
         if kind == "Node":
             self.on_node()
