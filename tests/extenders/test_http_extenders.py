@@ -404,12 +404,133 @@ def test_prioritize_concurrent_extenders_add_up(server: ExtenderServer) -> None:
         other.close()
 
 
-def test_prioritize_score_out_of_range_fails_the_cycle(server: ExtenderServer) -> None:
-    server.verbs["prioritize"] = lambda args: [{"Host": n, "Score": 11} for n in names_of(args)]
-    sim = sim_with([{"urlPrefix": server.url, "prioritizeVerb": "prioritize", "weight": 1}])
+def test_prioritize_score_out_of_range_is_taken_as_given(server: ExtenderServer) -> None:
+    # Upstream adds whatever int64 the extender answers; it does not check [0, 10].
+    server.verbs["prioritize"] = lambda args: [
+        {"Host": n, "Score": 11 if n == "n1" else 0} for n in names_of(args)
+    ]
+    sim = sim_with([{"urlPrefix": server.url, "prioritizeVerb": "prioritize", "weight": 1}], explain=True)
     web = one_cycle(sim, pod("web"))["web"]
-    assert web.status == "Pending"
-    assert "score 11 for host" in web.message and "out of range [0, 10]" in web.message
+    assert web.status == "Scheduled" and web.node == "n1"
+    assert sim.scheduler.explain.get(uid_of(sim, "web"))["finalScore"]["n1"][server.url] == 110
+
+
+def test_prioritize_host_listed_twice_counts_twice(server: ExtenderServer) -> None:
+    server.verbs["prioritize"] = lambda args: [{"Host": "n0", "Score": 3}, {"Host": "n0", "Score": 4}]
+    sim = sim_with([{"urlPrefix": server.url, "prioritizeVerb": "prioritize", "weight": 1}], explain=True)
+    web = one_cycle(sim, pod("web"))["web"]
+    assert web.node == "n0"
+    assert sim.scheduler.explain.get(uid_of(sim, "web"))["finalScore"]["n0"][server.url] == 70
+
+
+def _slow(args: dict[str, Any]) -> Any:
+    time.sleep(0.5)
+    return []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda args: b"{not json",
+        lambda args: (500, {"Error": "x"}),
+        lambda args: {"Error": "backend down"},
+        lambda args: [{"Host": "n0"}],
+        lambda args: [{"Host": "n0", "Score": 2**63}],
+        _slow,
+    ],
+    ids=["garbage", "http-500", "not-a-list", "malformed-entry", "int64-overflow", "timeout"],
+)
+@pytest.mark.parametrize("ignorable", [False, True], ids=["not-ignorable", "ignorable"])
+def test_failing_prioritize_is_ignored_for_scoring(
+    server: ExtenderServer, answer: Handler, ignorable: bool
+) -> None:
+    """Upstream prioritizeNodes: prioritization errors from an extender are ignored, ignorable or not;
+    the other extenders (and the plugins) rank the nodes."""
+    other = ExtenderServer()
+    try:
+        server.verbs["prioritize"] = answer
+        other.verbs["prioritize"] = lambda args: [
+            {"Host": n, "Score": 10 if n == "n2" else 0} for n in names_of(args)
+        ]
+        sim = sim_with(
+            [
+                {
+                    "urlPrefix": server.url,
+                    "prioritizeVerb": "prioritize",
+                    "weight": 5,
+                    "httpTimeout": "200ms",
+                    "ignorable": ignorable,
+                },
+                {"urlPrefix": other.url, "prioritizeVerb": "prioritize", "weight": 1},
+            ],
+            explain=True,
+        )
+        web = one_cycle(sim, pod("web"))["web"]
+        assert web.status == "Scheduled" and web.node == "n2" and web.message == ""
+        final = sim.scheduler.explain.get(uid_of(sim, "web"))["finalScore"]
+        assert server.url not in final["n2"] and final["n2"][other.url] == 100
+        assert "prioritize" in server.verbs_called()
+    finally:
+        other.close()
+
+
+def test_prioritize_of_an_extender_that_is_down_is_ignored() -> None:
+    sim = sim_with([{"urlPrefix": "http://127.0.0.1:9/none", "prioritizeVerb": "prioritize", "weight": 1}])
+    sim.store.create(pod("web"))
+    sim.run()
+    assert sim.outcomes()[0].status == "Scheduled"
+
+
+# Upstream TestSchedulerWithExtenders, the cases about prioritizers (case names verbatim), with
+# FakeExtender's prioritizers served over HTTP: Node1PrioritizerExtender scores node1 10 and every
+# other node 1, ErrorPrioritizerExtender fails.
+
+
+def _node_prioritizer(favourite: str) -> Handler:
+    return lambda args: [{"Host": n, "Score": 10 if n == favourite else 1} for n in names_of(args)]
+
+
+def _error_prioritizer(args: dict[str, Any]) -> Any:
+    return 500, {"Error": "some error"}
+
+
+@pytest.mark.parametrize(
+    ("prioritizers", "nodes", "expected"),
+    [
+        pytest.param([(_error_prioritizer, 1)], ["node1"], "node1", id="test 5"),
+        pytest.param(
+            [(_node_prioritizer("node1"), 1), (_node_prioritizer("node2"), 5)],
+            ["node1", "node2"],
+            "node2",
+            id="test 6",
+        ),
+    ],
+)
+def test_scheduler_with_extenders(
+    prioritizers: list[tuple[Handler, int]], nodes: list[str], expected: str
+) -> None:
+    servers = [ExtenderServer() for _ in prioritizers]
+    try:
+        for srv, (handler, _) in zip(servers, prioritizers, strict=True):
+            srv.verbs["prioritize"] = handler
+        registry = default_registry()
+        config = config_from_dict(
+            {
+                **API,
+                "extenders": [
+                    {"urlPrefix": srv.url, "prioritizeVerb": "prioritize", "weight": weight}
+                    for srv, (_, weight) in zip(servers, prioritizers, strict=True)
+                ],
+            },
+            registry,
+        )
+        sim = Simulation(config, registry, seed=1)
+        for name in nodes:
+            sim.store.create(node(name))
+        assert one_cycle(sim, pod("web"))["web"].node == expected
+    finally:
+        for srv in servers:
+            srv.close()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -471,6 +592,34 @@ def test_preempt_extender_narrows_candidates(server: ExtenderServer) -> None:
     assert sim.store.get("Pod", "default", "low1") is None  # evicted
     assert sim.store.get("Pod", "default", "low0") is not None
     assert sim.store.get("Pod", "default", "high")["status"]["nominatedNodeName"] == "n1"
+
+
+@pytest.mark.parametrize("ignorable", [False, True], ids=["not-ignorable", "ignorable"])
+def test_failing_preempt_fails_the_pod_unless_ignorable(server: ExtenderServer, ignorable: bool) -> None:
+    """Upstream callExtenders: a preempting extender's error fails the preemption, unless the
+    extender is ignorable, which is then skipped and the dry run's candidates stand."""
+    server.verbs["preempt"] = lambda args: (500, {"Error": "down"})
+    sim = _full_cluster(server, ignorable=ignorable)
+    high = one_cycle(sim, pod("high", cpu="2", priority=100))["high"]
+    survivors = [n for n in ("low0", "low1") if sim.store.get("Pod", "default", n) is not None]
+    if ignorable:
+        assert len(survivors) == 1  # one victim evicted for the nominated node
+        assert sim.store.get("Pod", "default", "high")["status"].get("nominatedNodeName")
+    else:
+        assert survivors == ["low0", "low1"]
+        assert server.url in high.message and "code 500" in high.message
+
+
+@pytest.mark.parametrize("ignorable", [False, True], ids=["not-ignorable", "ignorable"])
+def test_failing_bind_fails_the_pod_unless_ignorable(server: ExtenderServer, ignorable: bool) -> None:
+    server.verbs["bind"] = lambda args: {"Error": "quota exceeded"}
+    sim = sim_with([{"urlPrefix": server.url, "bindVerb": "bind", "ignorable": ignorable}])
+    web = one_cycle(sim, pod("web"))["web"]
+    bound = sim.store.get("Pod", "default", "web")["spec"].get("nodeName")
+    if ignorable:
+        assert web.status == "Scheduled" and bound  # the default binder bound it
+    else:
+        assert web.status == "Pending" and not bound
 
 
 def test_preempt_node_cache_capable_gets_meta_victims(server: ExtenderServer) -> None:

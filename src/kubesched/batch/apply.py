@@ -24,7 +24,7 @@ from kubesched.api.quantity import format_quantity, resource_amount
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubesched.api.volcano import ROOT_QUEUE, PodGroup, Queue, queue_ancestors
 from kubesched.batch.framework import JobUpdate
-from kubesched.batch.gang_breaks import bound_members, gang_break_notes, with_note
+from kubesched.batch.gang_breaks import best_effort_notes, bound_members, gang_break_notes, with_note
 from kubesched.batch.job_info import JobInfo, TaskInfo, TaskStatus
 from kubesched.batch.jobs import JobCache
 from kubesched.batch.operations import Evictee
@@ -117,6 +117,10 @@ class SessionApplier:
                 bound += self._settle(ssn, t, assumed, exc)
         if done:
             self.gang_breaks.update(gang_break_notes(ssn.jobs, done))
+        if bound:
+            placed = [t.job for t in to_bind if t.status == TaskStatus.BOUND]
+            backfill = "backfill" in ssn.conf.actions
+            self.gang_breaks.update(best_effort_notes(ssn.jobs, placed, backfill))
         return bound
 
     def _pre_bind(self, ssn: Session) -> list[TaskInfo]:
@@ -242,7 +246,7 @@ class SessionApplier:
                     outcome.status = UNSCHEDULABLE
                     outcome.node = None
                     outcome.message = message
-            self.reports.report_job(job, up.phase, up.conditions)
+            self.reports.report_job(job, up.phase, up.conditions, noted=job.uid in self.gang_breaks)
         for key, (pg, queue) in missing_queue.items():
             msg = f"queue {queue!r} of PodGroup {key} does not exist"
             cond = {
@@ -262,7 +266,7 @@ class SessionApplier:
             report.message = msg
             report.phase = "Pending"
             for pod in self.jobs.members.get(key, {}).values():
-                if pod.node_name or pod.uid not in self.jobs.pending:
+                if pod.node_name or pod.uid not in self.jobs.pending or pod.scheduling_gates:
                     continue
                 self.ports.pod_status.set_pod_condition(
                     pod.namespace,
@@ -273,9 +277,42 @@ class SessionApplier:
                 if outcome is not None:
                     outcome.status = UNSCHEDULABLE
                     outcome.message = msg
+        self._tell_missing_groups(ssn)
         totals = self.jobs.totals
         assert totals is not None
         self.reports.keep_queues(ssn, totals)
+
+    def _tell_missing_groups(self, ssn: Session) -> None:
+        """Pods naming a PodGroup that does not exist stay pending (Volcano leaves such a job out of
+        every session without a word); kubesched says why on the pod, in an event and a warning."""
+        for key, group in self.jobs.missing_group.items():
+            for pod in self.jobs.members.get(key, {}).values():
+                if pod.node_name or pod.uid not in self.jobs.pending or pod.scheduling_gates:
+                    continue
+                msg = f"PodGroup {group!r} of pod {pod.namespace}/{pod.name} does not exist"
+                if _condition_changes(pod.raw, "Unschedulable", msg):
+                    self.ports.events.record(
+                        pod.raw, "Warning", "FailedScheduling", "Scheduling", msg, "volcano"
+                    )
+                    try:
+                        self.ports.pod_status.set_pod_condition(
+                            pod.namespace,
+                            pod.name,
+                            {
+                                "type": "PodScheduled",
+                                "status": "False",
+                                "reason": "Unschedulable",
+                                "message": msg,
+                            },
+                        )
+                    except StoreError as exc:  # the pod is gone or changed: the next session sees it
+                        log.info("updating the condition of pod %s/%s: %s", pod.namespace, pod.name, exc)
+                ssn.warnings.append(f"{msg}: the pod is not scheduled")
+                outcome = self.outcomes.get(pod.uid)
+                if outcome is not None:
+                    outcome.status = PENDING
+                    outcome.node = None
+                    outcome.message = msg
 
     def _tell_gang_break(self, ssn: Session, up: JobUpdate, stamp: str) -> None:
         """Put the note of a gang this scheduler's evictions took below minMember into the job's

@@ -36,6 +36,7 @@ from kubesched.batch.conf import (
     SUPPORTED_PLUGINS,
     SWITCH_KEYS,
     TOP_KEYS,
+    TOPOLOGY_AWARE_PREEMPTION,
     UNSUPPORTED_SWITCHES,
     VOLCANO_ACTIONS,
     VOLCANO_PLUGINS,
@@ -45,6 +46,7 @@ from kubesched.batch.conf import (
     Tier,
     feature_name,
 )
+from kubesched.batch.plugins.args import arguments_of, get_bool, get_float, get_int
 from kubesched.errors import ConfigError, InputError, yaml_error_detail
 from kubesched.framework.plugin_args import parse_args
 
@@ -251,7 +253,23 @@ class _Parser:
                     f"{self.source}: {field}.{key}: kubesched has no {feature_name(volcano_key)} feature; "
                     "the switch is accepted and ignored"
                 )
-        return PluginOption.model_validate(values)
+        option = PluginOption.model_validate(values)
+        if name not in custom:
+            self.read_arguments(option, field)
+        return option
+
+    def read_arguments(self, option: PluginOption, field: str) -> None:
+        """Build an in-tree plugin once, as a session would, so that what its arguments hold wrong
+        is told now and names this file and the argument's full path."""
+        builder = factory.get_plugin_builder(option.name)
+        if builder is None:
+            return
+        with arguments_of(self.source, field, self.warnings):
+            try:
+                builder(option)
+            except InputError as exc:
+                located = exc.located(field_prefix=field)
+                raise self.fail(located.message, located.field) from None
 
     def tiers(self, docs: list[TierDoc]) -> list[Tier]:
         tiers: list[Tier] = []
@@ -286,8 +304,22 @@ class _Parser:
             known = VOLCANO_ACTIONS | _registered()[1]
             if name not in known:
                 raise self.fail(f"unknown action {name!r}{_hint(name, known)}", f"{field}.name")
-            out.append(ActionConfiguration(name=name, arguments=dict(doc.arguments or {})))
+            arguments = dict(doc.arguments or {})
+            self.read_action_arguments(name, arguments, field)
+            out.append(ActionConfiguration(name=name, arguments=arguments))
         return out
+
+    def read_action_arguments(self, action: str, arguments: dict[str, Any], field: str) -> None:
+        """Read the arguments kubesched's actions take as they will be read, so that a value the
+        action would drop for its default is told now, naming this file and the full path."""
+        with arguments_of(self.source, field, self.warnings):
+            for key, (kind, reader) in _ACTION_ARGUMENTS.get(action, {}).items():
+                if kind is bool:
+                    get_bool(arguments, key, False, plugin=reader)
+                elif kind is int:
+                    get_int(arguments, key, 0, plugin=reader)
+                else:
+                    get_float(arguments, key, 0.0, plugin=reader)
 
     def metrics(self, data: Mapping[str, Any]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -296,6 +328,19 @@ class _Parser:
                 raise self.fail(f"expected a scalar, got {type(v).__name__}", f"metrics.{k}")
             out[k] = "" if v is None else str(v)
         return out
+
+
+#: The arguments read from ``configurations[].arguments``: per action, key → (type, who reads it;
+#: the overcommit plugin reads the enqueue action's factor).
+_ACTION_ARGUMENTS: dict[str, dict[str, tuple[type, str]]] = {
+    "preempt": {
+        TOPOLOGY_AWARE_PREEMPTION: (bool, "preempt"),
+        "minCandidateNodesPercentage": (int, "preempt"),
+        "minCandidateNodesAbsolute": (int, "preempt"),
+        "maxCandidateNodesAbsolute": (int, "preempt"),
+    },
+    "enqueue": {"overcommit-factor": (float, "overcommit")},
+}
 
 
 def _registered() -> tuple[frozenset[str], frozenset[str]]:

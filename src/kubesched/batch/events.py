@@ -74,8 +74,10 @@ class ClusterEvents:
                 old_spec.get("nodeName") != new_spec.get("nodeName")
                 or (kind == "PodGroup" and old_spec != new_spec)
                 or (kind == "Pod" and _claim_statuses(event.old) != _claim_statuses(event.obj))
+                or (kind == "Pod" and old_spec.get("schedulingGates") != new_spec.get("schedulingGates"))
             ):
-                # A pod's claims generated from its templates let its PreFilter through.
+                # A pod's claims generated from its templates let its PreFilter through; a pod
+                # whose gates were removed may be placed now.
                 self.jobs.dirty = True
         if kind == "Node":
             self.on_node()
@@ -130,12 +132,15 @@ class ClusterEvents:
             job = self.jobs.job_of_pod.pop(uid, None)
             if job is not None:
                 members = self.jobs.members.get(job)
+                evicted = bool(pod.node_name) and _evicted(event.obj)
                 if members is not None:
                     members.pop(uid, None)
                     if not members:
                         del self.jobs.members[job]
+                        if evicted:
+                            self.jobs.emptied.add(job)
                 self.jobs.stale.add(job)
-                if pod.node_name and _evicted(event.obj):
+                if evicted:
                     self.jobs.members_lost = True
             return
         job = self.jobs.job_of_pod.get(uid) or self.job_uid_of(pod)

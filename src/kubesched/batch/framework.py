@@ -281,6 +281,8 @@ def job_update(ssn: Session, job: JobInfo, now: str = "") -> JobUpdate:
     base = fit or "all nodes are unavailable"
     for status in (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED):
         for task in job.task_status_index.get(status, {}).values():
+            if task.sch_gated:
+                continue  # kube-apiserver gave it the SchedulingGated condition: left as is
             reason, msg = job.task_scheduling_reason(task)
             update.task_conditions.append((task, reason, msg or base))
             nominated = job.task_nominated_node(task)

@@ -13,6 +13,12 @@ written while the gang stays below ``minMember``; it is recorded when the evicti
 by the next session the evicted members are gone rather than releasing. ``gangpreempt`` and
 ``gangreclaim`` break a gang only through a whole bundle, which holds the gang's members in the
 domain searched; members elsewhere keep running, and the note says so.
+
+The same holds for Volcano's readiness rule: ``allocate`` commits a gang once its ready members plus
+its *pending best-effort* members reach ``minMember``, and leaves those best-effort members to
+``backfill``. When one of them cannot be placed (no node passes its predicates, or it is gated), the
+gang is bound below ``minMember``; kubesched keeps Volcano's decision and notes which members it
+counted and why they are still pending.
 """
 
 from __future__ import annotations
@@ -88,6 +94,43 @@ def gang_break_notes(jobs: dict[str, JobInfo], evicted: Iterable[Evictee]) -> di
     return notes
 
 
+def best_effort_notes(
+    jobs: dict[str, JobInfo], placed: Iterable[str], backfill: bool = True
+) -> dict[str, str]:
+    """Job uid → note, for each job of ``placed`` (jobs with members bound this session) left with
+    some but fewer than ``minMember`` bound members while pending best-effort members made it ready.
+    ``backfill``: whether the conf has the action that places best-effort members."""
+    notes: dict[str, str] = {}
+    for uid in sorted(set(placed)):
+        job = jobs.get(uid)
+        if job is None:
+            continue
+        bound = bound_members(job)
+        if not 0 < bound < job.min_available:
+            continue
+        waiting = sorted(
+            (t for t in job.iter_tasks_in(TaskStatus.PENDING) if t.best_effort), key=lambda t: t.key
+        )
+        if not waiting:
+            continue
+        reasons = []
+        for t in waiting:
+            if t.sch_gated:
+                gates = " ".join(t.pod.scheduling_gates)
+                why = f"waiting for scheduling gates: [{gates}]"
+            else:
+                why = job.fit_errors.get(t.uid) or (
+                    "not placed by backfill" if backfill else "the conf has no backfill action"
+                )
+            reasons.append(f"{t.key} ({why})")
+        notes[uid] = (
+            f"Gang below minMember by Volcano's readiness rule: {bound} of minMember "
+            f"{job.min_available} members bound after allocate counted pending best-effort members "
+            f"as ready, which could not be placed: {'; '.join(reasons)}."
+        )
+    return notes
+
+
 def with_note(
     conditions: list[dict[str, str]], note: str, transition_id: str, stamp: str
 ) -> list[dict[str, str]]:
@@ -124,4 +167,11 @@ def with_note(
     return out
 
 
-__all__ = ["CONDITION_REASON", "CONDITION_TYPE", "bound_members", "gang_break_notes", "with_note"]
+__all__ = [
+    "CONDITION_REASON",
+    "CONDITION_TYPE",
+    "best_effort_notes",
+    "bound_members",
+    "gang_break_notes",
+    "with_note",
+]

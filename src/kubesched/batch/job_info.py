@@ -118,6 +118,9 @@ class TaskInfo:
     fit_threshold: Vector | None = None
     #: ``(column, threshold)`` of each resource the task asks for (same source, for per-column checks).
     fit_columns: list[tuple[int, float]] | None = None
+    #: The pod has ``spec.schedulingGates`` (Volcano's ``SchGated``): it counts as a valid pending
+    #: member of its gang, but no action allocates it or preempts for it.
+    sch_gated: bool = False
 
     @property
     def key(self) -> str:
@@ -240,7 +243,9 @@ class JobInfo:
         return self.pending_best_effort
 
     def pending_tasks(self) -> list[TaskInfo]:
-        return list(self.task_status_index.get(TaskStatus.PENDING, {}).values())
+        """Pending tasks an action may place: gated ones are left out, as Volcano's allocate,
+        backfill, preempt and reclaim skip them (kube-apiserver refuses to bind a gated pod)."""
+        return [t for t in self.task_status_index.get(TaskStatus.PENDING, {}).values() if not t.sch_gated]
 
     def has_pending_tasks(self) -> bool:
         return bool(self.task_status_index.get(TaskStatus.PENDING))

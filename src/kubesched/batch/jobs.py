@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.api.volcano import DEFAULT_QUEUE, VOLCANO_API_VERSION, PodGroup, Queue
+from kubesched.api.volcano import DEFAULT_QUEUE, VOLCANO_API_VERSION, PodGroup, Queue, group_name_of
 from kubesched.batch.conf import BatchConf
 from kubesched.batch.job_info import (
     POD_PREEMPTABLE_KEY,
@@ -103,11 +103,16 @@ class JobCache:
         self.live: dict[str, JobInfo] = {}
         #: Jobs with members whose PodGroup names a queue that does not exist: uid → (group, queue).
         self.missing: dict[str, tuple[PodGroup, str]] = {}
+        #: Jobs whose pending member pods name a PodGroup that does not exist: uid → group name.
+        self.missing_group: dict[str, str] = {}
         #: Jobs to rebuild from their members before the next session (a member or the group changed).
         self.stale: set[str] = set()
         #: A job lost a bound member to an eviction: its PodGroup and queue rows are stale
         #: until a session recounts them.
         self.members_lost = False
+        #: Jobs whose last member an eviction removed: the next session still works out their
+        #: PodGroup's status (with no tasks), so it does not keep saying Running.
+        self.emptied: set[str] = set()
         #: Rebuild every job (first session, resource space, node slots, priority classes changed).
         self.rebuild_all = True
         #: Jobs whose PodGroup status the next session must work out again (see run_session).
@@ -199,6 +204,7 @@ class JobCache:
             self.rebuild_all = False
             self.live.clear()
             self.missing.clear()
+            self.missing_group.clear()
             self.waiting.clear()
             self.unparked.clear()
             self.parked.clear()
@@ -219,9 +225,16 @@ class JobCache:
         for key in stale_keys:
             self.live.pop(key, None)
             self.missing.pop(key, None)
+            self.missing_group.pop(key, None)
             members = self.members.get(key)
             pg = self.pod_groups.get(key)
-            if not members or pg is None:
+            if members and pg is None:
+                named = self._named_group(members)
+                if named is not None:
+                    self.missing_group[key] = named
+            emptied = key in self.emptied and not members
+            self.emptied.discard(key)
+            if pg is None or not (members or emptied):
                 continue
             if pg.queue not in queue_infos:
                 self.missing[key] = (pg, pg.queue)
@@ -245,7 +258,7 @@ class JobCache:
                 task_min_available=dict(pg.min_task_member),
                 phase=pg.phase,
             )
-            for pod in members.values():
+            for pod in (members or {}).values():
                 st = self.cache.pod_state(pod.uid)
                 assumed = st is not None and st.assumed and not st.binding_finished
                 if pod.node_name and st is None and not pod.terminated:
@@ -259,15 +272,28 @@ class JobCache:
                     # here can place it, and the session's space has no axis for that resource.
                     continue
                 job.add_task(self.task(pod, key, space, table, assumed, requests))
-            if not job.tasks:
+            if not job.tasks and not emptied:
                 continue
             self.live[key] = job
             self.changed.add(key)
+            if emptied:
+                # Taken out again by the next refresh, once this session has written its status.
+                self.stale.add(key)
         for key in stale_keys:
             if key not in self.live:
                 totals.set(key, None)
                 self.outcome_keys.pop(key, None)
             self.track(key)
+
+    def _named_group(self, members: Mapping[str, Pod]) -> str | None:
+        """The group a pending member names explicitly (a pod in no group waits for the PodGroup
+        the controller creates for it, which is not missing)."""
+        for pod in members.values():
+            if pod.uid in self.pending and not pod.node_name:
+                group = group_name_of(pod.raw)
+                if group is not None:
+                    return group[1]
+        return None
 
     def task(
         self,
@@ -318,6 +344,7 @@ class JobCache:
             slot=table.slot_of.get(pod.node_name, -1) if pod.node_name else -1,
             fit_threshold=shared.threshold,
             fit_columns=shared.columns,
+            sch_gated=bool(pod.scheduling_gates),
         )
 
     def track(self, uid: str) -> None:

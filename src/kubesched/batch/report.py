@@ -77,7 +77,11 @@ class BatchReports:
         #: The queue report's inputs as of the last session (materialized by queue_report_list).
         self.queue_state: QueueState | None = None
 
-    def report_job(self, job: JobInfo, phase: str, conditions: list[dict[str, str]]) -> None:
+    def report_job(
+        self, job: JobInfo, phase: str, conditions: list[dict[str, str]], noted: bool = False
+    ) -> None:
+        """Record a job's outcome. The Unschedulable message is shown while members are pending,
+        and whenever it carries a note on a gang below minMember (``noted``)."""
         report = self.jobs.setdefault(
             job.uid, JobReport(job.namespace, job.name, job.queue, job.min_available)
         )
@@ -94,7 +98,8 @@ class BatchReports:
         unsched = next(
             (c for c in conditions if c.get("type") == "Unschedulable" and c.get("status") == "True"), None
         )
-        report.message = unsched.get("message", "") if unsched is not None and report.pending else ""
+        shown = unsched is not None and (report.pending or noted)
+        report.message = unsched.get("message", "") if unsched is not None and shown else ""
         report.fit_errors = {
             job.tasks[uid].name: msg for uid, msg in job.fit_errors.items() if uid in job.tasks
         }
@@ -130,14 +135,14 @@ class BatchReports:
             rep = self.queue_reports.setdefault(name, QueueReport(name, weight))
             rep.weight = weight
             vec = allocated if allocated is not None else space.zeros()
-            rep.allocated = {k: v for k, v in space.to_dict(vec).items() if k != "pods"}
+            rep.allocated = _by_name(space.to_dict(vec))
             rep.bound, rep.pending = bound, pending
             rep.parent = state.parents.get(name, "")
             rep.depth = len(queue_ancestors(name, state.parents, queues))
             if state.deserved is not None:
                 # A queue without jobs in the session deserves nothing.
                 d = state.deserved.get(name)
-                rep.deserved = {} if d is None else {k: v for k, v in space.to_dict(d).items() if k != "pods"}
+                rep.deserved = {} if d is None else _by_name(space.to_dict(d))
 
     def job_reports(self) -> list[JobReport]:
         return sorted(self.jobs.values(), key=lambda r: (r.namespace, r.name))
@@ -159,6 +164,16 @@ class BatchReports:
             return out[::-1]
 
         return sorted(reports.values(), key=path)
+
+
+def _by_name(resources: dict[str, int]) -> dict[str, int]:
+    """A queue's resources without ``pods``, cpu and memory first and then by name, whatever order
+    the session's resource columns came in."""
+    return {
+        k: resources[k]
+        for k in sorted(resources, key=lambda k: (k not in ("cpu", "memory"), k))
+        if k != "pods"
+    }
 
 
 def _subtree_totals(

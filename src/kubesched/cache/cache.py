@@ -44,7 +44,9 @@ class _SnapshotLag:
     whether the node order moved. Every snapshot of the cache has its own (both schedulers keep one
     of the same cache, refreshed at different times)."""
 
-    dirty: set[str] = field(default_factory=set)
+    #: An insertion-ordered set: rows are copied in the order the nodes changed, so the table's
+    #: resource columns come in an order that does not depend on string hashing.
+    dirty: dict[str, None] = field(default_factory=dict)
     tree_changed: bool = True
 
 
@@ -87,7 +89,7 @@ class SchedulerCache:
 
     def _mark(self, name: str) -> None:
         for lag in self._lags.values():
-            lag.dirty.add(name)
+            lag.dirty[name] = None
 
     def _tree_moved(self) -> None:
         for lag in self._lags.values():
@@ -220,7 +222,7 @@ class SchedulerCache:
         ``UpdateSnapshot`` by generation). A snapshot new to this cache gets every node."""
         lag = self._lags.get(id(snapshot))
         if lag is None:
-            lag = self._lags[id(snapshot)] = _SnapshotLag(set(self.node_infos))
+            lag = self._lags[id(snapshot)] = _SnapshotLag(dict.fromkeys(self.node_infos))
             weakref.finalize(snapshot, self._lags.pop, id(snapshot), None)
         table = snapshot.table
         snapshot.pod_index = self.pod_index

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from pydantic.alias_generators import to_camel
 
 from kubesched.api.durations import parse_duration
+from kubesched.api.node_affinity_terms import ADDED_AFFINITY_FIELD, parse_added_affinity
 from kubesched.errors import InputError
 
 INT32_MIN: Final = -(2**31)
@@ -226,9 +227,19 @@ class NodeResourcesBalancedAllocationArgs(_Args):
 
 
 class NodeAffinityArgs(_Args):
-    """Args of the NodeAffinity plugin. ``addedAffinity`` is kept raw (a v1 NodeAffinity object)."""
+    """Args of the NodeAffinity plugin. ``addedAffinity`` is kept raw (a v1 NodeAffinity object),
+    checked as upstream's ValidateNodeAffinityArgs when the configuration is loaded."""
 
     added_affinity: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check_added_affinity(self) -> NodeAffinityArgs:
+        if self.added_affinity is not None:
+            try:
+                parse_added_affinity(self.added_affinity)
+            except InputError as exc:
+                raise ArgsError((exc.field or ADDED_AFFINITY_FIELD,), exc.message) from None
+        return self
 
 
 class InterPodAffinityArgs(_Args):

@@ -9,9 +9,10 @@ every interested extender concurrently, as upstream does with goroutines).
 
 Failures: an ignorable extender that fails (transport error, timeout, non-200, unparseable or
 malformed reply, or an ``Error`` it returns) is skipped with a log line; a non-ignorable one fails the
-pod's cycle with an :class:`~kubesched.framework.extender.ExtenderError` naming it. Upstream ignores
-prioritize failures of every extender; kubesched treats them like the other verbs, so that an
-extender answering garbage is seen instead of silently ranking nothing.
+pod's cycle with an :class:`~kubesched.framework.extender.ExtenderError` naming it. That holds for
+filter, bind and preempt; a failed prioritize is ignored for every extender, ignorable or not, as
+upstream's prioritizeNodes does: the extender gives no score and the other plugins and extenders
+rank the nodes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
-    MIN_EXTENDER_PRIORITY,
     Extender,
     ExtenderError,
     FilterReply,
@@ -57,6 +57,13 @@ POOL_SIZE = 16
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 #: Node score range the extender scores are scaled to (upstream framework.MaxNodeScore).
 MAX_NODE_SCORE = 100
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _wrap64(value: int) -> int:
+    """``value`` as Go's int64 arithmetic leaves it (two's complement wrap-around)."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 # --------------------------------------------------------------------------------------------------
@@ -274,7 +281,8 @@ class HTTPExtender:
         )
 
     def prioritize(self, pod: Pod, nodes: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-        """Host → score in [0, 10]; hosts the extender did not score are absent."""
+        """Host → score; hosts the extender did not score are absent. Scores are meant to be in
+        [0, 10] but, as upstream, any int64 is taken as given."""
         verb = self.cfg.prioritize_verb
         if not verb:
             return {}
@@ -287,14 +295,11 @@ class HTTPExtender:
             score = entry.get("Score") if isinstance(entry, Mapping) else None
             if not isinstance(host, str) or not isinstance(score, int) or isinstance(score, bool):
                 raise ExtenderError(self.name, verb, f"malformed HostPriority {entry!r}")
-            if not MIN_EXTENDER_PRIORITY <= score <= MAX_EXTENDER_PRIORITY:
-                raise ExtenderError(
-                    self.name,
-                    verb,
-                    f"score {score} for host {host!r} is out of range "
-                    f"[{MIN_EXTENDER_PRIORITY}, {MAX_EXTENDER_PRIORITY}]",
-                )
-            out[host] = score
+            if not _INT64_MIN <= score <= _INT64_MAX:
+                # Upstream's decoder refuses what does not fit HostPriority.Score (int64).
+                raise ExtenderError(self.name, verb, f"score {score} for host {host!r} overflows int64")
+            # A host listed twice counts twice, as upstream's sum over the list does.
+            out[host] = out.get(host, 0) + score
         return out
 
     def bind(self, pod: Pod, node: str) -> None:
@@ -496,6 +501,7 @@ def find_nodes_that_pass_extenders(
 
 
 _IGNORED = "Skipping extender %s in %s as it returned error and has ignorable flag set: %s"
+_NO_SCORE = "Failed to run extender's priority function. No score given by this extender."
 
 _executor_lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -517,7 +523,8 @@ def extender_scores(
 ) -> dict[str, IntArray]:
     """Extender name → its score per node of ``names``, scaled like upstream prioritizeNodes:
     ``score * weight * (MaxNodeScore / MaxExtenderPriority)``. Interested prioritizers are called
-    concurrently."""
+    concurrently; one that fails gives no score, whether or not it is ignorable (upstream: the other
+    plugins and extenders determine the priorities)."""
     active = [e for e in extenders if e.is_prioritizer() and e.is_interested(pod)]
     if not active:
         return {}
@@ -535,15 +542,16 @@ def extender_scores(
     scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
     for ext, reply in zip(active, replies, strict=True):
         if isinstance(reply, ExtenderError):
-            if ext.ignorable:
-                log.info(_IGNORED, ext.name, "prioritize", reply)
-                continue
-            raise reply
+            log.info(
+                "%s error=%r pod=%s/%s extender=%s", _NO_SCORE, str(reply), pod.namespace, pod.name, ext.name
+            )
+            continue
         scores = np.zeros(len(names), dtype=np.int64)
         for host, score in reply.items():
             i = index.get(host)
             if i is not None:
-                scores[i] = score * ext.weight * scale
+                # int64 arithmetic wraps as Go's does.
+                scores[i] = _wrap64(score * ext.weight * scale)
         out[ext.name] = scores
     return out
 

@@ -215,6 +215,20 @@ class Simulation:
             created = self.store.create(obj)
             if obj.get("kind") == "PersistentVolumeClaim" and isinstance(given_uid, str) and given_uid:
                 self._claim_uids[given_uid] = str(created["metadata"]["uid"])
+            if node_name:
+                # A finished pod is reported with its phase; like the kubelet and the scheduler's
+                # cache, nothing counts it on its node.
+                meta = created.get("metadata") or {}
+                done = PodOutcome(
+                    str(meta.get("namespace") or "default"),
+                    str(meta.get("name")),
+                    str(meta.get("uid")),
+                    node=str(node_name),
+                    status=str(phase),
+                )
+                done.scheduler_name = str(spec.get("schedulerName") or "default-scheduler")
+                done.message = f"bound in the input (spec.nodeName) and {phase}: holds nothing on its node"
+                self.pinned[done.uid] = done
             return
         pod = Pod.from_dict({**obj, "metadata": {**(obj.get("metadata") or {}), "uid": ""}})
         node_obj = self.store.get("Node", None, str(node_name))
@@ -420,6 +434,11 @@ class Simulation:
                     outcome.message = f"waiting for scheduling gates: [{gates}]"
                 elif info is not None and info.gated_by:
                     outcome.message = info.gated_message
+                elif self.batch is not None and self.batch.outcomes.get(uid) is outcome:
+                    gated = [g.get("name") for g in (obj.get("spec") or {}).get("schedulingGates") or []]
+                    if gated:
+                        # Volcano skips gated tasks and leaves the API server's condition alone.
+                        outcome.message = f"waiting for scheduling gates: [{' '.join(map(str, gated))}]"
             if sched.explain is not None:
                 outcome.explain = sched.explain.get(uid)
             out.append(outcome)

@@ -5,7 +5,7 @@ once the job is ready."""
 from __future__ import annotations
 
 from kubesched.batch.actions.util import PriorityQueue, predicate_nodes, select_best
-from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo
 from kubesched.batch.session import Session
 from kubesched.batch.statement import Statement
 
@@ -40,7 +40,7 @@ class BackfillAction:
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
-            for task in job.tasks_in(TaskStatus.PENDING):
+            for task in job.pending_tasks():
                 if task.best_effort:
                     tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_fn)).push(task)
             if job.uid not in tasks:

@@ -9,7 +9,9 @@ with a mistyped argument still loads and runs (a quoted number does not count as
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -24,8 +26,32 @@ _BOOLS = {
 }
 
 
+#: While a conf is loaded: its file, the plugin's place in it (``tiers[1].plugins[3]``) and the list
+#: its warnings go to.
+_where: ContextVar[tuple[str, str, list[str]] | None] = ContextVar("batch_plugin_arguments", default=None)
+
+
+@contextmanager
+def arguments_of(source: str, field: str, warnings: list[str]) -> Iterator[None]:
+    """Report what the getters cannot read as warnings naming ``source`` and the argument's full path
+    under ``field``, instead of a log line (a conf's plugins are built once when it is loaded)."""
+    token = _where.set((source, field, warnings))
+    try:
+        yield
+    finally:
+        _where.reset(token)
+
+
 def _ignored(plugin: str, key: str, value: Any, kind: str) -> None:
     entry = (plugin, key, repr(value))
+    where = _where.get()
+    if where is not None:
+        source, field, warnings = where
+        _reported.add(entry)  # told at load: the sessions' builds stay quiet
+        warnings.append(
+            f"{source}: {field}.arguments.{key}: could not read {value!r} as {kind}; the default is kept"
+        )
+        return
     if entry not in _reported:
         _reported.add(entry)
         log.warning("%s.arguments.%s: could not read %r as %s; the default is kept", plugin, key, value, kind)

@@ -56,8 +56,7 @@ class GpuSharePlugin:
         policy = args.get("gpushare.policy", "FGD")
         if policy not in POLICIES:
             raise InputError(
-                f"gpushare.policy: unknown policy {policy!r}; known: {', '.join(POLICIES)}",
-                field=f"tiers.plugins[{self.name}].arguments.gpushare.policy",
+                f"unknown policy {policy!r}; known: {', '.join(POLICIES)}", field="arguments.gpushare.policy"
             )
         self.policy = str(policy)
         self.weight = get_int(args, "gpushare.weight", 1, plugin=self.name)

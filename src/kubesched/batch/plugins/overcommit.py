@@ -26,11 +26,19 @@ class OvercommitPlugin:
     def __init__(self, option: PluginOption) -> None:
         self.option = option
         self.factor = DEFAULT_OVERCOMMIT_FACTOR
+        # The plugin's own argument wins over the enqueue action's; read here, it is checked when
+        # the conf is loaded.
+        self._own_factor: float | None = None
+        if option.arguments.get(OVERCOMMIT_FACTOR) is not None:
+            self._own_factor = get_float(
+                option.arguments, OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR, plugin=self.name
+            )
 
     def on_session_open(self, ssn: Session) -> None:
-        args = dict(ssn.conf.action_arguments("enqueue"))
-        args.update(self.option.arguments)
-        factor = get_float(args, OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR, plugin=self.name)
+        factor = self._own_factor
+        if factor is None:
+            args = ssn.conf.action_arguments("enqueue")
+            factor = get_float(args, OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR, plugin=self.name)
         if factor < 1.0:
             ssn.warnings.append(
                 f"overcommit: {OVERCOMMIT_FACTOR} {factor} is below 1.0; using {DEFAULT_OVERCOMMIT_FACTOR}"

@@ -22,6 +22,15 @@ from typing import Any, ClassVar, Final
 
 import numpy as np
 
+from kubesched.api.node_affinity_terms import (
+    PREFERRED,
+    REQUIRED,
+    WeightedTerm,
+    join_field,
+    list_items,
+    parse_added_affinity,
+    parse_preferred_terms,
+)
 from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import NodeSelectorTerm
 from kubesched.cache.cache import Snapshot
@@ -30,7 +39,7 @@ from kubesched.cache.node_table import NodeTable
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import SignFragment
-from kubesched.framework.plugin_args import INT32_MAX, NodeAffinityArgs
+from kubesched.framework.plugin_args import NodeAffinityArgs
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     ActionType,
@@ -53,15 +62,9 @@ ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
 PRE_FILTER_KEY: Final = "PreFilterNodeAffinity"
 PRE_SCORE_KEY: Final = "PreScoreNodeAffinity"
 
-REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
-PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
-_NODE_AFFINITY_FIELDS: Final = (REQUIRED, PREFERRED)
-_ARGS_FIELD: Final = "pluginConfig.args.addedAffinity"
 _POD_FIELD: Final = "spec.affinity.nodeAffinity"
 #: Parsed affinities kept at most; the cache starts over beyond it (pods come and go).
 _CACHE_LIMIT: Final = 8192
-
-WeightedTerm = tuple[int, NodeSelectorTerm]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +85,6 @@ class ParsedNodeAffinity:
 _NO_AFFINITY: Final = ParsedNodeAffinity()
 
 
-def _join(path: str, child: str | int) -> str:
-    return f"{path}[{child}]" if isinstance(child, int) else f"{path}.{child}"
-
-
-def _items(value: object) -> Sequence[object] | None:
-    """A list field, or None when it is not one."""
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return value
-    return None
-
-
 def _pinned_names(raw_terms: Sequence[object]) -> frozenset[str] | None:
     """Upstream PreFilter: the union over terms of the names each term pins with ``metadata.name In``;
     None as soon as one term pins nothing (terms are ORed, so every node stays possible)."""
@@ -101,13 +93,13 @@ def _pinned_names(raw_terms: Sequence[object]) -> frozenset[str] | None:
     union: set[str] = set()
     for raw in raw_terms:
         term_names: set[str] | None = None
-        fields = _items(raw.get("matchFields")) if isinstance(raw, Mapping) else None
+        fields = list_items(raw.get("matchFields")) if isinstance(raw, Mapping) else None
         for req in fields or ():
             if not isinstance(req, Mapping):
                 continue
             if req.get("key") != "metadata.name" or req.get("operator") != "In":
                 continue
-            names = {v for v in _items(req.get("values")) or () if isinstance(v, str)}
+            names = {v for v in list_items(req.get("values")) or () if isinstance(v, str)}
             term_names = names if term_names is None else term_names & names
         if term_names is None:
             return None
@@ -119,7 +111,7 @@ def _required_terms(raw: object) -> tuple[tuple[NodeSelectorTerm, ...], frozense
     """Parse required terms leniently, like upstream's lazy-error node selector."""
     if not isinstance(raw, Mapping):
         return (), None
-    raw_terms = _items(raw.get("nodeSelectorTerms")) or ()
+    raw_terms = list_items(raw.get("nodeSelectorTerms")) or ()
     terms: list[NodeSelectorTerm] = []
     for i, raw_term in enumerate(raw_terms):
         if not isinstance(raw_term, Mapping):
@@ -131,44 +123,6 @@ def _required_terms(raw: object) -> tuple[tuple[NodeSelectorTerm, ...], frozense
         if not term.is_empty:
             terms.append(term)
     return tuple(terms), _pinned_names(raw_terms)
-
-
-def _weight(raw: object, field: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise InputError(f"must be an integer, got {raw!r}", field=field)
-    if not 0 <= raw <= INT32_MAX:
-        raise InputError(f"must be in range [0, {INT32_MAX}], got {raw}", field=field)
-    return raw
-
-
-def parse_preferred_terms(raw: object, field: str) -> tuple[WeightedTerm, ...]:
-    """Parse ``preferredDuringSchedulingIgnoredDuringExecution``; weight-0 and empty terms are dropped
-    (upstream ``NewPreferredSchedulingTerms``). Raises :class:`InputError` naming the bad field."""
-    items = _items(raw)
-    if items is None:
-        raise InputError(f"must be a list, got {type(raw).__name__}", field=field)
-    out: list[WeightedTerm] = []
-    for i, item in enumerate(items):
-        item_field = _join(field, i)
-        if not isinstance(item, Mapping):
-            raise InputError(f"must be a mapping, got {type(item).__name__}", field=item_field)
-        unknown = sorted(str(k) for k in item if k not in ("weight", "preference"))
-        if unknown:
-            raise InputError(
-                "unknown field; expected weight and preference", field=_join(item_field, unknown[0])
-            )
-        weight = _weight(item.get("weight", 0), _join(item_field, "weight"))
-        preference = item.get("preference")
-        pref_field = _join(item_field, "preference")
-        if preference is None:
-            continue
-        if not isinstance(preference, Mapping):
-            raise InputError(f"must be a mapping, got {type(preference).__name__}", field=pref_field)
-        term = NodeSelectorTerm.from_dict(preference, pref_field)
-        if weight == 0 or term.is_empty:
-            continue
-        out.append((weight, term))
-    return tuple(out)
 
 
 def parse_pod_node_affinity(affinity: Mapping[str, Any]) -> ParsedNodeAffinity:
@@ -189,52 +143,10 @@ def parse_pod_node_affinity(affinity: Mapping[str, Any]) -> ParsedNodeAffinity:
     raw_preferred = node_affinity.get(PREFERRED)
     if raw_preferred is not None and raw_preferred != []:
         try:
-            preferred = parse_preferred_terms(raw_preferred, _join(_POD_FIELD, PREFERRED))
+            preferred = parse_preferred_terms(raw_preferred, join_field(_POD_FIELD, PREFERRED))
         except InputError as exc:
             error = str(exc)
     return ParsedNodeAffinity(required, pinned, preferred, error)
-
-
-def _parse_added_affinity(
-    raw: Mapping[str, Any],
-) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[WeightedTerm, ...]]:
-    """Validate ``addedAffinity`` strictly (a bad config is an error, unlike a pod's lazy terms)."""
-    for key in raw:
-        if key not in _NODE_AFFINITY_FIELDS:
-            raise InputError(
-                "unknown field; a NodeAffinity has: " + ", ".join(_NODE_AFFINITY_FIELDS),
-                field=_join(_ARGS_FIELD, str(key)),
-            )
-    required: tuple[NodeSelectorTerm, ...] | None = None
-    raw_required = raw.get(REQUIRED)
-    if raw_required is not None:
-        req_field = _join(_ARGS_FIELD, REQUIRED)
-        if not isinstance(raw_required, Mapping):
-            raise InputError(f"must be a mapping, got {type(raw_required).__name__}", field=req_field)
-        for key in raw_required:
-            if key != "nodeSelectorTerms":
-                raise InputError(
-                    "unknown field; a NodeSelector has: nodeSelectorTerms", field=_join(req_field, str(key))
-                )
-        terms_field = _join(req_field, "nodeSelectorTerms")
-        raw_terms = raw_required.get("nodeSelectorTerms")
-        items = _items(raw_terms) if raw_terms is not None else ()
-        if items is None:
-            raise InputError(f"must be a list, got {type(raw_terms).__name__}", field=terms_field)
-        parsed: list[NodeSelectorTerm] = []
-        for i, raw_term in enumerate(items):
-            term_field = _join(terms_field, i)
-            if not isinstance(raw_term, Mapping):
-                raise InputError(f"must be a mapping, got {type(raw_term).__name__}", field=term_field)
-            term = NodeSelectorTerm.from_dict(raw_term, term_field)
-            if not term.is_empty:
-                parsed.append(term)
-        required = tuple(parsed)
-    preferred: tuple[WeightedTerm, ...] = ()
-    raw_preferred = raw.get(PREFERRED)
-    if raw_preferred is not None:
-        preferred = parse_preferred_terms(raw_preferred, _join(_ARGS_FIELD, PREFERRED))
-    return required, preferred
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +170,7 @@ class NodeAffinity:
         self.added_required: tuple[NodeSelectorTerm, ...] | None = None
         self.added_preferred: tuple[WeightedTerm, ...] = ()
         if args.added_affinity is not None:
-            self.added_required, self.added_preferred = _parse_added_affinity(args.added_affinity)
+            self.added_required, self.added_preferred = parse_added_affinity(args.added_affinity)
         # id(affinity mapping) -> (that mapping, its parse); holding the mapping keeps the id unique.
         self._parsed: dict[int, tuple[Mapping[str, Any], ParsedNodeAffinity]] = {}
 

@@ -13,7 +13,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.plugin_args import NodeAffinityArgs
+from kubesched.framework.plugin_args import NodeAffinityArgs, parse_args
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, ActionType, ClusterEvent
 from kubesched.plugins.nodeaffinity import (
@@ -566,9 +566,11 @@ def test_events() -> None:
     ],
 )
 def test_added_affinity_validation(added: dict[str, Any], field: str) -> None:
+    # Checked with the args (upstream ValidateNodeAffinityArgs), so that a configuration file's error
+    # names the file and profiles[i].pluginConfig[j].args before it.
     with pytest.raises(InputError) as err:
-        NodeAffinity(NodeAffinityArgs(added_affinity=added))
-    assert err.value.field == f"pluginConfig.args.{field}"
+        parse_args(NodeAffinityArgs, {"addedAffinity": added})
+    assert err.value.field == field
 
 
 def test_added_affinity_with_no_terms_matches_nothing() -> None:
