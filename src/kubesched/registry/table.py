@@ -7,8 +7,12 @@ tables, admission defaults and the garbage collector all read this table.
 from __future__ import annotations
 
 from kubesched.registry.apps import controllerrevision, daemonset, deployment, replicaset, statefulset
-from kubesched.registry.authentication import selfsubjectreview
-from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
+from kubesched.registry.authentication import selfsubjectreview, tokenreview
+from kubesched.registry.authorization import (
+    selfsubjectaccessreview,
+    selfsubjectrulesreview,
+    subjectaccessreview,
+)
 from kubesched.registry.batch import cronjob, job
 from kubesched.registry.coordination import lease
 from kubesched.registry.core import (
@@ -65,6 +69,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     selfsubjectreview.STRATEGY,
     selfsubjectaccessreview.STRATEGY,
     selfsubjectrulesreview.STRATEGY,
+    tokenreview.STRATEGY,
+    subjectaccessreview.STRATEGY,
     storageclass.STRATEGY,
     csidriver.STRATEGY,
     csinode.STRATEGY,
