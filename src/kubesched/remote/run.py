@@ -478,7 +478,11 @@ class Runner:
             ),
         )
         config.validate()
-        self.election = Election(self.loop, RemoteLeaseAPI(self.client), config)
+        self.election = election = Election(self.loop, RemoteLeaseAPI(self.client), config)
+        if self.ports is not None:
+            # What a lost Lease leaves in flight (a bind held up on a slow connection) is not sent:
+            # a standby may already have placed those pods.
+            self.ports.fence = election.holds_lease
         self.health_checks["leaderElection"] = self.election.healthy
         log.info(
             "campaigning for the Lease %s/%s as %s", opts.lease_namespace, opts.lease_name, opts.identity
