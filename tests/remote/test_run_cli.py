@@ -84,7 +84,7 @@ def test_run_schedules_until_sigterm_and_exits_0(cluster: Cluster) -> None:
         (["--tls-cert-file", "/etc/hostname"], "--tls-private-key-file"),
         (["--tls-cert-file", "/nonexistent", "--tls-private-key-file", "/nonexistent"], "--tls-cert-file"),
         (["--client-ca-file", "/nonexistent"], "--client-ca-file"),
-        (["--authorization-always-allow-paths", "healthz"], "--authorization-always-allow-paths"),
+        (["--authorization-always-allow-paths", "/he*lthz"], "--authorization-always-allow-paths"),
         (["--authentication-token-webhook-cache-ttl", "soon"], "--authentication-token-webhook-cache-ttl"),
         (
             ["--authorization-kubeconfig", "/nonexistent", "--leader-elect=false"],

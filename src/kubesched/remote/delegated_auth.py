@@ -20,7 +20,7 @@ Authorization, the first that allows wins:
 
 1. a user in ``system:masters``;
 2. a path of ``--authorization-always-allow-paths`` (``/healthz``, ``/readyz``, ``/livez``): exact, or
-   a prefix when it ends in ``*``;
+   a prefix when it ends in ``*`` (the leading ``/`` optional);
 3. a ``SubjectAccessReview`` (authorization.k8s.io/v1) through ``--authorization-kubeconfig`` for
    the path and the verb (the request's method in lower case: ``get``), kept
    ``--authorization-webhook-cache-authorized-ttl`` when allowed and
@@ -79,10 +79,10 @@ class AuthOptions:
 
     def validate(self) -> None:
         for path in self.always_allow_paths:
-            if not path.startswith("/") or "*" in path[:-1]:
+            bare = path.removeprefix("/")
+            if "*" in bare[:-1]:
                 raise InputError(
-                    f"{path!r}: a path starts with / and may only end in *",
-                    field="--authorization-always-allow-paths",
+                    f'only trailing * allowed in "{bare}"', field="--authorization-always-allow-paths"
                 )
         for flag, value in (
             ("--authentication-token-webhook-cache-ttl", self.token_cache_ttl),
@@ -241,12 +241,15 @@ class SubjectAccessReviewer:
 
 
 def path_allowed(patterns: tuple[str, ...], path: str) -> bool:
-    """Upstream's path authorizer: an exact path, or a prefix given with a trailing ``*``."""
+    """Upstream's path authorizer: an exact path, or a prefix given with a trailing ``*``; the
+    leading ``/`` of either is not compared."""
+    bare = path.removeprefix("/")
     for pattern in patterns:
-        if pattern.endswith("*"):
-            if path.startswith(pattern[:-1]):
+        want = pattern.removeprefix("/")
+        if want.endswith("*"):
+            if bare.startswith(want[:-1]):
                 return True
-        elif path == pattern:
+        elif bare == want:
             return True
     return False
 
