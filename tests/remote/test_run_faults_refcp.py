@@ -225,6 +225,17 @@ def _unsettled(ref: ControlPlane, names: set[str]) -> dict[str, Any]:
     }
 
 
+#: The reasons of a pod that cannot be placed. A gang member may say ``Schedulable`` for a while
+#: (Volcano: it fitted in a session that could not place the whole gang) until a later session
+#: finds no room for it at all.
+REFUSED = ("Unschedulable", "SchedulerError")
+
+
+def _refused(ref: ControlPlane, names: set[str]) -> bool:
+    pods = _pods(ref)
+    return all(n in pods and (_condition(pods[n]) or {}).get("reason") in REFUSED for n in names)
+
+
 def _bound(ref: ControlPlane, names: set[str]) -> int:
     pods = _pods(ref)
     return sum(1 for n in names if n in pods and pods[n]["spec"].get("nodeName"))
@@ -238,7 +249,7 @@ def _check(ref: ControlPlane, placements: Placements, *, bound: set[str], pendin
     for name in pending:
         assert not pods[name]["spec"].get("nodeName"), name
         cond = _condition(pods[name])
-        assert cond is not None and cond["reason"] in ("Unschedulable", "SchedulerError"), (name, cond)
+        assert cond is not None and cond["reason"] in REFUSED, (name, cond)
     for name, p in pods.items():
         assert p["spec"].get("nodeName") or _waiting(p), (name, _condition(p))
     code, nodes = ref.call("GET", NODES)
@@ -347,7 +358,11 @@ def _restart_under_load(
     fits, too_big = _gang_sets()
     everything = {*names, *gangs, *HUGE}
     _until(
-        lambda: not _unsettled(ref, everything) and _bound(ref, names | fits) == len(names | fits),
+        lambda: (
+            not _unsettled(ref, everything)
+            and _bound(ref, names | fits) == len(names | fits)
+            and _refused(ref, {*HUGE, *too_big})
+        ),
         90,
         lambda: (_unsettled(ref, everything), _bound(ref, names | fits)),
     )
@@ -410,7 +425,11 @@ def test_the_leader_cut_from_the_api_while_a_bind_is_in_flight(
         new.release.set()
         fits, too_big = _gang_sets()
         _until(
-            lambda: _bound(ref, names | fits) == len(names | fits) and not _unsettled(ref, gangs),
+            lambda: (
+                _bound(ref, names | fits) == len(names | fits)
+                and not _unsettled(ref, gangs)
+                and _refused(ref, too_big)
+            ),
             60,
             lambda: _unsettled(ref, names | gangs),
         )
