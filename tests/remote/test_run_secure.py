@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from hypothesis import example, given
+from hypothesis import strategies as st
 from tests.remote.conftest import Cluster, started_runners
 
 from kubesched.errors import InputError
@@ -326,3 +328,31 @@ def test_bad_serving_flags_are_located(options: ServingOptions, field: str) -> N
     with pytest.raises(InputError) as err:
         RunOptions(serving=options).validate()
     assert err.value.field == field
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 9), st.floats(0, 5), st.floats(0, 3)),
+        max_size=60,
+    )
+)
+@example([(1, 5.0, 0.0), (1, 0.0, 0.0)])  # an answer not to keep replaces the one kept
+def test_the_cache_is_bounded_and_answers_only_fresh_values(steps: list[tuple[int, float, float]]) -> None:
+    """Whatever is put, at most ``size`` answers are kept, and an answer comes back only while its
+    TTL runs and it was the last one put for its key."""
+    now = [0.0]
+    cache = ExpiringCache(size=4, clock=lambda: now[0])
+    latest: dict[int, tuple[int, float]] = {}
+    for i, (key, ttl, wait) in enumerate(steps):
+        cache.put(key, i, ttl)
+        if ttl > 0:
+            latest[key] = (i, now[0] + ttl)
+        else:
+            latest.pop(key, None)
+        now[0] += wait
+        assert len(cache) <= 4
+        for k in range(10):
+            got = cache.get(k)
+            if got is not None:
+                value, expires = latest[k]
+                assert got == value and now[0] < expires

@@ -111,9 +111,11 @@ class ExpiringCache:
         return item[1]
 
     def put(self, key: Hashable, value: Any, ttl: float) -> None:
+        """Keep ``value`` for ``ttl`` seconds (replacing what ``key`` held); a TTL of 0 keeps
+        nothing."""
+        self._items.pop(key, None)
         if ttl <= 0:
             return
-        self._items.pop(key, None)
         self._items[key] = (self.clock() + ttl, value)
         while len(self._items) > self.size:
             self._items.popitem(last=False)
