@@ -35,6 +35,8 @@ EXPECTED = {
     ("v1", "ServiceAccount", "kubesched"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole", "kubesched"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "kubesched"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "kubesched:auth-delegator"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "kubesched-metrics-reader"),
     ("rbac.authorization.k8s.io/v1", "Role", "kubesched-leader-election"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding", "kubesched-leader-election"),
     ("v1", "ConfigMap", "kubesched-config"),
@@ -93,6 +95,11 @@ NEEDED: list[tuple[str, str, str]] = [
     ("scheduling.volcano.sh", "podgroups/status", "update"),
     ("scheduling.volcano.sh", "queues/status", "patch"),
     ("scheduling.volcano.sh", "queues/status", "update"),
+]
+#: What the metrics endpoint's delegated authentication and authorization create.
+REVIEWS_NEEDED = [
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
 ]
 #: Leader election, in kubesched's namespace: (verb, Lease name or None for any).
 LEASE_NEEDED = [("create", None), ("get", "kubesched"), ("update", "kubesched")]
@@ -164,12 +171,15 @@ def test_every_document_has_the_expected_kind_and_version() -> None:
 
 def test_bindings_refer_to_the_roles_and_the_service_account() -> None:
     account = find("ServiceAccount")["metadata"]
-    for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        binding = find(binding_kind)
+    for binding_kind, role_kind, role in (
+        ("ClusterRoleBinding", "ClusterRole", "kubesched"),
+        ("RoleBinding", "Role", None),
+    ):
+        binding = find(binding_kind, role)
         assert binding["roleRef"] == {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": role_kind,
-            "name": find(role_kind)["metadata"]["name"],
+            "name": find(role_kind, role)["metadata"]["name"],
         }
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
@@ -177,8 +187,28 @@ def test_bindings_refer_to_the_roles_and_the_service_account() -> None:
     assert find("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account["name"]
 
 
+def test_the_endpoint_may_review_tokens_and_access_and_metrics_have_a_role() -> None:
+    """The metrics endpoint delegates (TokenReview, SubjectAccessReview) through the built-in
+    system:auth-delegator; reading /metrics is a role of its own, bound to no one by default."""
+    account = find("ServiceAccount")["metadata"]
+    binding = find("ClusterRoleBinding", "kubesched:auth-delegator")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+    assert find("ClusterRole", "kubesched-metrics-reader")["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    bound = {d["roleRef"]["name"] for d in documents() if d["kind"].endswith("Binding")}
+    assert "kubesched-metrics-reader" not in bound
+
+
 def test_the_cluster_role_grants_every_call_kubesched_makes_and_no_more() -> None:
-    rules = find("ClusterRole")["rules"]
+    rules = find("ClusterRole", "kubesched")["rules"]
     missing = [need for need in NEEDED if not grants(rules, *need)]
     assert missing == []
     extra = [
@@ -201,7 +231,9 @@ def test_leases_are_granted_only_in_the_namespace_and_by_name() -> None:
         assert grants(rules, "coordination.k8s.io", "leases", verb, name)
     assert not grants(rules, "coordination.k8s.io", "leases", "update", "kube-scheduler")
     assert not grants(rules, "coordination.k8s.io", "leases", "delete", "kubesched")
-    assert not grants(find("ClusterRole")["rules"], "coordination.k8s.io", "leases", "get", "kubesched")
+    assert not grants(
+        find("ClusterRole", "kubesched")["rules"], "coordination.k8s.io", "leases", "get", "kubesched"
+    )
 
 
 def test_the_lease_name_granted_is_the_one_the_deployment_elects_on() -> None:
@@ -229,8 +261,10 @@ def test_the_deployment_runs_two_replicas_with_probes_and_requests() -> None:
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     c = container()
     assert c["args"][0] == "run"
-    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": 10259, "scheme": "HTTP"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 10259, "scheme": "HTTP"}
+    # HTTPS with a self-signed certificate: the kubelet's probes do not verify it, and the health
+    # paths need no token.
+    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": 10259, "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 10259, "scheme": "HTTPS"}
     assert "--secure-port=10259" in c["args"]
     assert {"cpu", "memory"} <= set(c["resources"]["requests"])
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
@@ -371,7 +405,7 @@ def test_kube_apiserver_authorizes_what_kubesched_calls_and_nothing_else(refcp: 
     binary = str(Path(refcp["REF_DIR"]) / "bin" / "kubectl")
     done = kubectl(binary, refcp, "apply", "-f", str(DEPLOY))
     assert done.returncode == 0, done.stderr
-    denied = [n for n in NEEDED if not can_i(refcp, n[2], n[0], n[1], None, "default")]
+    denied = [n for n in (*NEEDED, *REVIEWS_NEEDED) if not can_i(refcp, n[2], n[0], n[1], None, "default")]
     assert denied == []
     for verb, name in LEASE_NEEDED:
         assert can_i(refcp, verb, "coordination.k8s.io", "leases", name, NAMESPACE), (verb, name)

@@ -79,10 +79,12 @@ def test_reviews_are_only_created(cluster):
     assert {r["name"]: r["verbs"] for r in resources["resources"]} == {
         "selfsubjectaccessreviews": ["create"],
         "selfsubjectrulesreviews": ["create"],
+        "subjectaccessreviews": ["create"],
     }
     code, resources, _ = cluster.request("GET", "/apis/authentication.k8s.io/v1")
-    entry = resources["resources"][0]
-    assert entry["name"] == "selfsubjectreviews" and entry["namespaced"] is False
+    entries = {r["name"]: r for r in resources["resources"]}
+    assert set(entries) == {"selfsubjectreviews", "tokenreviews"}
+    assert not any(r["namespaced"] for r in entries.values())
     groups = [g["name"] for g in cluster.request("GET", "/apis")[1]["groups"]]
     assert "authorization.k8s.io" in groups and "authentication.k8s.io" in groups
 
@@ -175,3 +177,53 @@ def test_kubectl_auth_can_i_and_whoami(cluster, binary):
     ], out
     out = ok(kubectl("auth", "whoami", "--as=bob", "-o", "jsonpath={.status.userInfo.username}"))
     assert out == "bob"
+
+
+TR = "/apis/authentication.k8s.io/v1/tokenreviews"
+SAR = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+def test_token_reviews_know_the_servers_token_only(cluster):
+    """What a server that delegates authentication (``kubesched run``'s endpoint) asks."""
+
+    def review(token):
+        body = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1", "spec": {"token": token}}
+        code, answer, _ = cluster.request("POST", TR, body)
+        assert code == 201 and answer["kind"] == "TokenReview"
+        return answer["status"]
+
+    assert review(cluster.token) == {
+        "authenticated": True,
+        "user": {"username": "kubesched-admin", "groups": ["system:masters", "system:authenticated"]},
+    }
+    assert review(cluster.token + "x") == {"user": {}, "error": "invalid bearer token"}
+    code, status, _ = cluster.request(
+        "POST", TR, {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1"}
+    )
+    assert (code, status["message"]) == (400, "token is required for TokenReview in authentication")
+    # Asking needs the token, as every request to serve.
+    assert cluster.request("POST", TR, {"spec": {"token": "x"}}, token=None)[0] == 401
+
+
+def test_subject_access_reviews_allow_every_authenticated_user(cluster):
+    """What a server that delegates authorization asks: serve allows every authenticated user
+    everything (AlwaysAllow) and takes no anonymous request, so the anonymous user is refused."""
+
+    def review(spec):
+        body = {"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "spec": spec}
+        code, answer, _ = cluster.request("POST", SAR, body)
+        assert code == 201, answer
+        return answer["status"]
+
+    metrics = {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}
+    assert review({**metrics, "user": "system:serviceaccount:monitoring:prometheus"}) == {"allowed": True}
+    assert review({**metrics, "groups": ["system:authenticated"]}) == {"allowed": True}
+    assert review({**metrics, "user": "system:anonymous", "groups": ["system:unauthenticated"]}) == {
+        "allowed": False
+    }
+    assert review({**metrics, "user": "someone", "groups": ["system:unauthenticated"]}) == {"allowed": False}
+    code, status, _ = cluster.request(
+        "POST", SAR, {"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "spec": {}}
+    )
+    assert code == 422
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.resourceAttributes", "spec.user"]

@@ -11,6 +11,7 @@ import http.client
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -62,7 +63,13 @@ class Replica:
             "127.0.0.1",
             "--secure-port",
             str(self.port),
+            # The endpoint reviews tokens and access through serve, which knows its admin's token.
+            "--authentication-kubeconfig",
+            str(cluster.kubeconfig),
+            "--authorization-kubeconfig",
+            str(cluster.kubeconfig),
         ]
+        self.token = cluster.token
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.err, env=dict(os.environ))
 
     def text(self) -> str:
@@ -74,9 +81,12 @@ class Replica:
 
     def get(self, path: str) -> tuple[int, str]:
         """(status, body); (0, "") while the replica does not listen yet."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # the replica's certificate is self-signed
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=5, context=ctx)
         try:
-            conn.request("GET", path)
+            conn.request("GET", path, headers={"Authorization": f"Bearer {self.token}"})
             resp = conn.getresponse()
             return resp.status, resp.read().decode()
         except ConnectionRefusedError:

@@ -14,7 +14,7 @@ from kubesched.remote.client import ApiClient
 from kubesched.remote.config import load_client_config
 from kubesched.remote.discovery import Discovery
 from kubesched.remote.loop import LoopThread
-from kubesched.remote.ports import ApiFeatures, RemotePorts
+from kubesched.remote.ports import ApiFeatures, NotLeading, RemotePorts
 from kubesched.remote.run import features
 from kubesched.store.base import AlreadyExists, Conflict, NotFound, StoreError
 
@@ -93,6 +93,27 @@ def test_bind_of_a_recreated_pod_is_refused_by_uid(cluster: Cluster, ports: Remo
     with pytest.raises(Conflict):
         ports.bind("default", "web-1", old_uid, "node-0")
     assert not _pod(cluster, "web-1")["spec"].get("nodeName")  # type: ignore[index]
+
+
+def test_a_replica_that_lost_its_lease_sends_no_decision(cluster: Cluster, ports: RemotePorts) -> None:
+    """Behind the fence (the Lease no longer held) binds, evictions and annotations are not sent:
+    a standby may have placed the same pods with the same capacity."""
+    uid = _create(cluster, pod("web-1"))["metadata"]["uid"]
+    _running_pod(cluster, ports, "victim", {"app": "v"})
+    holds = [False]
+    ports.fence = lambda: holds[0]
+    with pytest.raises(NotLeading, match="no longer holds the leader's Lease"):
+        ports.bind("default", "web-1", uid, "node-0")
+    assert not ports.evict("default", "victim", "PreemptionByScheduler", "preempting")
+    with pytest.raises(NotLeading):
+        ports.set_pod_annotations("default", "web-1", {"a": "b"})
+    stored = _pod(cluster, "web-1")
+    assert stored is not None and not stored["spec"].get("nodeName")
+    assert not (stored["metadata"].get("annotations") or {}).get("a")
+    assert _pod(cluster, "victim") is not None
+    holds[0] = True
+    ports.bind("default", "web-1", uid, "node-0")
+    assert _pod(cluster, "web-1")["spec"]["nodeName"] == "node-0"  # type: ignore[index]
 
 
 def test_bind_of_a_missing_pod_is_not_found(ports: RemotePorts) -> None:

@@ -79,6 +79,17 @@ def test_run_schedules_until_sigterm_and_exits_0(cluster: Cluster) -> None:
         (["--batch-scheduler-name", "default-scheduler"], "--batch-scheduler-name"),
         (["--batch-scheduler-name", "Not_A_Name"], "--batch-scheduler-name"),
         (["--no-such-flag"], "--no-such-flag"),
+        # kube-scheduler has no insecure port any more, and neither has kubesched.
+        (["--port", "10251"], "--port"),
+        (["--tls-cert-file", "/etc/hostname"], "--tls-private-key-file"),
+        (["--tls-cert-file", "/nonexistent", "--tls-private-key-file", "/nonexistent"], "--tls-cert-file"),
+        (["--client-ca-file", "/nonexistent"], "--client-ca-file"),
+        (["--authorization-always-allow-paths", "/he*lthz"], "--authorization-always-allow-paths"),
+        (["--authentication-token-webhook-cache-ttl", "soon"], "--authentication-token-webhook-cache-ttl"),
+        (
+            ["--authorization-kubeconfig", "/nonexistent", "--leader-elect=false"],
+            "--authorization-kubeconfig",
+        ),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(

@@ -740,3 +740,32 @@ def test_health_check_reports_a_leader_stuck_past_its_lease() -> None:
         assert a.elector.check(20) == "failed election to renew leadership on lease kube-system/kubesched"
 
     run(scenario())
+
+
+def test_a_leader_may_act_only_within_the_renew_deadline_of_its_last_write() -> None:
+    """``holds_lease``: what a writer asks before it sends a decision. It holds while renewals
+    succeed, stops holding once the last successful write began ``renew_deadline`` ago (before
+    the elector itself gives up), and never holds for a standby or after leadership was lost."""
+
+    async def scenario() -> None:
+        server = LeaseServer()
+        a = Candidate(server, "a").start()
+        b = Candidate(server, "b")
+        assert not a.elector.holds_lease()
+        await until(lambda: a.elector.leading)
+        b.start()
+        await asyncio.sleep(30)
+        assert a.elector.holds_lease() and not b.elector.holds_lease()
+        a.api.before = fail_with(ConnectionError("network unreachable"))
+        cut = now()
+        lapsed = await until(lambda: not a.elector.holds_lease())
+        # The last good write began at most a retry period (plus jitter) before the cut.
+        assert lapsed <= cut + 10 + 0.1
+        assert lapsed >= cut + 10 - 2 * 2.4 - 0.1
+        taken = await until(lambda: b.elector.leading)
+        assert lapsed < taken and not a.elector.holds_lease()
+        assert b.elector.holds_lease()
+        await a.kill()
+        await b.kill()
+
+    run(scenario())

@@ -108,7 +108,7 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
         if request.method != "POST":
             raise method_not_allowed()
         obj = await body(request)
-        return review(request, strategy, obj)
+        return review(request, strategy, obj, server.token)
     if name is None:
         return await _collection(server, request, strategy, namespace)
     return await _item(server, request, strategy, namespace, name, sub, dry)

@@ -119,13 +119,14 @@ def _client_and_endpoint_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--secure-port",
-        "--port",
         dest="port",
         type=int_flag(0, 65535),
         default=10259,
         metavar="PORT",
-        help="port of the health and metrics endpoint, plain HTTP; 0 for none (default 10259)",
+        help="port of the health and metrics endpoint, HTTPS with authentication and authorization; "
+        "0 for none (default 10259)",
     )
+    _serving_flags(run)
     run.add_argument(
         "-v",
         "--v",
@@ -137,11 +138,79 @@ def _client_and_endpoint_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
+def _serving_flags(run: argparse.ArgumentParser) -> None:
+    """The endpoint's TLS, authentication and authorization: kube-scheduler's flags and defaults."""
+    run.add_argument(
+        "--tls-cert-file",
+        metavar="FILE",
+        help="the endpoint's x509 certificate (its CA's after it, if any); default: self-signed",
+    )
+    run.add_argument("--tls-private-key-file", metavar="FILE", help="the key of --tls-cert-file")
+    run.add_argument(
+        "--cert-dir",
+        metavar="DIR",
+        help="where the self-signed pair is kept when --tls-cert-file is not given (default: made in "
+        "memory at each start)",
+    )
+    run.add_argument(
+        "--client-ca-file",
+        metavar="FILE",
+        help="authenticate client certificates signed by these CAs (user: Common Name, groups: "
+        "Organizations)",
+    )
+    run.add_argument(
+        "--authentication-kubeconfig",
+        metavar="FILE",
+        help="kubeconfig of the API server that reviews tokens (tokenreviews.authentication.k8s.io); "
+        "default: the pod's service account in a cluster, else tokens are not reviewed",
+    )
+    run.add_argument(
+        "--authentication-token-webhook-cache-ttl",
+        type=duration_flag,
+        default=10.0,
+        metavar="D",
+        help="how long a token review's answer is kept (default 10s)",
+    )
+    run.add_argument(
+        "--authorization-kubeconfig",
+        metavar="FILE",
+        help="kubeconfig of the API server that reviews access (subjectaccessreviews.authorization.k8s.io); "
+        "default: the pod's service account in a cluster, else only the always-allowed paths are served",
+    )
+    run.add_argument(
+        "--authorization-always-allow-paths",
+        type=_paths_flag,
+        default=None,
+        metavar="PATHS",
+        help="comma-separated paths served without authorization (default /healthz,/readyz,/livez)",
+    )
+    run.add_argument(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=duration_flag,
+        default=10.0,
+        metavar="D",
+        help="how long an allowing access review is kept (default 10s)",
+    )
+    run.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=duration_flag,
+        default=10.0,
+        metavar="D",
+        help="how long a refusing access review is kept (default 10s)",
+    )
+
+
+def _paths_flag(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
+    from kubesched.remote.delegated_auth import DEFAULT_ALWAYS_ALLOW_PATHS, AuthOptions
     from kubesched.remote.run import RunError, Runner, RunOptions
+    from kubesched.remote.serving import ServingOptions
 
     level = logging.DEBUG if (args.log_level or 0) >= 4 or args.verbose >= 2 else logging.INFO
     logging.getLogger().setLevel(level)
@@ -165,6 +234,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_period=args.leader_elect_retry_period,
         bind_address=args.bind_address,
         port=args.port,
+        serving=ServingOptions(
+            cert_file=args.tls_cert_file,
+            key_file=args.tls_private_key_file,
+            cert_dir=args.cert_dir,
+            client_ca_file=args.client_ca_file,
+        ),
+        auth=AuthOptions(
+            authentication_kubeconfig=args.authentication_kubeconfig,
+            token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+            authorization_kubeconfig=args.authorization_kubeconfig,
+            always_allow_paths=(
+                DEFAULT_ALWAYS_ALLOW_PATHS
+                if args.authorization_always_allow_paths is None
+                else args.authorization_always_allow_paths
+            ),
+            authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
+            unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+        ),
         seed=args.seed,
     )
     options.validate()

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.registry.apps import controllerrevision, daemonset, deployment, replicaset, statefulset
-from kubesched.registry.authentication import selfsubjectreview
-from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
+from kubesched.registry.authentication import selfsubjectreview, tokenreview
+from kubesched.registry.authorization import (
+    selfsubjectaccessreview,
+    selfsubjectrulesreview,
+    subjectaccessreview,
+)
 from kubesched.registry.batch import cronjob, job
 from kubesched.registry.coordination import lease
 from kubesched.registry.core import (
@@ -69,6 +73,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     selfsubjectreview.STRATEGY,
     selfsubjectaccessreview.STRATEGY,
     selfsubjectrulesreview.STRATEGY,
+    tokenreview.STRATEGY,
+    subjectaccessreview.STRATEGY,
     storageclass.STRATEGY,
     csidriver.STRATEGY,
     csinode.STRATEGY,

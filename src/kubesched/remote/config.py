@@ -184,7 +184,8 @@ def _kubeconfig_paths(kubeconfig: str | None) -> tuple[list[str], str]:
     return [], ""
 
 
-def _in_cluster_available() -> bool:
+def in_cluster_available() -> bool:
+    """Whether kubesched runs in a pod (the service's host and port are in the environment)."""
     return bool(os.environ.get(SERVICE_HOST_ENV_NAME)) and bool(os.environ.get(SERVICE_PORT_ENV_NAME))
 
 
@@ -198,7 +199,7 @@ async def load_client_config_async(
     """Build the client configuration (see the module docstring for the order of sources);
     :class:`InputError` names what is missing or wrong."""
     in_cluster_error: InputError | None = None
-    if kubeconfig is None and context is None and _in_cluster_available():
+    if kubeconfig is None and context is None and in_cluster_available():
         try:
             return _in_cluster(token_file, ca_file)
         except InputError as exc:  # as client-go: fall back to the kubeconfig loading rules

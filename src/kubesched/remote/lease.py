@@ -120,6 +120,10 @@ class Election:
         """The election is over: leadership was lost (or :meth:`stop` was called)."""
         return self._task is not None and self._task.done()
 
+    def holds_lease(self) -> bool:
+        """Whether this replica may still act as the leader (:meth:`LeaderElector.holds_lease`)."""
+        return self.elector.holds_lease()
+
     def healthy(self, max_tolerable_expired: float = HEALTHZ_TOLERANCE) -> bool:
         """False when this process leads on a Lease it has not renewed for a lease duration plus
         ``max_tolerable_expired`` (kube-scheduler's ``leaderElection`` health check, 20s)."""

@@ -106,6 +106,10 @@ class RemoteError(StoreError):
     """A write the server did not answer (connection lost, timed out)."""
 
 
+class NotLeading(RemoteError):
+    """A write not sent: this replica no longer holds the leader's Lease."""
+
+
 def _code(exc: BaseException) -> int | None:
     code = getattr(exc, "code", None)
     return code if isinstance(code, int) else None
@@ -212,6 +216,14 @@ class RemotePorts:
         self._retries = threading.Condition()
         self._retrier: threading.Thread | None = None
         self._closed = False
+        #: Whether this replica may still decide (None: always). Binds, evictions and the other
+        #: writes that carry a scheduling decision are not sent once it says no: a standby may have
+        #: taken over and placed the same pods with the same capacity.
+        self.fence: Callable[[], bool] | None = None
+
+    def _check_fence(self, what: str) -> None:
+        if self.fence is not None and not self.fence():
+            raise NotLeading(f"{what}: not sent, this replica no longer holds the leader's Lease")
 
     def _run(self, coro: Coroutine[Any, Any, T], what: str) -> T:
         """Run a request on the loop and wait for it. The client raises ``StoreError``s (refusals
@@ -232,9 +244,11 @@ class RemotePorts:
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
+        what = f"binding pod {namespace}/{name} to node {node_name}"
+        self._check_fence(what)
         self._run(
             self.client.request("POST", _pod_path(namespace, name, "binding"), body=body),
-            f"binding pod {namespace}/{name} to node {node_name}",
+            what,
         )
 
     # -- PodStatusWriter -------------------------------------------------------------------------
@@ -386,6 +400,11 @@ class RemotePorts:
 
     # -- Evictor ---------------------------------------------------------------------------------
     def evict(self, namespace: str, name: str, reason: str, message: str) -> bool:
+        if self.fence is not None and not self.fence():
+            log.warning(
+                "not evicting pod %s/%s: this replica no longer holds the leader's Lease", namespace, name
+            )
+            return False
         condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message}
         try:
             marked = self._patch_condition(namespace, name, condition, None)
@@ -525,6 +544,7 @@ class RemotePorts:
 
     # -- PodAnnotationWriter ---------------------------------------------------------------------
     def set_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> Obj | None:
+        self._check_fence(f"annotating pod {namespace}/{name}")
         try:
             return self._merge_patch(
                 _pod_path(namespace, name),
@@ -538,12 +558,14 @@ class RemotePorts:
     def update_persistent_volume(self, obj: Obj) -> Obj:
         name = str((obj.get("metadata") or {}).get("name") or "")
         body = {**obj, "apiVersion": "v1", "kind": "PersistentVolume"}
+        self._check_fence(f"updating PersistentVolume {name}")
         return self._put(_volume_path(name), body, f"updating PersistentVolume {name}")
 
     def update_persistent_volume_claim(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         body = {**obj, "apiVersion": "v1", "kind": "PersistentVolumeClaim"}
+        self._check_fence(f"updating PersistentVolumeClaim {namespace}/{name}")
         return self._put(
             _claim_path(namespace, name), body, f"updating PersistentVolumeClaim {namespace}/{name}"
         )

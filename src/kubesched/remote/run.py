@@ -16,8 +16,10 @@ Several replicas elect a leader on a ``coordination.k8s.io/v1`` Lease
 :meth:`Runner.on_started_leading` and stops in :meth:`Runner.on_stopped_leading` (called directly
 when leader election is off). A replica that loses its Lease stops scheduling at once and exits
 with code 1, as kube-scheduler does. ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` are
-served over plain HTTP on ``--bind-address``/``--secure-port`` from the start (``/readyz`` fails
-until the first listing is complete); :attr:`Runner.health_checks` names their checks.
+served over HTTPS on ``--bind-address``/``--secure-port`` from the start (``/readyz`` fails until
+the first listing is complete), with authentication and authorization delegated to the API server
+(:mod:`kubesched.remote.delegated_auth`, :mod:`kubesched.remote.serving`);
+:attr:`Runner.health_checks` names their checks.
 
 Binding cycles run on binding workers, so the next pods are scheduled while binds are on their way
 (upstream: a goroutine per binding cycle; the client's rate limit bounds them as upstream's).
@@ -49,12 +51,14 @@ from kubesched.framework.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.remote.client import ApiClient
 from kubesched.remote.config import load_client_config_async
+from kubesched.remote.delegated_auth import AuthOptions, DelegatedAuth
 from kubesched.remote.discovery import FOLLOWED_KINDS, Discovery
 from kubesched.remote.lease import Election, RemoteLeaseAPI
 from kubesched.remote.loop import LoopThread
 from kubesched.remote.mirror import MirrorStore
 from kubesched.remote.ports import ApiFeatures, RemotePorts
 from kubesched.remote.reflector import ReflectorSet
+from kubesched.remote.serving import ServingOptions, ssl_context
 from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
@@ -103,9 +107,13 @@ class RunOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    #: Where /healthz, /readyz (and /metrics) are served, over plain HTTP; port 0 serves nothing.
+    #: Where /healthz, /readyz (and /metrics) are served, over HTTPS; port 0 serves nothing.
     bind_address: str = "0.0.0.0"
     port: int = 10259
+    #: The endpoint's certificate (self-signed in memory by default).
+    serving: ServingOptions = field(default_factory=ServingOptions)
+    #: Who may read the endpoint (delegated to the API server).
+    auth: AuthOptions = field(default_factory=AuthOptions)
     #: This replica's name in the Lease and in events' reportingInstance.
     identity: str = field(default_factory=default_identity)
     #: Seed of the random tie-breaks (None: a fresh one each run).
@@ -142,6 +150,8 @@ class RunOptions:
             ipaddress.ip_address(self.bind_address)
         except ValueError:
             raise InputError(f"not an IP address: {self.bind_address!r}", field="--bind-address") from None
+        self.serving.validate()
+        self.auth.validate()
         if not self.leader_elect:
             return
         for flag, value in (
@@ -200,6 +210,8 @@ class Runner:
         self.driver: RealTimeDriver | None = None
         self.metrics = SchedulerMetrics()
         self.health_server: HealthServer | None = None
+        #: The endpoint's authentication and authorization (once it serves).
+        self.auth: DelegatedAuth | None = None
         self.election: Election | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -321,6 +333,8 @@ class Runner:
         opts = self.options
         if opts.port == 0 or self.health_server is not None:
             return
+        context = ssl_context(opts.serving)
+        auth = DelegatedAuth.from_options(opts.auth)
         try:
             self.health_server = start_health_server(
                 opts.bind_address,
@@ -328,13 +342,17 @@ class Runner:
                 self.metrics,
                 self.health_checks,
                 ready_checks={"shutdown": lambda: not self._stopping.is_set()},
+                ssl_context=context,
+                middlewares=(auth.middleware,),
+                on_cleanup=(auth.close,),
             )
         except OSError as exc:
             raise RunError(
                 f"cannot serve health and metrics on {opts.bind_address}:{opts.port}: {exc}"
             ) from exc
+        self.auth = auth
         log.info(
-            "serving /metrics, /healthz and /readyz on http://%s:%d",
+            "serving /metrics, /healthz, /livez and /readyz on https://%s:%d",
             opts.bind_address,
             self.health_server.port,
         )
@@ -461,7 +479,11 @@ class Runner:
             ),
         )
         config.validate()
-        self.election = Election(self.loop, RemoteLeaseAPI(self.client), config)
+        self.election = election = Election(self.loop, RemoteLeaseAPI(self.client), config)
+        if self.ports is not None:
+            # What a lost Lease leaves in flight (a bind held up on a slow connection) is not sent:
+            # a standby may already have placed those pods.
+            self.ports.fence = election.holds_lease
         self.health_checks["leaderElection"] = self.election.healthy
         log.info(
             "campaigning for the Lease %s/%s as %s", opts.lease_namespace, opts.lease_name, opts.identity

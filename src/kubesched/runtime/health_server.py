@@ -1,4 +1,6 @@
-"""A plain-HTTP server for ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz``.
+"""A server for ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz``: HTTPS when given an SSL
+context, with the middlewares it is given in front (``kubesched run`` puts delegated
+authentication and authorization there, :mod:`kubesched.remote.delegated_auth`).
 
 For a scheduler that runs without ``kubesched serve`` (``kubesched run`` against a cluster): start
 it beside the scheduler and stop it when the scheduler stops::
@@ -18,9 +20,9 @@ returns once it listens (``server.port`` is the port it got when asked for port 
 cannot be bound raises ``OSError`` there. ``GET /metrics`` answers the Prometheus text format of
 the metrics' registry; the health endpoints answer as :mod:`kubesched.metrics.health` describes.
 Checks run on the server's thread: they should read a flag, never wait. ``metrics`` may be None
-(health endpoints only; ``/metrics`` is then 404). Upstream serves these over HTTPS with
-authentication; this server is plain HTTP without it, so bind it to an address only the
-monitoring can reach. ``kubesched serve`` serves ``/metrics`` itself, behind its bearer token.
+(health endpoints only; ``/metrics`` is then 404). Without an SSL context and middlewares the
+server is plain HTTP open to anyone who reaches it (tests, embedding). ``kubesched serve`` serves
+``/metrics`` itself, behind its bearer token.
 
 :func:`health_app` is the same as an aiohttp application, to mount elsewhere.
 """
@@ -28,9 +30,11 @@ monitoring can reach. ``kubesched serve`` serves ``/metrics`` itself, behind its
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections import ChainMap
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from aiohttp import web
 
@@ -69,9 +73,12 @@ def health_app(
     checks: Mapping[str, Check],
     *,
     ready_checks: Mapping[str, Check] | None = None,
+    middlewares: Sequence[Any] = (),
+    on_cleanup: Sequence[Callable[[web.Application], Awaitable[None]]] = (),
 ) -> web.Application:
     """``checks`` answer every health endpoint; ``ready_checks`` only ``/readyz``. Both are read on
-    each request, so checks their owner adds later are served too (upstream's ``ping`` first)."""
+    each request, so checks their owner adds later are served too (upstream's ``ping`` first).
+    ``middlewares`` see every request first; ``on_cleanup`` run when the server stops."""
     ping = with_ping({})
     live: Mapping[str, Check] = ChainMap(checks, ping)  # type: ignore[arg-type]
     by_endpoint = {name: live for name in ENDPOINTS}
@@ -82,7 +89,8 @@ def health_app(
             raise web.HTTPNotFound()
         return metrics_response(metrics)
 
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
+    app.on_cleanup.extend(on_cleanup)
     app.router.add_get("/metrics", metrics_handler)
     for endpoint, endpoint_checks in by_endpoint.items():
         handler = _health_route(endpoint, endpoint_checks)
@@ -104,9 +112,12 @@ def _health_route(endpoint: str, checks: Mapping[str, Check]) -> _Handler:
 class HealthServer:
     """A running :func:`start_health_server`; :meth:`stop` ends it."""
 
-    def __init__(self, app: web.Application, host: str, port: int) -> None:
+    def __init__(
+        self, app: web.Application, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context
         self._app = app
         self._loop = asyncio.new_event_loop()
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -117,7 +128,10 @@ class HealthServer:
     @property
     def url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
-        return f"http://{host}:{self.port}"
+        if ":" in host:
+            host = f"[{host}]"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def _run(self) -> None:
         loop = self._loop
@@ -137,7 +151,7 @@ class HealthServer:
 
     async def _start(self) -> None:
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -167,10 +181,16 @@ def start_health_server(
     checks: Mapping[str, Check],
     *,
     ready_checks: Mapping[str, Check] | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    middlewares: Sequence[Any] = (),
+    on_cleanup: Sequence[Callable[[web.Application], Awaitable[None]]] = (),
 ) -> HealthServer:
     """Serve ``/metrics`` and the health endpoints on ``host:port`` (0: any free port) from a
-    thread of its own; returns once it listens."""
-    return HealthServer(health_app(metrics, checks, ready_checks=ready_checks), host, port).start()
+    thread of its own, over HTTPS when ``ssl_context`` is given; returns once it listens."""
+    app = health_app(
+        metrics, checks, ready_checks=ready_checks, middlewares=middlewares, on_cleanup=on_cleanup
+    )
+    return HealthServer(app, host, port, ssl_context).start()
 
 
 __all__ = ["HealthServer", "health_app", "health_handler", "metrics_response", "start_health_server"]

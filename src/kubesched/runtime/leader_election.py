@@ -293,6 +293,8 @@ class LeaderElector:
         self.rng = rng or random.Random()
         self.observed_record = LeaderElectionRecord()
         self.observed_time = float("-inf")
+        #: When the last write naming this process as the holder began (monotonic).
+        self.confirmed_at = float("-inf")
         self._reported_leader = ""
         self._leading = False
 
@@ -314,6 +316,16 @@ class LeaderElector:
     def leading(self) -> bool:
         """True between ``on_started_leading`` and ``on_stopped_leading``."""
         return self._leading
+
+    def holds_lease(self) -> bool:
+        """Whether this process may still act as the leader: it leads and its last write of the
+        Lease began less than ``renew_deadline`` ago. A standby takes over no sooner than
+        ``lease_duration`` after it saw that write, so what is sent while this holds reaches the
+        server with ``lease_duration - renew_deadline`` to spare. client-go stops the process when
+        leadership is lost and leaves a request already under way to land whenever it does; this
+        is the check a writer makes before it sends, so that a bind held up past the deadline (a
+        slow or cut connection) is not sent after a standby has taken over."""
+        return self._leading and self.clock.monotonic() - self.confirmed_at < self.config.renew_deadline
 
     def check(self, max_tolerable_expired: float) -> str | None:
         """For a health check: a message when this process leads on a record it last confirmed more
@@ -448,6 +460,7 @@ class LeaderElector:
                 log.debug("lease %s: optimistic renewal failed (%s), reading it", self.lock.describe(), exc)
             else:
                 self._observe(renewed)
+                self.confirmed_at = started
                 return True
 
         # 2. Read the record, or create it.
@@ -455,6 +468,7 @@ class LeaderElector:
         if current is None:
             await self.lock.create(record)
             self._observe(record)
+            self.confirmed_at = started
             return True
 
         # 3. A changed record restarts the expiry count; a held one that has not expired is left alone.
@@ -475,6 +489,7 @@ class LeaderElector:
             record = replace(record, leader_transitions=current.leader_transitions + 1)
         await self.lock.update(record)
         self._observe(record)
+        self.confirmed_at = started
         return True
 
     async def _release(self) -> bool:

@@ -9,7 +9,15 @@ from kubesched.registry.review import ReviewStrategy, UserInfo, resource
 
 class SelfSubjectAccessReviewStrategy(ReviewStrategy):
     def review(self, body: dict[str, Any], user: UserInfo) -> dict[str, Any]:
-        spec = self.spec_of(body)
+        causes = self.causes(body, self.spec_of(body))
+        if causes:
+            raise self.refuse(causes)
+        # Every authenticated request is allowed (AlwaysAllow), so every question is answered yes;
+        # upstream's allowing authorizer gives no reason.
+        return self.answer(body, {"allowed": True})
+
+    def causes(self, body: dict[str, Any], spec: dict[str, Any]) -> list[tuple[str, str, str]]:
+        """What upstream's validation refuses in the review, in its order."""
         attributes = spec.get("resourceAttributes")
         non_resource = spec.get("nonResourceAttributes")
         for path, value, go_type in (
@@ -38,11 +46,7 @@ class SelfSubjectAccessReviewStrategy(ReviewStrategy):
                 )
             )
         causes += self.empty_metadata_errors(body)
-        if causes:
-            raise self.refuse(causes)
-        # Every authenticated request is allowed (AlwaysAllow), so every question is answered yes;
-        # upstream's allowing authorizer gives no reason.
-        return self.answer(body, {"allowed": True})
+        return causes
 
 
 def _go_struct(name: str, value: dict[str, Any], fields: tuple[str, ...]) -> str:
