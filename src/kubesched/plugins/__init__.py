@@ -10,6 +10,7 @@ from kubesched.framework.registry import PluginSpec, Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.dynamicresources import DynamicResources
+from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.gpushare import GPU_SCORE_PLUGINS, GpuShare
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
@@ -48,6 +49,7 @@ IN_TREE: tuple[Any, ...] = (
     ImageLocality,
     DefaultPreemption,
     DefaultBinder,
+    GangScheduling,
     GpuShare,
     *GPU_SCORE_PLUGINS,
 )

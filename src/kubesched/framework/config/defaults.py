@@ -60,7 +60,20 @@ FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
     "DRAConsumableCapacity": False,
     "DRADeviceBindingConditions": False,
     "DRAExtendedResource": False,
+    # Workload-aware scheduling, alpha and off in v1.35-v1.36 (KEP-4671): GenericWorkload routes a
+    # PodGroup's pods through the pod group cycle, GangScheduling adds its plugin to the defaults.
+    "GenericWorkload": False,
+    "GangScheduling": False,
 }
+
+
+def default_multi_point_plugins(gates: dict[str, bool]) -> tuple[tuple[str, int | None], ...]:
+    """The default plugins with the ones feature gates add (upstream ``applyFeatureGates``):
+    GangScheduling goes last when its gate is on."""
+    plugins = DEFAULT_MULTI_POINT_PLUGINS
+    if gates.get("GangScheduling", FEATURE_GATE_DEFAULTS["GangScheduling"]):
+        plugins = (*plugins, ("GangScheduling", None))
+    return plugins
 
 
 @dataclass(slots=True)
