@@ -61,6 +61,10 @@ def schedule_one(sched: Scheduler) -> bool:
     if info is None:
         return False
     pod = info.pod
+    if pod.scheduling_group is not None and sched.generic_workload:
+        sched.schedule_one_pod_group(info)
+        sched.run_binding_cycles()
+        return True
     fwk = sched.profiles[pod.scheduler_name]
     sched.cycle += 1
     if sched.cache.pod_state(pod.uid) is not None:

@@ -1,0 +1,340 @@
+"""The pod group scheduling cycle (upstream ``pkg/scheduler/schedule_one_podgroup.go``, v1.36).
+
+With the ``GenericWorkload`` gate on, a popped pod that names a scheduling.k8s.io PodGroup brings
+its whole group into one cycle: every other unscheduled pod of the group is taken out of the queue
+with it, the pods are ordered by priority (highest first), then by their first attempt, and each
+runs the ordinary algorithm (Filter, Score, PostFilter) on the one snapshot in turn, assumed and
+reserved where it fits so that the next pod sees it placed, then through Permit. When one pod's
+Permit succeeds (for a gang: once ``minCount`` pods are placed) the group is schedulable.
+
+Every placement of the cycle is then undone. A schedulable group's placed pods are assumed again
+and go to their binding cycles (GangScheduling's Permit lets them through together); the pods that
+found no node are requeued with their own reasons. An unschedulable group's pods are all requeued:
+the placed ones told that Permit made them wait, the others why they found no node. The PodGroup's
+``PodGroupScheduled`` condition says how the cycle ended (it never goes back from True to False).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kubesched.api.scheduling_groups import (
+    POD_GROUP_SCHEDULED,
+    POD_GROUP_STORE_KIND,
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+)
+from kubesched.cache.pod_index import is_terminating
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.framework.outcome import PodOutcome
+from kubesched.framework.runtime import Framework, FrameworkError
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import QueuedPodInfo
+from kubesched.framework.waiting_pods import WaitingPod
+from kubesched.scheduler.binding import BindingTask
+from kubesched.scheduler.schedule_one import SchedulingError
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.scheduler import Scheduler
+
+#: Upstream ``errPodGroupUnschedulable``: the status of a group no pod's Permit let through.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+WAITING_FOR_PREEMPTION = "pod group is waiting for preemption to complete"
+
+
+@dataclass(slots=True)
+class _PodResult:
+    """One pod's attempt in the group's cycle (upstream ``algorithmResult``)."""
+
+    info: QueuedPodInfo
+    state: CycleState
+    outcome: PodOutcome
+    node: str = ""
+    #: why it was not placed (empty when it was)
+    message: str = ""
+    diagnosis: Diagnosis | None = None
+    error: bool = False
+    #: the node an earlier preemption nominated it to, when it only fits there after preemption
+    nominated: str | None = ""
+    requires_preemption: bool = False
+    permit: Status | None = None
+
+    @property
+    def placed(self) -> bool:
+        return bool(self.node) and not self.message
+
+
+def schedule_one_pod_group(sched: Scheduler, info: QueuedPodInfo) -> None:
+    """Schedule the group of the popped pod ``info`` as a unit (upstream ``scheduleOnePodGroup``)."""
+    pod = info.pod
+    group = pod.scheduling_group
+    assert group is not None
+    infos = _take_group(sched, info, group)
+    names = {i.pod.scheduler_name for i in infos}
+    if len(names) > 1:
+        a, b = sorted(names)[:2]
+        message = (
+            "all pods in a single pod group should have the same .spec.schedulerName set, "
+            f'got: "{a}" and "{b}"'
+        )
+        for qi in infos:
+            fwk = sched.profiles.get(qi.pod.scheduler_name)
+            if fwk is None:
+                sched.queue.done(qi.pod.uid)
+                continue
+            sched._handle_failure(fwk, qi, message, None, _outcome(sched, qi), error=True)
+        return
+    fwk = sched.profiles[pod.scheduler_name]
+    kept = []
+    for qi in infos:
+        if sched.cache.pod_state(qi.pod.uid) is not None or is_terminating(qi.pod):
+            sched.queue.done(qi.pod.uid)  # already assumed or bound, or being deleted
+        else:
+            kept.append(qi)
+    if not kept:
+        return
+    sched.cycle += 1
+    results, status = _pod_group_algorithm(sched, fwk, kept)
+    _submit(sched, fwk, namespace=pod.namespace, name=group, results=results, infos=kept, status=status)
+
+
+def _take_group(sched: Scheduler, info: QueuedPodInfo, group: str) -> list[QueuedPodInfo]:
+    """The popped pod and every other unscheduled pod of its group the queue holds, highest
+    priority first, then by first attempt (upstream ``podGroupInfoForPod``)."""
+    pod = info.pod
+    infos = [info]
+    for other in sched.handle.pod_groups.state(pod.namespace, group).unscheduled_pods():
+        if other.uid == pod.uid:
+            continue
+        taken = sched.queue.pop_specific(other.uid)
+        if taken is not None:
+            infos.append(taken)
+    infos.sort(key=lambda i: (-i.pod.priority, i.initial_attempt_timestamp or 0.0, i.seq))
+    return infos
+
+
+def _outcome(sched: Scheduler, info: QueuedPodInfo) -> PodOutcome:
+    pod = info.pod
+    outcome = sched.outcomes.get(pod.uid)
+    if outcome is None:
+        outcome = PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
+        sched.outcomes[pod.uid] = outcome
+    outcome.attempts = info.attempts
+    return outcome
+
+
+def _pod_group_algorithm(
+    sched: Scheduler, fwk: Framework, infos: list[QueuedPodInfo]
+) -> tuple[list[_PodResult], Status | None]:
+    """Try every pod in order on one snapshot (upstream ``podGroupSchedulingDefaultAlgorithm``);
+    returns each pod's result and the group's status: None (schedulable), Unschedulable or Error.
+    Every placement made here is undone before it returns."""
+    results: list[_PodResult] = []
+    placed: list[_PodResult] = []
+    status: Status | None = Status(Code.UNSCHEDULABLE, [POD_GROUP_UNSCHEDULABLE])
+    waiting_on_preemption = False
+    requires_preemption = False
+    try:
+        for qi in infos:
+            if sched.metrics is not None:
+                sched.metrics.cycle_started(qi)
+            res = _schedule_member(sched, fwk, qi)
+            results.append(res)
+            if res.error:
+                # An error, not a rejection: no pod of the group is scheduled this time.
+                status = Status.error(f"failed to schedule other pod from a pod group: {res.message}")
+                waiting_on_preemption = False
+                break
+            if not res.node:
+                continue  # rejected: the group may still be schedulable without it
+            placed.append(res)
+            requires_preemption = requires_preemption or res.requires_preemption
+            if res.permit is None:
+                if requires_preemption:
+                    status = Status(Code.UNSCHEDULABLE, [WAITING_FOR_PREEMPTION])
+                    waiting_on_preemption = True
+                else:
+                    status = None
+    finally:
+        for res in reversed(placed):
+            _revert(sched, fwk, res)
+    if waiting_on_preemption and status is not None:
+        status.plugin = "preemption"
+    return results, status
+
+
+def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _PodResult:
+    """One pod of the group: the scheduling algorithm, then assume, Reserve and Permit (upstream
+    ``podGroupPodSchedulingAlgorithm``)."""
+    pod = info.pod
+    state = CycleState()
+    res = _PodResult(info, state, _outcome(sched, info))
+    sched.cache.update_snapshot(sched.snapshot)
+    try:
+        node = sched.schedule_pod(fwk, state, pod).node
+    except FitError as fit:
+        nominated = sched._run_post_filter(fwk, state, pod, fit.diagnosis)
+        res.message, res.diagnosis, res.nominated = fit.diagnosis.message(), fit.diagnosis, nominated
+        if not nominated:
+            return res
+        # Preemption made room: the pod counts as placed on its nominated node for the pods after
+        # it, and the group waits for the victims to go.
+        node, res.requires_preemption = nominated, True
+    except NoNodesAvailable as exc:
+        info.unschedulable_plugins = set()
+        res.message = str(exc)
+        return res
+    except (SchedulingError, FrameworkError) as exc:
+        res.message, res.error = str(exc), True
+        return res
+    assumed = copy.copy(pod)
+    assumed.node_name = node
+    sched.cache.assume_pod(assumed, node)
+    st = fwk.run_reserve(state, assumed, node)
+    if st is not None:
+        fwk.run_unreserve(state, assumed, node)
+        sched.cache.forget_pod(assumed)
+        res.message, res.error = st.message, st.code == Code.ERROR
+        return res
+    res.node = node
+    st, _ = fwk.run_permit(state, assumed, node)
+    if st is not None and st.code != Code.WAIT:
+        _revert(sched, fwk, res)
+        res.node = ""
+        res.message, res.error = st.message, st.code == Code.ERROR
+        if st.is_rejected and st.plugin:
+            info.unschedulable_plugins = {st.plugin}
+        return res
+    res.permit = st
+    if not res.requires_preemption:
+        res.message = ""
+    return res
+
+
+def _revert(sched: Scheduler, fwk: Framework, res: _PodResult) -> None:
+    """Undo a pod's placement in this cycle: Unreserve and forget."""
+    pod = res.info.pod
+    assumed = copy.copy(pod)
+    assumed.node_name = res.node
+    fwk.run_unreserve(res.state, assumed, res.node)
+    sched.cache.forget_pod(assumed)
+
+
+def _submit(
+    sched: Scheduler,
+    fwk: Framework,
+    *,
+    namespace: str,
+    name: str,
+    results: list[_PodResult],
+    infos: list[QueuedPodInfo],
+    status: Status | None,
+) -> None:
+    """Act on the group's result (upstream ``submitPodGroupAlgorithmResult``), then write the
+    PodGroup's condition."""
+    by_uid = {r.info.pod.uid: r for r in results}
+    waiting_on_preemption = status is not None and status.plugin == "preemption"
+    for qi in infos:
+        res = by_uid.get(qi.pod.uid)
+        if res is None or (status is not None and status.code == Code.ERROR):
+            message = status.message if status is not None else ""
+            if res is not None and res.error:
+                message = res.message
+            sched._handle_failure(fwk, qi, message, None, _outcome(sched, qi), error=True)
+            continue
+        if res.placed and not res.requires_preemption:
+            if status is None:
+                _to_binding(sched, fwk, res)
+            elif waiting_on_preemption:
+                sched._handle_failure(fwk, qi, status.message, None, res.outcome, nominated_node=res.node)
+            else:
+                _reject(sched, fwk, res, _permit_message(res))
+        elif res.requires_preemption and not waiting_on_preemption:
+            _reject(sched, fwk, res, _permit_message(res))
+        else:
+            sched._handle_failure(
+                fwk, qi, res.message, res.diagnosis, res.outcome, nominated_node=res.nominated
+            )
+    condition: dict[str, Any]
+    if status is None:
+        condition = {"type": POD_GROUP_SCHEDULED, "status": "True", "reason": REASON_SCHEDULED, "message": ""}
+    elif status.code == Code.ERROR:
+        condition = {
+            "type": POD_GROUP_SCHEDULED,
+            "status": "False",
+            "reason": REASON_SCHEDULER_ERROR,
+            "message": status.message,
+        }
+    else:
+        condition = {
+            "type": POD_GROUP_SCHEDULED,
+            "status": "False",
+            "reason": REASON_UNSCHEDULABLE,
+            "message": status.message,
+        }
+    _set_condition(sched, namespace, name, condition)
+
+
+def _permit_message(res: _PodResult) -> str:
+    return res.permit.message if res.permit is not None else ""
+
+
+def _reject(sched: Scheduler, fwk: Framework, res: _PodResult, message: str) -> None:
+    """A pod that fits but whose group does not: requeued with no plugin to wait for, so it backs
+    off and the group is tried again (upstream: an Unschedulable status with no plugin)."""
+    res.info.unschedulable_plugins = set()
+    res.info.pending_plugins = set()
+    sched._handle_failure(fwk, res.info, message, None, res.outcome)
+
+
+def _to_binding(sched: Scheduler, fwk: Framework, res: _PodResult) -> None:
+    """Place the pod again for real and hand it to its binding cycle; Permit parks it until the
+    gang is complete (upstream ``prepareForBindingCycle``)."""
+    info, state = res.info, CycleState()
+    pod = info.pod
+    assumed = copy.copy(pod)
+    assumed.node_name = res.node
+    sched.cache.assume_pod(assumed, res.node)
+    if sched.metrics is not None:
+        sched.metrics.assumed(pod.uid)
+    sched.queue.nominator.delete(pod.uid)
+    task = BindingTask(fwk, state, info, assumed, res.node, res.outcome)
+    st = fwk.run_reserve(state, assumed, res.node)
+    if st is not None:
+        sched._undo_assume(task, st)
+        return
+    st, waits = fwk.run_permit(state, assumed, res.node)
+    if st is not None and st.code != Code.WAIT:
+        sched._undo_assume(task, st)
+        return
+    if waits:
+        now = sched.now()
+        sched.handle.waiting_pods.add(
+            WaitingPod(assumed, res.node, {p: now + t for p, t in waits.items()}, since=now)
+        )
+    sched._binding_tasks.append(task)
+
+
+def _set_condition(sched: Scheduler, namespace: str, name: str, condition: dict[str, Any]) -> None:
+    """Write the PodGroup's condition through the status port, unless it would take a True back
+    to False (a later cycle for pods added to a scheduled group) or changes nothing."""
+    writer = sched.ports.pod_group_conditions
+    pg = sched.informers.informer(POD_GROUP_STORE_KIND).get(namespace, name)
+    if writer is None or pg is None:
+        return
+    current = pg.condition(POD_GROUP_SCHEDULED)
+    if current is not None and current.status == "True" and condition["status"] != "True":
+        return
+    generation = (pg.raw.get("metadata") or {}).get("generation") or 0
+    if current is not None and (
+        current.status,
+        current.reason,
+        current.message,
+        current.observed_generation,
+    ) == (condition["status"], condition["reason"], condition["message"], generation):
+        return
+    writer.set_pod_group_condition(namespace, name, {**condition, "observedGeneration": generation})

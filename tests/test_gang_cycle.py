@@ -1,0 +1,140 @@
+"""The pod group cycle end to end on the embedded cluster: a gang of 8 with minCount 8 on room for
+7 binds none and says why on its PodGroup; a node more and all 8 bind together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
+from kubesched.framework.config import config_from_dict
+from kubesched.plugins import default_registry
+from kubesched.sim.simulation import Simulation
+
+GATES = {"GenericWorkload": True, "GangScheduling": True}
+
+
+def _sim(gates: dict[str, bool] = GATES) -> Simulation:
+    registry = default_registry()
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "featureGates": gates,
+        },
+        registry,
+    )
+    return Simulation(config, registry, seed=0)
+
+
+def _node(name: str, cpu: str = "4") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def _pod_group(name: str, min_count: int | None, namespace: str = "default") -> dict[str, Any]:
+    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def _pod(name: str, group: str | None, cpu: str = "2", priority: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]
+    }
+    if group is not None:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    if priority is not None:
+        spec["priority"] = priority
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _bound(sim: Simulation) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in sim.store.list("Pod")
+        if (p.get("spec") or {}).get("nodeName")
+    }
+
+
+def _condition(sim: Simulation, name: str) -> dict[str, Any] | None:
+    pg = sim.store.get(POD_GROUP_STORE_KIND, "default", name)
+    assert pg is not None
+    for c in (pg.get("status") or {}).get("conditions") or []:
+        if c["type"] == "PodGroupScheduled":
+            return dict(c)
+    return None
+
+
+def test_gang_of_8_on_room_for_7_binds_none_then_all_with_a_node_more() -> None:
+    sim = _sim()
+    # 2 cpu per pod: two nodes of 4 and one of 6 hold 2 + 2 + 3 = 7 pods.
+    for name, cpu in (("n1", "4"), ("n2", "4"), ("n3", "6")):
+        sim.store.create(_node(name, cpu))
+    sim.store.create(_pod_group("train", 8))
+    for i in range(8):
+        sim.store.create(_pod(f"train-{i}", "train"))
+    result = sim.run()
+    assert _bound(sim) == {}
+    assert result.scheduled == 0
+    cond = _condition(sim, "train")
+    assert cond is not None
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False",
+        "Unschedulable",
+        "pod group is unschedulable",
+    )
+    messages = {o.name: o.message for o in sim.outcomes()}
+    waiting = [n for n, m in messages.items() if m.startswith("one or more plugins asked to wait")]
+    assert len(waiting) == 7
+    assert sum("Insufficient cpu" in m for m in messages.values()) == 1
+
+    sim.store.create(_node("n4", "4"))
+    sim.run()
+    bound = _bound(sim)
+    assert sorted(bound) == [f"train-{i}" for i in range(8)]
+    cond = _condition(sim, "train")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("True", "Scheduled")
+
+
+def test_gang_waits_at_pre_enqueue_until_min_count_pods_exist() -> None:
+    sim = _sim()
+    sim.store.create(_node("n1", "16"))
+    sim.store.create(_pod_group("g", 3))
+    for i in range(2):
+        sim.store.create(_pod(f"g-{i}", "g"))
+    sim.run()
+    assert _bound(sim) == {}
+    assert {o.message for o in sim.outcomes()} == {
+        "waiting for minCount pods from a gang to appear in scheduling queue"
+    }
+    sim.store.create(_pod("g-2", "g"))
+    sim.run()
+    assert sorted(_bound(sim)) == ["g-0", "g-1", "g-2"]
+
+
+def test_pods_without_a_group_are_scheduled_as_before() -> None:
+    results = []
+    for gates in ({}, GATES):
+        sim = _sim(gates)
+        for name in ("n1", "n2"):
+            sim.store.create(_node(name))
+        for i in range(5):
+            sim.store.create(_pod(f"p{i}", None))
+        sim.run()
+        results.append(_bound(sim))
+    assert results[0] == results[1]
+    assert len(results[0]) == 4
