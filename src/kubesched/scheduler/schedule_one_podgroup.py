@@ -97,7 +97,6 @@ def schedule_one_pod_group(sched: Scheduler, info: QueuedPodInfo) -> None:
             kept.append(qi)
     if not kept:
         return
-    sched.cycle += 1
     results, status = _pod_group_algorithm(sched, fwk, kept)
     _submit(sched, fwk, namespace=pod.namespace, name=group, results=results, infos=kept, status=status)
 
@@ -173,6 +172,9 @@ def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _
     pod = info.pod
     state = CycleState()
     res = _PodResult(info, state, _outcome(sched, info))
+    # One scheduling cycle per pod, as each was popped (opportunistic batching reuses the last
+    # pod's ranking for the next alike pod, which a gang of identical pods is).
+    sched.cycle += 1
     sched.cache.update_snapshot(sched.snapshot)
     try:
         node = sched.schedule_pod(fwk, state, pod).node

@@ -25,6 +25,7 @@ from kubesched.framework.types import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    HintKeys,
     QueueingHint,
 )
 
@@ -52,17 +53,36 @@ class GangScheduling:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # A pod's scheduling group is immutable: a pod's arrival (pending or already bound) may
         # complete a gang, an update never does.
+        # Each event concerns one group's pods only: the queue asks the hints about those alone.
+        # A pod's arrival concerns its siblings only once the group has minCount pods (before,
+        # PreEnqueue holds them all again), so a gang arriving pod by pod is not re-asked
+        # quadratically.
+        pods = HintKeys(_group_key, self._added_pod_key)
+        groups = HintKeys(_group_key, _added_pod_group_key)
         return [
             ClusterEventWithHint(
-                ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), self.is_schedulable_after_pod_added
+                ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), self.is_schedulable_after_pod_added, pods
             ),
             ClusterEventWithHint(
-                ClusterEvent(ASSIGNED_POD, ActionType.ADD), self.is_schedulable_after_pod_added
+                ClusterEvent(ASSIGNED_POD, ActionType.ADD), self.is_schedulable_after_pod_added, pods
             ),
             ClusterEventWithHint(
-                ClusterEvent(POD_GROUP_STORE_KIND, ActionType.ADD), self.is_schedulable_after_pod_group_added
+                ClusterEvent(POD_GROUP_STORE_KIND, ActionType.ADD),
+                self.is_schedulable_after_pod_group_added,
+                groups,
             ),
         ]
+
+    def _added_pod_key(self, old: Any, new: Any) -> tuple[tuple[str, str], ...]:
+        if not isinstance(new, Pod) or new.scheduling_group is None:
+            return ()
+        pg = self._pod_groups.get(new.namespace, new.scheduling_group)
+        min_count = pg.policy.gang_min_count if pg is not None else None
+        if min_count is not None:
+            st = self.handle.pod_groups.state(new.namespace, new.scheduling_group)
+            if st.all_pods_count() < min_count:
+                return ()
+        return _group_key(new)
 
     def is_schedulable_after_pod_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """Only a pod of the same group (namespace and name) can complete the gang."""
@@ -130,6 +150,14 @@ class GangScheduling:
             if wp is not None:
                 wp.allow(NAME)
         return None, 0.0
+
+
+def _group_key(pod: Pod) -> tuple[tuple[str, str], ...]:
+    return ((pod.namespace, pod.scheduling_group),) if pod.scheduling_group is not None else ()
+
+
+def _added_pod_group_key(old: Any, new: Any) -> tuple[tuple[str, str], ...]:
+    return ((new.namespace, new.name),) if isinstance(new, SchedulingPodGroup) else ()
 
 
 def _same_group(a: Pod, b: Pod) -> bool:
