@@ -36,6 +36,7 @@ from kubesched.bench.dra import (
     run_steady_half,
 )
 from kubesched.bench.extensions import run_extender, run_per_node_plugin
+from kubesched.bench.podgroups import run_pod_group_gang
 from kubesched.bench.volumes import run_csi_pvs, run_in_tree_pvs, run_migrated_in_tree_pvs, run_preemption_pvs
 from kubesched.registry.admission import admitted
 from kubesched.sim.simulation import Simulation
@@ -610,12 +611,14 @@ SUITE: tuple[str, ...] = (
     "dra-extended-resource-50classes",
     "dra-implicit-extended-resource-25classes",
     "gang",
+    "podgroup-gang",
 )
 
 WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "per-node-plugin": run_per_node_plugin,
     "extender": run_extender,
     "gang": run_gang,
+    "podgroup-gang": run_pod_group_gang,
     "resource-saturation": run_resource_saturation,
     "basic-50k": run_basic_50k,
     "daemonset": run_daemonset,

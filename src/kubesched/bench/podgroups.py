@@ -1,0 +1,94 @@
+"""Gangs through the kube-scheduler pipeline: scheduling.k8s.io PodGroups with a gang policy,
+scheduled by the default profile with ``GenericWorkload`` and ``GangScheduling`` on (the pod group
+cycle and the GangScheduling plugin), on the same nodes and pod shapes as the Volcano ``gang``
+workload, so the two pipelines can be timed on the same pods."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from kubesched.bench.base import BenchResult, node_default
+from kubesched.framework.config import config_from_dict
+from kubesched.plugins import default_registry
+from kubesched.registry.admission import admitted
+from kubesched.sim.simulation import Simulation
+
+GATES = {"GenericWorkload": True, "GangScheduling": True}
+
+
+def pod_group_gang_workload(
+    groups: int, seed: int, *, min_size: int = 8, max_size: int = 64
+) -> list[dict[str, Any]]:
+    """``groups`` PodGroups of ``min_size`` to ``max_size`` pods (gang minCount = size) and their
+    pods, each asking 500m CPU and 1Gi: the sizes the Volcano gang workload draws for the same seed."""
+    rnd = random.Random(seed)
+    objs: list[dict[str, Any]] = []
+    for g in range(groups):
+        size = rnd.randint(min_size, max_size)
+        name = f"job-{g}"
+        objs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1alpha2",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+            }
+        )
+        spec = {
+            "schedulingGroup": {"podGroupName": name},
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                }
+            ],
+        }
+        for i in range(size):
+            objs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"{name}-{i}", "namespace": "default", "labels": {"job": name}},
+                    "spec": spec,
+                }
+            )
+    return objs
+
+
+def run_pod_group_gang(
+    nodes: int = 1000,
+    existing_pods: int = 0,
+    pods: int = 10000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> BenchResult:
+    """``nodes`` 32-CPU nodes, PodGroups of 8 to 64 pods until about ``pods`` pods, scheduled by
+    the kube-scheduler's pod group cycle. Timed: from the first cycle until every pod was tried."""
+    registry = default_registry()
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "featureGates": {**GATES, **(feature_gates or {})},
+        },
+        registry,
+    )
+    sim = Simulation(config, registry, seed=seed)
+    for i in range(nodes):
+        node = node_default(i)
+        node["status"]["allocatable"] = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+        sim.store.create(admitted(sim.store, node))
+    measured = 0
+    for obj in pod_group_gang_workload(max(1, round(pods / 36)), seed):
+        sim.store.create(admitted(sim.store, obj))
+        measured += obj["kind"] == "Pod"
+    start = time.perf_counter()
+    cpu_start = time.process_time()
+    sim.run()
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    scheduled = sum(1 for o in sim.scheduler.outcomes.values() if o.status == "Scheduled")
+    return BenchResult("podgroup-gang", nodes, existing_pods, measured, scheduled, elapsed, cpu_seconds=cpu)
