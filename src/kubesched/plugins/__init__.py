@@ -21,10 +21,12 @@ from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBal
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
+from kubesched.plugins.podgrouppodscount import PodGroupPodsCount
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.topologyaware import TopologyPlacementGenerator
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
 from kubesched.plugins.volumezone import VolumeZone
@@ -50,6 +52,8 @@ IN_TREE: tuple[Any, ...] = (
     DefaultPreemption,
     DefaultBinder,
     GangScheduling,
+    TopologyPlacementGenerator,
+    PodGroupPodsCount,
     GpuShare,
     *GPU_SCORE_PLUGINS,
 )

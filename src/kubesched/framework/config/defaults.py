@@ -64,15 +64,20 @@ FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
     # PodGroup's pods through the pod group cycle, GangScheduling adds its plugin to the defaults.
     "GenericWorkload": False,
     "GangScheduling": False,
+    # KEP-5732, alpha and off in v1.36: PodGroups with a topology constraint are tried one
+    # topology domain at a time (TopologyPlacementGenerator, PodGroupPodsCount).
+    "TopologyAwareWorkloadScheduling": False,
 }
 
 
 def default_multi_point_plugins(gates: dict[str, bool]) -> tuple[tuple[str, int | None], ...]:
-    """The default plugins with the ones feature gates add (upstream ``applyFeatureGates``):
-    GangScheduling goes last when its gate is on."""
+    """The default plugins with the ones feature gates add (upstream ``applyFeatureGates``), last:
+    GangScheduling, then TopologyPlacementGenerator and PodGroupPodsCount (weight 1)."""
     plugins = DEFAULT_MULTI_POINT_PLUGINS
     if gates.get("GangScheduling", FEATURE_GATE_DEFAULTS["GangScheduling"]):
         plugins = (*plugins, ("GangScheduling", None))
+    if gates.get("TopologyAwareWorkloadScheduling", FEATURE_GATE_DEFAULTS["TopologyAwareWorkloadScheduling"]):
+        plugins = (*plugins, ("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1))
     return plugins
 
 
