@@ -138,3 +138,64 @@ def test_pods_without_a_group_are_scheduled_as_before() -> None:
         results.append(_bound(sim))
     assert results[0] == results[1]
     assert len(results[0]) == 4
+
+
+TAS_GATES = {**GATES, "TopologyAwareWorkloadScheduling": True}
+
+
+def _rack_node(name: str, rack: str, cpu: str) -> dict[str, Any]:
+    node = _node(name, cpu)
+    node["metadata"]["labels"] = {"example.com/rack": rack}
+    return node
+
+
+def _rack_pod_group(name: str, min_count: int) -> dict[str, Any]:
+    pg = _pod_group(name, min_count)
+    pg["spec"]["schedulingConstraints"] = {"topology": [{"key": "example.com/rack"}]}
+    return pg
+
+
+def test_a_gang_with_a_rack_constraint_lands_in_one_rack() -> None:
+    sim = _sim(TAS_GATES)
+    # Rack a holds 3 pods of 2 cpu, rack b holds 4: a gang of 4 fits only in b, although the
+    # cluster as a whole has room for 7.
+    for name, rack, cpu in (("a1", "a", "4"), ("a2", "a", "2"), ("b1", "b", "4"), ("b2", "b", "4")):
+        sim.store.create(_rack_node(name, rack, cpu))
+    sim.store.create(_rack_pod_group("g", 4))
+    for i in range(4):
+        sim.store.create(_pod(f"g-{i}", "g"))
+    sim.run()
+    assert sorted(set(_bound(sim).values())) == ["b1", "b2"]
+    cond = _condition(sim, "g")
+    assert cond is not None and cond["status"] == "True"
+
+
+def test_a_gang_that_fits_no_single_rack_stays_pending_and_says_so() -> None:
+    sim = _sim(TAS_GATES)
+    for name, rack in (("a1", "a"), ("b1", "b")):
+        sim.store.create(_rack_node(name, rack, "4"))
+    sim.store.create(_rack_pod_group("g", 3))
+    for i in range(3):
+        sim.store.create(_pod(f"g-{i}", "g"))
+    sim.run()
+    assert _bound(sim) == {}
+    cond = _condition(sim, "g")
+    assert cond is not None
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False",
+        "Unschedulable",
+        "0/2 placements are available, first placement status: pod group is unschedulable",
+    )
+
+
+def test_of_two_feasible_racks_the_gang_takes_the_tighter_fit() -> None:
+    sim = _sim(TAS_GATES)
+    # Both racks hold the gang of 2; rack b is the smaller, so NodeResourcesFit's placement score
+    # (the most allocated once placed) prefers it and PodGroupPodsCount ties.
+    for name, rack, cpu in (("a1", "a", "16"), ("b1", "b", "4")):
+        sim.store.create(_rack_node(name, rack, cpu))
+    sim.store.create(_rack_pod_group("g", 2))
+    for i in range(2):
+        sim.store.create(_pod(f"g-{i}", "g"))
+    sim.run()
+    assert set(_bound(sim).values()) == {"b1"}

@@ -200,6 +200,9 @@ def find_nodes_that_fit(
     """Feasible slots in evaluation order, and how many nodes were evaluated."""
     table = sched.snapshot.table
     order = table.order
+    if sched.placement is not None:
+        # A pod group cycle trying one placement: only its nodes exist for this pod.
+        order = order[np.isin(order, sched.placement)]
     num_all = len(order)
     pre_res, st, involved = fwk.run_pre_filter(state, pod, sched.snapshot)
     if st is not None:
@@ -218,7 +221,7 @@ def find_nodes_that_fit(
         nodes = order[np.isin(order, keep)]
         absent_reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(involved))}]"
 
-    if nodes is order:
+    if nodes is table.order:
         candidates = sched._order_mask(table)
     else:
         candidates = np.zeros(table.capacity, dtype=np.bool_)

@@ -26,11 +26,14 @@ from kubesched.api.scheduling_groups import (
     REASON_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
+    SchedulingPodGroup,
 )
 from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.framework.extension_points import ExtensionPoint
 from kubesched.framework.outcome import PodOutcome
+from kubesched.framework.placement import Placement, PodGroupAssignments, ProposedAssignment
 from kubesched.framework.runtime import Framework, FrameworkError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
@@ -97,7 +100,11 @@ def schedule_one_pod_group(sched: Scheduler, info: QueuedPodInfo) -> None:
             kept.append(qi)
     if not kept:
         return
-    results, status = _pod_group_algorithm(sched, fwk, kept)
+    pg = sched.informers.informer(POD_GROUP_STORE_KIND).get(pod.namespace, group)
+    if sched.topology_aware_workloads and pg is not None:
+        results, status = _placement_algorithm(sched, fwk, kept, pg)
+    else:
+        results, status = _pod_group_algorithm(sched, fwk, kept)
     _submit(sched, fwk, namespace=pod.namespace, name=group, results=results, infos=kept, status=status)
 
 
@@ -166,6 +173,79 @@ def _pod_group_algorithm(
     return results, status
 
 
+def _placement_algorithm(
+    sched: Scheduler, fwk: Framework, infos: list[QueuedPodInfo], pg: SchedulingPodGroup
+) -> tuple[list[_PodResult], Status | None]:
+    """Try the group on each placement the PlacementGenerate plugins give and keep the best
+    feasible one by the PlacementScore plugins (upstream ``podGroupSchedulingPlacementAlgorithm``)."""
+    table = sched.snapshot.table
+    sched.cache.update_snapshot(sched.snapshot)
+    placements = [Placement("", table.order)]
+    for plugin in _plugins_at(fwk, ExtensionPoint.PLACEMENT_GENERATE):
+        generated: list[Placement] = []
+        for parent in placements:
+            got, st = plugin.generate_placements(pg, parent)
+            if st is not None:
+                return [], Status.error(f"running PlacementGenerate plugin {plugin.name!r}: {st.message}")
+            generated.extend(got)
+        placements = generated
+    first: tuple[list[_PodResult], Status | None] | None = None
+    feasible: list[tuple[Placement, list[_PodResult], Status | None]] = []
+    try:
+        for placement in placements:
+            sched.placement = placement.slots
+            results, status = _pod_group_algorithm(sched, fwk, infos)
+            if status is not None and status.code == Code.ERROR:
+                return results, status
+            if first is None:
+                first = (results, status)
+            if status is None or status.plugin == "preemption":
+                feasible.append((placement, results, status))
+    finally:
+        sched.placement = None
+    if not feasible:
+        first_status = first[1].message if first is not None and first[1] is not None else ""
+        message = f"0/{len(placements)} placements are available, first placement status: {first_status}"
+        return (first[0] if first is not None else []), Status(Code.UNSCHEDULABLE, [message])
+    if len(feasible) == 1:
+        return feasible[0][1], feasible[0][2]
+    best = _best_placement(sched, fwk, pg, feasible)
+    return feasible[best][1], feasible[best][2]
+
+
+def _plugins_at(fwk: Framework, point: ExtensionPoint) -> list[Any]:
+    return [fwk.plugins[ref.name] for ref in fwk.profile.plugins.get(point, [])]
+
+
+def _best_placement(
+    sched: Scheduler,
+    fwk: Framework,
+    pg: SchedulingPodGroup,
+    feasible: list[tuple[Placement, list[_PodResult], Status | None]],
+) -> int:
+    """The index of the best-scored feasible placement, ties broken at random (upstream
+    ``findBestPlacement``): each PlacementScore plugin's scores, normalized where it can, times
+    its weight in the profile."""
+    assignments = [
+        PodGroupAssignments(placement, [ProposedAssignment(r.info.pod, r.node) for r in results if r.node])
+        for placement, results, _ in feasible
+    ]
+    totals = [0] * len(feasible)
+    for ref in fwk.profile.plugins.get(ExtensionPoint.PLACEMENT_SCORE, []):
+        plugin: Any = fwk.plugins[ref.name]
+        scores = [int(plugin.score_placement(pg, a)) for a in assignments]
+        normalize = getattr(plugin, "normalize_placement_scores", None)
+        if normalize is not None:
+            st = normalize(pg, scores)
+            if st is not None:
+                continue
+        for i, score in enumerate(scores):
+            totals[i] += score * (ref.weight or 1)
+    best = max(totals)
+    ties = [i for i, total in enumerate(totals) if total == best]
+    return ties[0] if len(ties) == 1 else ties[int(sched.rng.integers(len(ties)))]
+
+
 def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _PodResult:
     """One pod of the group: the scheduling algorithm, then assume, Reserve and Permit (upstream
     ``podGroupPodSchedulingAlgorithm``)."""
@@ -179,7 +259,10 @@ def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _
     try:
         node = sched.schedule_pod(fwk, state, pod).node
     except FitError as fit:
-        nominated = sched._run_post_filter(fwk, state, pod, fit.diagnosis)
+        # Inside a placement no pod preempts (upstream: topology does not trigger preemption).
+        nominated = (
+            None if sched.placement is not None else sched._run_post_filter(fwk, state, pod, fit.diagnosis)
+        )
         res.message, res.diagnosis, res.nominated = fit.diagnosis.message(), fit.diagnosis, nominated
         if not nominated:
             return res

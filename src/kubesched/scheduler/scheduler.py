@@ -105,6 +105,10 @@ class Scheduler:
         #: Pods of a scheduling.k8s.io PodGroup are scheduled group by group (upstream
         #: ``genericWorkloadEnabled``).
         self.generic_workload = config.gate_enabled("GenericWorkload")
+        #: Pod groups with a topology constraint are tried placement by placement.
+        self.topology_aware_workloads = config.gate_enabled("TopologyAwareWorkloadScheduling")
+        #: The node slots of the placement a pod group cycle is trying (None: every node).
+        self.placement: IntArray | None = None
         first = next(iter(self.profiles.values()))
         profile_events = {name: fwk.events_to_register() for name, fwk in self.profiles.items()}
         self.queue = SchedulingQueue(
