@@ -199,3 +199,53 @@ def test_of_two_feasible_racks_the_gang_takes_the_tighter_fit() -> None:
         sim.store.create(_pod(f"g-{i}", "g"))
     sim.run()
     assert set(_bound(sim).values()) == {"b1"}
+
+
+WAP_GATES = {**GATES, "WorkloadAwarePreemption": True}
+
+
+def _bound_pod(name: str, node: str, group: str | None = None, priority: int = 0) -> dict[str, Any]:
+    pod = _pod(name, group, priority=priority)
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
+def _preemption_cluster(gates: dict[str, bool]) -> Simulation:
+    sim = _sim(gates)
+    for name in ("n1", "n2"):
+        sim.store.create(_node(name, "4"))
+    # n1 is full with a low-priority PodGroup disrupted as a whole; n2 holds one low pod.
+    low = _pod_group("low", 2)
+    low["spec"]["disruptionMode"] = "PodGroup"
+    sim.store.create(low)
+    for i in range(2):
+        sim.store.create(_bound_pod(f"low-{i}", "n1", "low"))
+    sim.store.create(_bound_pod("single", "n2"))
+    high = _pod_group("high", 2)
+    high["spec"]["priority"] = 100
+    sim.store.create(high)
+    for i in range(2):
+        sim.store.create(_pod(f"high-{i}", "high", priority=100))
+    return sim
+
+
+def test_without_workload_aware_preemption_each_pod_of_the_gang_preempts_for_itself() -> None:
+    sim = _preemption_cluster(GATES)
+    sim.run()
+    bound = _bound(sim)
+    # high-0 fits n2 beside the lone pod; high-1 then preempts there as any pod would.
+    assert bound["high-0"] == bound["high-1"] == "n2"
+    assert "single" not in bound
+    evicted = [o.name for o in sim.outcomes() if o.status == "Evicted"]
+    assert evicted == ["single"]
+
+
+def test_workload_aware_preemption_evicts_the_least_important_unit_that_makes_room() -> None:
+    sim = _preemption_cluster(WAP_GATES)
+    sim.run()
+    bound = _bound(sim)
+    # The PodGroup outranks the lone pod of the same priority, so the lone pod is the victim and
+    # the whole gang lands on n2.
+    assert "single" not in bound
+    assert bound["low-0"] == bound["low-1"] == "n1"
+    assert bound["high-0"] == bound["high-1"] == "n2"

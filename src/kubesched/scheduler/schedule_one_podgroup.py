@@ -17,9 +17,11 @@ the placed ones told that Permit made them wait, the others why they found no no
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import (
     POD_GROUP_SCHEDULED,
     POD_GROUP_STORE_KIND,
@@ -38,6 +40,8 @@ from kubesched.framework.runtime import Framework, FrameworkError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.framework.waiting_pods import WaitingPod
+from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.defaultpreemption.podgroup import GroupTrial, select_victims
 from kubesched.scheduler.binding import BindingTask
 from kubesched.scheduler.schedule_one import SchedulingError
 
@@ -65,6 +69,8 @@ class _PodResult:
     nominated: str | None = ""
     requires_preemption: bool = False
     permit: Status | None = None
+    #: the nomination the pod had before this cycle assumed it (given back when undone)
+    held_nomination: str | None = None
 
     @property
     def placed(self) -> bool:
@@ -104,7 +110,18 @@ def schedule_one_pod_group(sched: Scheduler, info: QueuedPodInfo) -> None:
     if sched.topology_aware_workloads and pg is not None:
         results, status = _placement_algorithm(sched, fwk, kept, pg)
     else:
-        results, status = _pod_group_algorithm(sched, fwk, kept)
+        # With workload-aware preemption the group preempts as a unit, not pod by pod.
+        results, status = _pod_group_algorithm(
+            sched, fwk, kept, post_filters=not sched.workload_aware_preemption
+        )
+        if (
+            sched.workload_aware_preemption
+            and pg is not None
+            and status is not None
+            and status.code == Code.UNSCHEDULABLE
+            and status.plugin != "preemption"
+        ):
+            status = _workload_aware_preemption(sched, fwk, kept, pg, status)
     _submit(sched, fwk, namespace=pod.namespace, name=group, results=results, infos=kept, status=status)
 
 
@@ -134,7 +151,7 @@ def _outcome(sched: Scheduler, info: QueuedPodInfo) -> PodOutcome:
 
 
 def _pod_group_algorithm(
-    sched: Scheduler, fwk: Framework, infos: list[QueuedPodInfo]
+    sched: Scheduler, fwk: Framework, infos: list[QueuedPodInfo], *, post_filters: bool = True
 ) -> tuple[list[_PodResult], Status | None]:
     """Try every pod in order on one snapshot (upstream ``podGroupSchedulingDefaultAlgorithm``);
     returns each pod's result and the group's status: None (schedulable), Unschedulable or Error.
@@ -146,9 +163,9 @@ def _pod_group_algorithm(
     requires_preemption = False
     try:
         for qi in infos:
-            if sched.metrics is not None:
+            if sched.metrics is not None and post_filters:
                 sched.metrics.cycle_started(qi)
-            res = _schedule_member(sched, fwk, qi)
+            res = _schedule_member(sched, fwk, qi, post_filters=post_filters)
             results.append(res)
             if res.error:
                 # An error, not a rejection: no pod of the group is scheduled this time.
@@ -171,6 +188,45 @@ def _pod_group_algorithm(
     if waiting_on_preemption and status is not None:
         status.plugin = "preemption"
     return results, status
+
+
+def _workload_aware_preemption(
+    sched: Scheduler, fwk: Framework, infos: list[QueuedPodInfo], pg: SchedulingPodGroup, status: Status
+) -> Status:
+    """Preempt for the whole group (upstream ``runWorkloadAwarePreemption``): on success the group
+    waits for its victims to go, else the group's status says why preemption did not help too."""
+    preemption = fwk.plugins.get("DefaultPreemption")
+    if not isinstance(preemption, DefaultPreemption):
+        reason = "default preemption plugin is not registered, workload aware preemption is disabled"
+        return Status(Code.UNSCHEDULABLE, [*status.reasons, reason])
+    if pg.topology_keys:
+        reason = "workload aware preemption is not supported for pod groups with scheduling constraints"
+        return Status(Code.UNSCHEDULABLE, [*status.reasons, reason])
+
+    def run() -> tuple[int, Status | None]:
+        results, st = _pod_group_algorithm(sched, fwk, infos, post_filters=False)
+        return sum(1 for r in results if r.node), st
+
+    def remove(pods: Sequence[Pod]) -> None:
+        for p in pods:
+            sched.cache.remove_pod(p)
+
+    def restore(pods: Sequence[Pod]) -> None:
+        for p in pods:
+            sched.cache.add_pod(p)
+
+    bound = [st.pod for st in sched.cache.pods() if not st.assumed]
+    pods = [i.pod for i in infos]
+    nominator = sched.queue.nominator
+    nominated = [n for n in (nominator.node_of(p.uid) for p in pods) if n]
+    victims, st = select_victims(sched.handle, pg, pods, bound, GroupTrial(run, remove, restore), nominated)
+    sched.cache.update_snapshot(sched.snapshot)
+    if st is not None:
+        if st.code == Code.ERROR:
+            return st
+        return Status(Code.UNSCHEDULABLE, [*status.reasons, st.message])
+    preemption.evict_for_pod_group(fwk, pg, victims)
+    return Status(Code.UNSCHEDULABLE, [WAITING_FOR_PREEMPTION], "preemption")
 
 
 def _placement_algorithm(
@@ -246,7 +302,9 @@ def _best_placement(
     return ties[0] if len(ties) == 1 else ties[int(sched.rng.integers(len(ties)))]
 
 
-def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _PodResult:
+def _schedule_member(
+    sched: Scheduler, fwk: Framework, info: QueuedPodInfo, *, post_filters: bool = True
+) -> _PodResult:
     """One pod of the group: the scheduling algorithm, then assume, Reserve and Permit (upstream
     ``podGroupPodSchedulingAlgorithm``)."""
     pod = info.pod
@@ -261,7 +319,9 @@ def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _
     except FitError as fit:
         # Inside a placement no pod preempts (upstream: topology does not trigger preemption).
         nominated = (
-            None if sched.placement is not None else sched._run_post_filter(fwk, state, pod, fit.diagnosis)
+            sched._run_post_filter(fwk, state, pod, fit.diagnosis)
+            if post_filters and sched.placement is None
+            else None
         )
         res.message, res.diagnosis, res.nominated = fit.diagnosis.message(), fit.diagnosis, nominated
         if not nominated:
@@ -279,13 +339,17 @@ def _schedule_member(sched: Scheduler, fwk: Framework, info: QueuedPodInfo) -> _
     assumed = copy.copy(pod)
     assumed.node_name = node
     sched.cache.assume_pod(assumed, node)
+    # Assumed, the pod holds its node: its nomination would count it twice for the pods after it.
+    res.held_nomination = sched.queue.nominator.node_of(pod.uid)
+    if res.held_nomination:
+        sched.queue.nominator.delete(pod.uid)
+    res.node = node
     st = fwk.run_reserve(state, assumed, node)
     if st is not None:
-        fwk.run_unreserve(state, assumed, node)
-        sched.cache.forget_pod(assumed)
+        _revert(sched, fwk, res)
+        res.node = ""
         res.message, res.error = st.message, st.code == Code.ERROR
         return res
-    res.node = node
     st, _ = fwk.run_permit(state, assumed, node)
     if st is not None and st.code != Code.WAIT:
         _revert(sched, fwk, res)
@@ -307,6 +371,8 @@ def _revert(sched: Scheduler, fwk: Framework, res: _PodResult) -> None:
     assumed.node_name = res.node
     fwk.run_unreserve(res.state, assumed, res.node)
     sched.cache.forget_pod(assumed)
+    if res.held_nomination:
+        sched.queue.nominator.add(pod, res.held_nomination)
 
 
 def _submit(

@@ -107,6 +107,8 @@ class Scheduler:
         self.generic_workload = config.gate_enabled("GenericWorkload")
         #: Pod groups with a topology constraint are tried placement by placement.
         self.topology_aware_workloads = config.gate_enabled("TopologyAwareWorkloadScheduling")
+        #: An unschedulable pod group may preempt as a whole.
+        self.workload_aware_preemption = config.gate_enabled("WorkloadAwarePreemption")
         #: The node slots of the placement a pod group cycle is trying (None: every node).
         self.placement: IntArray | None = None
         first = next(iter(self.profiles.values()))

@@ -67,6 +67,9 @@ FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
     # KEP-5732, alpha and off in v1.36: PodGroups with a topology constraint are tried one
     # topology domain at a time (TopologyPlacementGenerator, PodGroupPodsCount).
     "TopologyAwareWorkloadScheduling": False,
+    # Alpha and off in v1.36: an unschedulable pod group preempts as a unit (DefaultPreemption's
+    # PodGroupPostFilter), and PodGroups with disruptionMode PodGroup are preempted whole.
+    "WorkloadAwarePreemption": False,
 }
 
 
