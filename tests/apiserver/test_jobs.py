@@ -153,3 +153,76 @@ def test_kubectl_get_jobs(make_cluster, binary):
     assert rows["done"][1:3] == ["Complete", "2/2"]
     assert rows["wq"][1:3] == ["Running", "0/1"] and rows["wq"][3:5] == ["of", "3"]
     assert "job.batch/done condition met" in ok(kubectl("wait", "--for=condition=complete", "job/done"))
+
+
+WORKLOAD_GATES = {"GenericWorkload": True, "WorkloadWithJob": True}
+V1A2 = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default"
+
+
+def test_an_indexed_gang_job_gets_a_workload_and_a_pod_group(make_cluster):
+    """WorkloadWithJob: one gang template of minCount = parallelism, one PodGroup from it, both
+    owned by the Job; the pods name the PodGroup and the objects go with the Job."""
+    cluster = make_cluster(nodes=2, feature_gates=WORKLOAD_GATES)
+    job = _job("train", duration=None, completions=3, parallelism=3, completionMode="Indexed")
+    _, created, _ = cluster.request("POST", JOBS, job)
+    uid = created["metadata"]["uid"]
+    pods = until(lambda: len(_pods(cluster, "train")) == 3 and _pods(cluster, "train"))
+    [workload] = cluster.request("GET", f"{V1A2}/workloads")[1]["items"]
+    [group] = cluster.request("GET", f"{V1A2}/podgroups")[1]["items"]
+    wmeta = workload["metadata"]
+    assert wmeta["name"].startswith("train-") and len(wmeta["name"]) > len("train-")
+    assert wmeta["ownerReferences"] == [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "train",
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert workload["spec"] == {
+        "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "train"},
+        "podGroupTemplates": [{"name": "train-pgt-0", "schedulingPolicy": {"gang": {"minCount": 3}}}],
+    }
+    assert group["metadata"]["name"].startswith(f"{wmeta['name']}-train-pgt-0-")
+    assert group["metadata"]["ownerReferences"][1] == {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "Workload",
+        "name": wmeta["name"],
+        "uid": wmeta["uid"],
+    }
+    assert group["spec"] == {
+        "podGroupTemplateRef": {
+            "workload": {"workloadName": wmeta["name"], "podGroupTemplateName": "train-pgt-0"}
+        },
+        "schedulingPolicy": {"gang": {"minCount": 3}},
+    }
+    assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {group["metadata"]["name"]}
+    assert cluster.request("DELETE", f"{JOBS}/train")[0] == 200
+    assert until(
+        lambda: not cluster.store.list("Workload") and not cluster.store.list("PodGroup.scheduling.k8s.io")
+    )
+
+
+def test_only_new_indexed_gang_jobs_get_a_workload(make_cluster):
+    cluster = make_cluster(nodes=2, feature_gates=WORKLOAD_GATES)
+    cluster.request(
+        "POST", JOBS, _job("uneven", duration=None, completions=4, parallelism=2, completionMode="Indexed")
+    )
+    cluster.request("POST", JOBS, _job("nonindexed", duration=None, completions=2, parallelism=2))
+    cluster.request(
+        "POST", JOBS, _job("single", duration=None, completions=1, parallelism=1, completionMode="Indexed")
+    )
+    assert until(lambda: len(cluster.request("GET", PODS)[1]["items"]) == 5)
+    assert cluster.store.list("Workload") == []
+    assert all("schedulingGroup" not in p["spec"] for p in cluster.request("GET", PODS)[1]["items"])
+
+
+def test_without_the_gate_a_gang_job_is_scheduled_pod_by_pod(make_cluster):
+    cluster = make_cluster(nodes=2, feature_gates={"GenericWorkload": True})
+    cluster.request(
+        "POST", JOBS, _job("train", duration=None, completions=2, parallelism=2, completionMode="Indexed")
+    )
+    assert until(lambda: len(_pods(cluster, "train")) == 2)
+    assert cluster.store.list("Workload") == []

@@ -137,5 +137,8 @@ def test_a_spec_change_bumps_the_generation_of_generation_kinds():
 
 
 def test_every_kind_is_served_once_by_default():
-    assert len(BY_KIND) == len({s.kind for s in STRATEGIES})
+    # Keyed by store kind: Volcano's PodGroup and scheduling.k8s.io's are two kinds of the store.
+    assert len(BY_KIND) == len({s.store_kind for s in STRATEGIES})
     assert "Pod" in NAMESPACED_KINDS and "Node" not in NAMESPACED_KINDS
+    assert BY_KIND["PodGroup"].resource.group == "scheduling.volcano.sh"
+    assert BY_KIND["PodGroup.scheduling.k8s.io"].resource.group == "scheduling.k8s.io"

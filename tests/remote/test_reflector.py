@@ -397,6 +397,12 @@ def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
     ):
         assert discovery.info(kind).group_version.endswith("v1"), kind
     assert not discovery.has("CSIStorageCapacity") and "CSIStorageCapacity: not served" in notes
+    # Nor the workload API of scheduling.k8s.io: warned, and its informers stay empty.
+    assert not discovery.has("Workload") and not discovery.has("PodGroup.scheduling.k8s.io")
+    assert (
+        "PodGroup: scheduling.k8s.io/v1alpha2 is not served (the server's GenericWorkload gate is off)"
+        in notes
+    )
 
     for name in ("ref-a", "ref-b"):
         run(client.request("POST", "/api/v1/nodes", body=_ref_node(name)))
@@ -421,6 +427,8 @@ def test_against_kube_apiserver_1_20(refcp, loop_thread, connect):
         "Queue",
         "PodGroup",
         "HyperNode",
+        "Workload",
+        "PodGroup.scheduling.k8s.io",
         "CSIStorageCapacity",
         "DeviceClass",
         "ResourceSlice",

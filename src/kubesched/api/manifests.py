@@ -18,7 +18,9 @@ from typing import Any, TextIO
 import yaml
 
 from kubesched.api.affinity import validate_affinity
+from kubesched.api.field_errors import Cause
 from kubesched.api.fields import as_mapping, as_str_map, object_name
+from kubesched.api.kinds import SHARED_KINDS, object_store_kind, wire_kind
 from kubesched.api.objects import Node, Pod, PriorityClass, object_ref
 from kubesched.api.pdb import API_VERSIONS as PDB_API_VERSIONS
 from kubesched.api.pdb import PodDisruptionBudget
@@ -28,6 +30,13 @@ from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemp
 from kubesched.api.resource_rules import VALIDATE as RESOURCE_RULES
 from kubesched.api.resource_rules import first_error as first_resource_error
 from kubesched.api.resource_rules import resource_quantities
+from kubesched.api.scheduling_group_rules import pod_group_errors, workload_errors
+from kubesched.api.scheduling_groups import (
+    POD_GROUP_STORE_KIND,
+    WORKLOAD_API_VERSIONS,
+    SchedulingPodGroup,
+    Workload,
+)
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.api.storage import (
     CSIDriver,
@@ -73,6 +82,9 @@ LOAD_ORDER = (
     "ReplicaSet",
     "StatefulSet",
     "PodDisruptionBudget",
+    # A workload's groups before its pods, as its controller makes them.
+    "Workload",
+    "PodGroup.scheduling.k8s.io",
     "Pod",
 )
 
@@ -214,6 +226,22 @@ def _resource_validator(parse: Callable[[Mapping[str, Any]], object]) -> Callabl
     return validate
 
 
+def _rules_validator(
+    parse: Callable[[Mapping[str, Any]], object], rules: Callable[[Mapping[str, Any]], list[Cause]]
+) -> Callable[[Mapping[str, Any]], object]:
+    """A kind whose object the view reads and the API server's rules accept (the first broken one
+    is the error)."""
+
+    def validate(obj: Mapping[str, Any]) -> object:
+        view = parse(obj)
+        error = first_error(rules(obj))
+        if error is not None:
+            raise error
+        return view
+
+    return validate
+
+
 @dataclass(frozen=True, slots=True)
 class KindSpec:
     api_versions: tuple[str, ...]
@@ -253,6 +281,11 @@ KINDS: dict[str, KindSpec] = {
         (RESOURCE_API_VERSION,), _resource_validator(ResourceClaimTemplate.from_dict), True
     ),
     "ResourceSlice": KindSpec((RESOURCE_API_VERSION,), _resource_validator(ResourceSlice.from_dict), False),
+    # scheduling.k8s.io's PodGroup is keyed by its store kind, apart from Volcano's (api/kinds.py).
+    "Workload": KindSpec(WORKLOAD_API_VERSIONS, _rules_validator(Workload.from_dict, workload_errors), True),
+    POD_GROUP_STORE_KIND: KindSpec(
+        WORKLOAD_API_VERSIONS, _rules_validator(SchedulingPodGroup.from_dict, pod_group_errors), True
+    ),
 }
 
 
@@ -334,6 +367,8 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
     if not isinstance(kind, str) or not kind:
         why = "missing kind" if kind is None else f"kind must be a non-empty string, got {kind!r}"
         raise InputError(why, **where, field=f"{prefix}.kind" if prefix else "kind")  # type: ignore[arg-type]
+    if kind in SHARED_KINDS:
+        kind = object_store_kind(obj)
     spec = KINDS.get(kind)
     if spec is None:
         result.warnings.append(
@@ -343,7 +378,8 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
     api_version = obj.get("apiVersion")
     if api_version not in spec.api_versions:
         raise InputError(
-            f"apiVersion {api_version!r} is not supported for {kind}; use {' or '.join(spec.api_versions)}",
+            f"apiVersion {api_version!r} is not supported for {wire_kind(kind)}; use "
+            f"{' or '.join(spec.api_versions)}",
             **where,  # type: ignore[arg-type]
             field=f"{prefix}.apiVersion" if prefix else "apiVersion",
         )
@@ -356,7 +392,7 @@ def _check(obj: Mapping[str, Any], source: str, index: int, prefix: str | None, 
             field=f"{prefix}.metadata.namespace" if prefix else "metadata.namespace",
         )
     try:
-        validate_metadata(obj, kind, spec.namespaced)
+        validate_metadata(obj, wire_kind(kind), spec.namespaced)
         spec.validate(obj)
     except InputError as exc:
         raise exc.located(file=source, document=index, obj=object_ref(obj), field_prefix=prefix) from None

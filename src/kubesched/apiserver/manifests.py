@@ -43,8 +43,10 @@ for _strategy in STRATEGIES:
 
 
 def served_strategy(obj: Mapping[str, Any]) -> Strategy | None:
-    """The strategy of an object's apiVersion and kind; None when this server does not serve it."""
-    return _SERVED.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+    """The strategy of an object's apiVersion and kind; None when this server does not serve it
+    (the kind is unknown, or its feature gate is off)."""
+    strategy = _SERVED.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+    return strategy if strategy is not None and strategy.served() else None
 
 
 def load_start_manifests(paths: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -132,7 +134,7 @@ def create_start_objects(
         obj = as_applied(strategy, given)
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") if strategy.resource.namespaced else None
-        if store.get(strategy.kind, namespace, str(meta.get("name"))) is not None:
+        if store.get(strategy.store_kind, namespace, str(meta.get("name"))) is not None:
             continue
         try:
             create_object(store, auto_create_namespaces, strategy, namespace, obj, _APPLY_QUERY)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesched.registry.table import BY_GROUP_VERSION, GROUPS, versions_of
+from kubesched.registry.table import served_groups, served_strategies, versions_of
 
 #: The pod subresources served by the kubelet, with their kinds and verbs as upstream lists them.
 _POD_STREAMS = {
@@ -24,7 +24,7 @@ _POD_STREAMS = {
 def api_resource_list(group: str, version: str) -> dict[str, object]:
     """The APIResourceList discovery document of one group version."""
     items: list[dict[str, object]] = []
-    for strategy in BY_GROUP_VERSION[(group, version)].values():
+    for strategy in served_strategies(group, version).values():
         r = strategy.resource
         entry: dict[str, object] = {
             "name": r.plural,
@@ -114,4 +114,4 @@ def api_group(group: str) -> dict[str, object]:
 
 
 def api_group_list() -> dict[str, object]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(g) for g in GROUPS]}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(g) for g in served_groups()]}

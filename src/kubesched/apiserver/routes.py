@@ -25,7 +25,7 @@ from kubesched.apiserver.resources import api_group, api_group_list, api_resourc
 from kubesched.registry.errors import ApiError, method_not_allowed, not_found
 from kubesched.registry.review import ReviewStrategy
 from kubesched.registry.strategy import Strategy
-from kubesched.registry.table import BY_GROUP_VERSION, GROUPS
+from kubesched.registry.table import served_groups, served_strategies
 from kubesched.runtime.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
@@ -56,11 +56,11 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
         return discovery.openapi_document(request, parts)
     if parts[:2] == ["api", "v1"]:
         group, version, rest = "", "v1", parts[2:]
-    elif len(parts) >= 2 and parts[0] == "apis" and parts[1] in GROUPS:
+    elif len(parts) >= 2 and parts[0] == "apis" and parts[1] in served_groups():
         if len(parts) == 2:
             return json_response(api_group(parts[1]))
         group, version, rest = parts[1], parts[2], parts[3:]
-        if (group, version) not in BY_GROUP_VERSION:
+        if not served_strategies(group, version):
             raise not_found("", "", path)
     else:
         raise _not_found()
@@ -68,7 +68,7 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
         if method != "GET":
             raise method_not_allowed()
         return json_response(api_resource_list(group, version))
-    strategies = BY_GROUP_VERSION[(group, version)]
+    strategies = served_strategies(group, version)
     namespace: str | None = None
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
         namespace, rest = rest[1], rest[2:]

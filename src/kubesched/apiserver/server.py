@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import signal
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.apiserver import bootstrap
 from kubesched.apiserver.app import ApiServer
 from kubesched.apiserver.certs import ensure_identity, write_kubeconfig
@@ -26,8 +28,9 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
 from kubesched.errors import KubeschedError
-from kubesched.framework.config import SchedulerConfig
+from kubesched.framework.config import SchedulerConfig, default_config
 from kubesched.framework.registry import Registry
+from kubesched.plugins import default_registry
 from kubesched.registry.admission import admit, apply_defaults
 from kubesched.registry.core.servicealloc import DEFAULT_SERVICE_CIDR, DEFAULT_SERVICE_CIDR_NAME
 from kubesched.registry.networking.servicecidr import default_service_cidr
@@ -68,6 +71,9 @@ class ServeOptions:
     registry: Registry | None = None
     #: Changes kept for watches that start from a resourceVersion.
     history: int = DEFAULT_HISTORY
+    #: ``--feature-gates``: the whole served cluster's (the API's kinds and fields, the controllers,
+    #: the schedulers over their configuration's own), as one kube-apiserver process's gates.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
 def seed_cluster(store: SqliteStore, options: ServeOptions) -> list[str]:
@@ -151,8 +157,14 @@ class Served:
         self._socket = listen(options.address, options.port)
         self.port = self._socket.getsockname()[1]
         try:
+            self._previous_gates = DEFAULT_FEATURE_GATES.set_all(options.feature_gates)
+        except BaseException:
+            self._socket.close()
+            raise
+        try:
             self._open(options)
         except BaseException:
+            DEFAULT_FEATURE_GATES.set_all(self._previous_gates)
             self._socket.close()
             raise
 
@@ -189,8 +201,12 @@ class Served:
             auto_create_namespaces=options.auto_create_namespaces,
         )
         self.controllers = ControllerManager(self.store, dra_driver=options.dra_driver)
+        config = options.config
+        if options.feature_gates:
+            base = config or default_config(options.registry or default_registry())
+            config = dataclasses.replace(base, feature_gates={**base.feature_gates, **options.feature_gates})
         self.schedulers = (
-            ServedSchedulers(self.store, options.config, options.batch_conf, registry=options.registry)
+            ServedSchedulers(self.store, config, options.batch_conf, registry=options.registry)
             if options.schedulers
             else None
         )
@@ -260,6 +276,7 @@ class Served:
             await self._runner.cleanup()
         self._socket.close()
         self.store.close()
+        DEFAULT_FEATURE_GATES.set_all(self._previous_gates)
 
 
 def _wall_clock() -> Any:

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable
 
 from kubesched.api.durations import parse_duration
+from kubesched.api.features import check_gate_dependencies
 from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, default_config
@@ -130,4 +131,6 @@ def gated(
     if not gates:
         return config
     base = config or default_config(registry)
-    return dataclasses.replace(base, feature_gates={**base.feature_gates, **gates})
+    merged = {**base.feature_gates, **gates}
+    check_gate_dependencies(merged)
+    return dataclasses.replace(base, feature_gates=merged)

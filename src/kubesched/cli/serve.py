@@ -9,10 +9,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.batch.conf_loader import load_batch_conf
-from kubesched.cli.options import EXIT_OK, EXIT_RUN_FAILED, plugin_flag, plugin_registry_of
+from kubesched.cli.options import (
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    feature_gates_flag,
+    gated,
+    plugin_flag,
+    plugin_registry_of,
+)
 from kubesched.errors import InputError
-from kubesched.framework.config import load_config
+from kubesched.framework.config import load_config, parse_feature_gates
 from kubesched.gpu.cards import MAX_CARDS
 
 
@@ -70,6 +78,7 @@ def add_parser(sub: Any) -> None:
         help="serve the API and the simulated nodes only; schedule with another scheduler (kubesched run)",
     )
     plugin_flag(serve)
+    feature_gates_flag(serve)
     serve.set_defaults(func=cmd_serve)
 
 
@@ -88,7 +97,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise InputError(f"--node-gpus must be within 0..{MAX_CARDS}")
     registry = plugin_registry_of(args)
     config = load_config(args.config, registry) if args.config else None
+    gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
+    config = gated(config, gates, registry)
     batch_conf = load_batch_conf(args.batch_conf) if args.batch_conf else None
+    served_gates = {**(config.feature_gates if config is not None else {}), **gates}
+    # The manifests given at start are checked as the API will serve them: with its gates.
+    DEFAULT_FEATURE_GATES.set_all(served_gates)
     objects, skipped = load_start_manifests(args.paths) if args.paths else ([], [])
     for warning in skipped:
         print(f"warning: {warning}", file=sys.stderr)
@@ -113,6 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         auto_create_namespaces=not args.no_auto_namespaces,
         registry=registry,
         schedulers=not args.no_schedulers,
+        feature_gates=served_gates,
     )
     try:
         serve(options)

@@ -4,6 +4,7 @@ its objects with it."""
 
 from __future__ import annotations
 
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
 from kubesched.registry.table import NAMESPACED_KINDS
 from kubesched.store.base import ClusterStore, NotFound, Obj
 
@@ -12,7 +13,8 @@ OWNED: dict[str, tuple[str, ...]] = {
     "Deployment": ("ReplicaSet",),
     "ReplicaSet": ("Pod",),
     "StatefulSet": ("Pod", "PersistentVolumeClaim", "ControllerRevision"),
-    "Job": ("Pod",),
+    # An Indexed Job's Workload and PodGroup under WorkloadWithJob.
+    "Job": ("Pod", "Workload", POD_GROUP_STORE_KIND),
     "DaemonSet": ("Pod", "ControllerRevision"),
     "CronJob": ("Job",),
     "PodGroup": ("Pod",),

@@ -13,7 +13,8 @@ More failed pods than ``backoffLimit`` fail the Job (``FailureTarget`` then ``Fa
 (``SuccessCriteriaMet`` then ``Complete``, reason ``CompletionsReached``), as v1.35 writes them. A
 finished Job makes no pod again. ``Indexed`` Jobs give each pod its completion index (annotation,
 label, hostname and ``JOB_COMPLETION_INDEX``) and keep ``completedIndexes``. ``suspend`` removes the
-running pods until the Job is resumed."""
+running pods until the Job is resumed. Under WorkloadWithJob an Indexed gang Job gets a Workload and
+a PodGroup first (``job_workload.py``)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from kubesched.controllers.controller_utils import (
     is_terminal,
     timestamp,
 )
+from kubesched.controllers.job_workload import ensure_workload_and_pod_group, manages_workload
 from kubesched.store.base import EventType, NotFound, Obj
 from kubesched.store.informers import Change
 
@@ -143,6 +145,8 @@ class JobController(OwnerController):
         if meta.get("deletionTimestamp"):
             return
         job = self._select(job)
+        # Under WorkloadWithJob a gang Job's pods join the PodGroup made for it.
+        pod_group = ensure_workload_and_pod_group(self.store, job, pods) if manages_workload(job) else None
         spec = job.get("spec") or {}
         indexed = spec.get("completionMode") == "Indexed"
         completions = _int(spec.get("completions"), None)
@@ -261,7 +265,7 @@ class JobController(OwnerController):
                     _REPORTER,
                 )
             for index in to_create:
-                self._create(job, index)
+                self._create(job, index, pod_group)
             if not suspended:
                 status.setdefault("startTime", now)
             status["active"] = len(active) - len([p for p in to_delete if p in active]) + len(to_create)
@@ -326,12 +330,14 @@ class JobController(OwnerController):
         }
         return self.store.update({**job, "spec": new_spec})
 
-    def _create(self, job: Obj, index: int | None) -> None:
+    def _create(self, job: Obj, index: int | None, pod_group: str | None = None) -> None:
         meta = job["metadata"]
         name = str(meta["name"])
         template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
         pod_spec = template.setdefault("spec", {})
         pod_spec.setdefault("restartPolicy", "Never")
+        if pod_group is not None:
+            pod_spec["schedulingGroup"] = {"podGroupName": pod_group}
         labels = {
             CONTROLLER_UID: str(meta.get("uid")),
             JOB_NAME: name,

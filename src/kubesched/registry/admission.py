@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubesched.api.kinds import object_store_kind
 from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
 from kubesched.api.storage import BETA_STORAGE_CLASS_ANNOTATION
 from kubesched.errors import InputError
@@ -35,7 +36,7 @@ ClaimPlugin = Callable[[ClusterStore, Obj, dict[str, Any]], None]
 
 def apply_defaults(obj: dict[str, Any]) -> None:
     """Fill in the defaults of ``obj``'s kind (its strategy's), in place."""
-    strategy = BY_KIND.get(str(obj.get("kind")))
+    strategy = BY_KIND.get(object_store_kind(obj))
     if strategy is not None:
         strategy.defaults(obj)
 

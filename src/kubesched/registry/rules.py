@@ -30,7 +30,7 @@ class RulesStrategy(Strategy):
         self.check_quantities(body)
         name = str(body["metadata"].get("name", ""))
         self.refuse(name, self.validate_rules[self.kind](body))
-        parse = DEFAULT_PARSERS.get(self.kind)
+        parse = DEFAULT_PARSERS.get(self.store_kind)
         if parse is not None:
             self.check_parses(parse, body, name)
 

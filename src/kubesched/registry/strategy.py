@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
+from kubesched.api.kinds import store_kind_in_group
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.resource_rules import resource_quantities
 from kubesched.api.storage_rules import storage_quantities
@@ -66,6 +68,13 @@ class Resource:
     categories: tuple[str, ...] = ()
     #: What discovery says clients may do with it (a review kind is only created).
     verbs: tuple[str, ...] = VERBS
+    #: The kind the store keeps its objects under (``api/kinds.py``): the kind itself but where
+    #: another group serves a kind of the same name.
+    store_kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.store_kind:
+            object.__setattr__(self, "store_kind", store_kind_in_group(self.group, self.kind))
 
     @property
     def group_version(self) -> str:
@@ -87,14 +96,21 @@ class Strategy:
     columns: tuple[Column, ...] = (NAME, AGE)
     #: The fields a field selector may name besides metadata.name and metadata.namespace.
     field_paths: frozenset[str] = frozenset()
+    #: The feature gate the kind is served behind (None: always served).
+    feature_gate: str | None = None
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self.kind = resource.kind
+        self.store_kind = resource.store_kind
         #: Every field a body may carry at the top level.
         self.known_fields = self.top_fields | _TYPE_FIELDS
         #: Every field a field selector may name.
         self.selectable_fields = self.field_paths | _META_SELECTABLE
+
+    def served(self) -> bool:
+        """Whether the API serves the kind now (its feature gate, if any, is on)."""
+        return self.feature_gate is None or DEFAULT_FEATURE_GATES.enabled(self.feature_gate)
 
     # -- names -----------------------------------------------------------------------------------
     def name_valid(self, name: str) -> bool:
@@ -149,7 +165,7 @@ class Strategy:
         """The schedulers' own parser must accept what is stored: its complaint is a 422. A
         quantity that does not parse is a 400, as upstream's decoder refuses it before validation."""
         self.check_quantities(body)
-        parse = DEFAULT_PARSERS.get(self.kind)
+        parse = DEFAULT_PARSERS.get(self.store_kind)
         if parse is not None:
             self.check_parses(parse, body, str(body["metadata"].get("name", "")))
 

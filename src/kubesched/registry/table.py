@@ -6,6 +6,7 @@ tables, admission defaults and the garbage collector all read this table.
 
 from __future__ import annotations
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.registry.apps import controllerrevision, daemonset, deployment, replicaset, statefulset
 from kubesched.registry.authentication import selfsubjectreview
 from kubesched.registry.authorization import selfsubjectaccessreview, selfsubjectrulesreview
@@ -28,7 +29,8 @@ from kubesched.registry.discovery import endpointslice
 from kubesched.registry.networking import servicecidr
 from kubesched.registry.policy import poddisruptionbudget
 from kubesched.registry.resource import deviceclass, resourceclaim, resourceclaimtemplate, resourceslice
-from kubesched.registry.scheduling import priorityclass
+from kubesched.registry.scheduling import podgroup as scheduling_podgroup
+from kubesched.registry.scheduling import priorityclass, workload
 from kubesched.registry.storage import (
     csidriver,
     csinode,
@@ -53,6 +55,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     persistentvolume.STRATEGY,
     persistentvolumeclaim.STRATEGY,
     priorityclass.STRATEGY,
+    workload.STRATEGY,
+    scheduling_podgroup.STRATEGY,
     poddisruptionbudget.STRATEGY,
     lease.STRATEGY,
     deployment.STRATEGY,
@@ -93,16 +97,55 @@ for _s in STRATEGIES:
     if _s.resource.group and _s.resource.group not in GROUPS:
         GROUPS.append(_s.resource.group)
 
-#: Kind → the strategy objects of that kind are served with by default (the first listed).
+#: Store kind → the strategy objects of that kind are served with by default (the first listed).
 BY_KIND: dict[str, Strategy] = {}
 for _s in STRATEGIES:
-    BY_KIND.setdefault(_s.kind, _s)
+    BY_KIND.setdefault(_s.store_kind, _s)
 
-#: The kinds whose objects live in a namespace (review kinds are never stored).
+#: The store kinds whose objects live in a namespace (review kinds are never stored).
 NAMESPACED_KINDS: frozenset[str] = frozenset(
-    s.kind for s in STRATEGIES if s.resource.namespaced and "list" in s.resource.verbs
+    s.store_kind for s in STRATEGIES if s.resource.namespaced and "list" in s.resource.verbs
 )
 
 
+class _Served:
+    """The table as the feature gates of one generation leave it (every request reads it)."""
+
+    def __init__(self) -> None:
+        self.generation = DEFAULT_FEATURE_GATES.generation
+        self.by_group_version: dict[tuple[str, str], dict[str, Strategy]] = {}
+        for gv, strategies in BY_GROUP_VERSION.items():
+            served = {p: s for p, s in strategies.items() if s.served()}
+            if served:
+                self.by_group_version[gv] = served
+        self.versions: dict[str, list[str]] = {}
+        for group, version in self.by_group_version:
+            self.versions.setdefault(group, []).append(version)
+        for versions in self.versions.values():
+            versions.sort()
+        self.groups = [g for g in GROUPS if g in self.versions]
+
+
+_served = _Served()
+
+
+def _table() -> _Served:
+    global _served
+    if _served.generation != DEFAULT_FEATURE_GATES.generation:
+        _served = _Served()
+    return _served
+
+
+def served_strategies(group: str, version: str) -> dict[str, Strategy]:
+    """Plural → strategy of the resources a group version serves now (feature gates applied)."""
+    return _table().by_group_version.get((group, version), {})
+
+
+def served_groups() -> list[str]:
+    """The groups with a resource served now, in discovery order."""
+    return _table().groups
+
+
 def versions_of(group: str) -> list[str]:
-    return sorted({s.resource.version for s in STRATEGIES if s.resource.group == group})
+    """The versions of ``group`` with a resource served now."""
+    return _table().versions.get(group, [])

@@ -13,6 +13,9 @@ preferred version (``apiVersion`` rewritten; the fields the scheduler reads are 
   informers stay empty (the batch scheduler has nothing to do).
 - HyperNode: ``topology.volcano.sh/v1alpha1``; without Volcano's topology CRD a warning, and batch
   jobs are placed with no network topology.
+- Workload and the runtime PodGroup of ``scheduling.k8s.io/v1alpha2`` (served while the server's
+  GenericWorkload gate is on): without them a warning, those informers stay empty. The PodGroup is
+  kept under its store kind ``PodGroup.scheduling.k8s.io``, apart from Volcano's (``api/kinds.py``).
 - the storage kinds: PersistentVolume and PersistentVolumeClaim (core ``v1``), StorageClass and
   VolumeAttachment (``storage.k8s.io/v1``), CSIDriver and CSINode (``v1``, else ``v1beta1``, served
   since v1.14), CSIStorageCapacity (``v1`` since v1.24, else ``v1beta1``, else the ``v1alpha1`` of
@@ -35,6 +38,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubesched.api.kinds import wire_kind
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND, SCHEDULING_GROUP, WORKLOAD_VERSION
 from kubesched.store.base import StoreError
 
 log = logging.getLogger(__name__)
@@ -56,6 +61,8 @@ KIND_VERSIONS: Mapping[str, tuple[GroupVersion, ...]] = {
     "PodGroup": (("scheduling.volcano.sh", "v1beta1"),),
     "Queue": (("scheduling.volcano.sh", "v1beta1"),),
     "HyperNode": (("topology.volcano.sh", "v1alpha1"),),
+    "Workload": ((SCHEDULING_GROUP, WORKLOAD_VERSION),),
+    POD_GROUP_STORE_KIND: ((SCHEDULING_GROUP, WORKLOAD_VERSION),),
     "Lease": (("coordination.k8s.io", "v1"),),
     "Event": (("events.k8s.io", "v1"), ("", "v1")),
     "PersistentVolume": (("", "v1"),),
@@ -89,6 +96,8 @@ FOLLOWED_KINDS: tuple[str, ...] = (
     "Queue",
     "PodGroup",
     "HyperNode",
+    "Workload",
+    POD_GROUP_STORE_KIND,
     "StorageClass",
     "CSIDriver",
     "CSINode",
@@ -195,7 +204,7 @@ class Discovery:
         table: dict[str, KindInfo] = {}
         for kind, versions in wanted.items():
             for gv in versions:
-                found = _find(by_gv.get(gv, ()), kind)
+                found = _find(by_gv.get(gv, ()), wire_kind(kind))
                 if found is None:
                     continue
                 preferred = _gv(*versions[0]) if kind in SAME_SHAPE else _gv(*gv)
@@ -245,7 +254,7 @@ class Discovery:
         """The object as our parsers expect it: ``apiVersion`` and ``kind`` set (list items come
         without them), an older version presented as the preferred one. Changes ``obj`` in place."""
         info = self.kinds.get(kind)
-        obj["kind"] = kind
+        obj["kind"] = wire_kind(kind)
         if info is not None:
             obj["apiVersion"] = info.preferred
         return obj
@@ -266,6 +275,11 @@ def _missing_note(kind: str, info: KindInfo | None, versions: tuple[GroupVersion
                 f"{kind}: {wanted} is not served (no Volcano CRDs); the {kind} informer stays empty "
                 "and the batch scheduler's pods wait (kinds are discovered at start: restart kubesched "
                 "after installing the CRDs)"
+            )
+        if kind in ("Workload", POD_GROUP_STORE_KIND):
+            return (
+                f"{wire_kind(kind)}: {wanted} is not served (the server's GenericWorkload gate is off); "
+                "its informer stays empty and pods are scheduled without workload-aware scheduling"
             )
         if kind == "HyperNode":
             return (

@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
 from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.scheduler import BatchScheduler
 from kubesched.errors import InputError, KubeschedError
@@ -483,4 +484,9 @@ def features(discovery: Discovery) -> ApiFeatures:
     """What the ports may use on this server."""
     eviction = "policy/v1" if discovery.serves("policy/v1") else "policy/v1beta1"
     events_v1 = discovery.serves("events.k8s.io/v1")
-    return ApiFeatures(eviction=eviction, events_v1=events_v1, queues=discovery.has("Queue"))
+    return ApiFeatures(
+        eviction=eviction,
+        events_v1=events_v1,
+        queues=discovery.has("Queue"),
+        workload_pod_groups=discovery.has(POD_GROUP_STORE_KIND),
+    )

@@ -53,7 +53,7 @@ def create_object(
         raise already_exists(res.plural, res.group, name) from None
     except InputError as exc:
         # Storage refuses a name taken before admission refuses the object.
-        if store.get(res.kind, namespace, name) is not None:
+        if store.get(res.store_kind, namespace, name) is not None:
             raise already_exists(res.plural, res.group, name) from None
         raise ApiError(403, "Forbidden", f'{res.plural} "{name}" is forbidden: {exc.message}') from None
     return created, warnings

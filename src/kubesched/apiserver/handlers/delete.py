@@ -67,7 +67,7 @@ def delete(
         if terminating is not None:
             return json_response(view(res, terminating))
     gone_obj = delete_cascading(
-        store, res.kind, namespace, name, str(options.get("propagationPolicy") or "Background")
+        store, res.store_kind, namespace, name, str(options.get("propagationPolicy") or "Background")
     )
     if gone_obj is None:
         raise not_found(res.plural, res.group, name)
@@ -107,7 +107,9 @@ def delete_collection(
     deleted = []
     for obj in select(server.store, request, strategy, namespace):
         meta = obj["metadata"]
-        gone_obj = delete_cascading(server.store, res.kind, meta.get("namespace"), meta["name"], "Background")
+        gone_obj = delete_cascading(
+            server.store, res.store_kind, meta.get("namespace"), meta["name"], "Background"
+        )
         if gone_obj is not None:
             deleted.append(view(res, gone_obj))
     return json_response(

@@ -51,7 +51,7 @@ def select(store: ClusterStore, request: web.Request, strategy: Strategy, namesp
     """The objects of the strategy's kind the request's namespace and selectors pick."""
     labels, fields = matchers(request, strategy)
     res = strategy.resource
-    return [o for o in store.list(res.kind) if matches(view(res, o), namespace, labels, fields)]
+    return [o for o in store.list(res.store_kind) if matches(view(res, o), namespace, labels, fields)]
 
 
 def list_objects(
@@ -61,7 +61,7 @@ def list_objects(
     q = request.query
     labels, fields = matchers(request, strategy)
     options = wants_table(request)
-    items, rv = store.list_with_version(res.kind)
+    items, rv = store.list_with_version(res.store_kind)
     keyed = sorted(((sort_key(o), o) for o in items), key=lambda t: t[0])
     start_after: tuple[str, str] | None = None
     if q.get("continue"):

@@ -64,7 +64,7 @@ def patch(
         raise bad_request("the patch must be a JSON object")
     store = server.store
     for _ in range(10):
-        old = store.get(res.kind, namespace, name)
+        old = store.get(res.store_kind, namespace, name)
         if old is None and not applying:
             raise not_found(res.plural, res.group, name)
         current = None if old is None else served(copy.deepcopy(dict(old)), res.group, res.version)

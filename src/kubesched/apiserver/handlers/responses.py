@@ -34,7 +34,7 @@ def view(res: Resource, obj: Obj) -> dict[str, Any]:
 
 
 def get_or_404(store: ClusterStore, res: Resource, namespace: str | None, name: str) -> Obj:
-    obj = store.get(res.kind, namespace, name)
+    obj = store.get(res.store_kind, namespace, name)
     if obj is None:
         raise not_found(res.plural, res.group, name)
     return obj

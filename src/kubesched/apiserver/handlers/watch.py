@@ -124,7 +124,7 @@ class _Stream:
     async def initial(self) -> int:
         """Send the objects there are now as ADDED; returns the resourceVersion they are at."""
         server, res = self.server, self.res
-        items, start_rv = server.store.list_with_version(res.kind)
+        items, start_rv = server.store.list_with_version(res.store_kind)
         await server.read_committed()
         for obj in sorted(items, key=sort_key):
             served_obj = view(res, obj)
@@ -139,7 +139,7 @@ class _Stream:
         last_sent = time.monotonic()
         interval = server.bookmark_interval
         while True:
-            changed = server.changed_event(res.kind)
+            changed = server.changed_event(res.store_kind)
             try:
                 events = server.store.changes_since(rv)
             except TooOld as exc:
@@ -147,7 +147,7 @@ class _Stream:
                 return
             for event in events:
                 rv = int(event.obj["metadata"]["resourceVersion"])
-                if event.kind != res.kind:
+                if event.kind != res.store_kind:
                     continue
                 typed = self.event_for(event, rv)
                 if typed is not None:

@@ -8,6 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+# The feature gates' defaults live with the API types, so that the API server reads the same table.
+from kubesched.api.features import FEATURE_GATE_DEFAULTS as FEATURE_GATE_DEFAULTS
+from kubesched.api.features import GANG_SCHEDULING, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, gate_enabled
+
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 DEFAULT_PARALLELISM: Final = 16
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1
@@ -41,45 +45,14 @@ DEFAULT_MULTI_POINT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = (
     ("DefaultBinder", None),
 )
 
-#: The feature gates kubesched knows, with their defaults (upstream v1.35).
-FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
-    # Beta and on by default since v1.35 (KEP-5598).
-    "OpportunisticBatching": True,
-    # Alpha (off) from v1.33 until v1.36 (KEP-4049): VolumeBinding's storage capacity score.
-    "StorageCapacityScoring": False,
-    # Dynamic Resource Allocation (DynamicResources and its allocator), as v1.35 sets them: the
-    # core is GA, admin access and prioritized lists are beta and on, the rest alpha and off.
-    "DynamicResourceAllocation": True,
-    "DRAAdminAccess": True,
-    "DRAPrioritizedList": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRASchedulerFilterTimeout": True,
-    "DRAPartitionableDevices": False,
-    "DRADeviceTaints": False,
-    "DRADeviceTaintRules": False,
-    "DRAConsumableCapacity": False,
-    "DRADeviceBindingConditions": False,
-    "DRAExtendedResource": False,
-    # Workload-aware scheduling, alpha and off in v1.35-v1.36 (KEP-4671): GenericWorkload routes a
-    # PodGroup's pods through the pod group cycle, GangScheduling adds its plugin to the defaults.
-    "GenericWorkload": False,
-    "GangScheduling": False,
-    # KEP-5732, alpha and off in v1.36: PodGroups with a topology constraint are tried one
-    # topology domain at a time (TopologyPlacementGenerator, PodGroupPodsCount).
-    "TopologyAwareWorkloadScheduling": False,
-    # Alpha and off in v1.36: an unschedulable pod group preempts as a unit (DefaultPreemption's
-    # PodGroupPostFilter), and PodGroups with disruptionMode PodGroup are preempted whole.
-    "WorkloadAwarePreemption": False,
-}
-
 
 def default_multi_point_plugins(gates: dict[str, bool]) -> tuple[tuple[str, int | None], ...]:
     """The default plugins with the ones feature gates add (upstream ``applyFeatureGates``), last:
     GangScheduling, then TopologyPlacementGenerator and PodGroupPodsCount (weight 1)."""
     plugins = DEFAULT_MULTI_POINT_PLUGINS
-    if gates.get("GangScheduling", FEATURE_GATE_DEFAULTS["GangScheduling"]):
+    if gate_enabled(gates, GANG_SCHEDULING):
         plugins = (*plugins, ("GangScheduling", None))
-    if gates.get("TopologyAwareWorkloadScheduling", FEATURE_GATE_DEFAULTS["TopologyAwareWorkloadScheduling"]):
+    if gate_enabled(gates, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
         plugins = (*plugins, ("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1))
     return plugins
 

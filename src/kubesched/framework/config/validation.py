@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ValidationError
 
 from kubesched.api.durations import parse_duration as parse_go_duration
+from kubesched.api.features import check_gate_dependencies
 from kubesched.api.resources import is_extended_resource as is_extended_resource_name
 from kubesched.errors import ConfigError, InputError
 from kubesched.framework.config.defaults import (
@@ -214,6 +215,10 @@ class ConfigValidator:
                     f"unknown feature gate {name!r}; known: {', '.join(sorted(FEATURE_GATE_DEFAULTS))}",
                     join_path("featureGates", name),
                 )
+        try:
+            check_gate_dependencies(gates or {}, "featureGates")
+        except InputError as exc:
+            raise self.error(exc.message, "featureGates") from None
         return dict(gates or {})
 
     # -- extenders ------------------------------------------------------------------------------

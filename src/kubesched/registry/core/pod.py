@@ -6,6 +6,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES, GENERIC_WORKLOAD
+from kubesched.api.field_errors import immutable
+from kubesched.api.field_errors import invalid as invalid_cause
+from kubesched.api.resource_rules import dns1123_subdomain_errors
 from kubesched.registry.errors import invalid
 from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, Strategy, age, meta_of
 from kubesched.store.base import Obj
@@ -45,6 +49,33 @@ class PodStrategy(Strategy):
             "status.nominatedNodeName",
         }
     )
+
+    def decode(self, body: dict[str, Any]) -> None:
+        # spec.schedulingGroup is dropped while GenericWorkload is off (dropDisabledPodFields).
+        spec = body.get("spec")
+        if (
+            isinstance(spec, dict)
+            and "schedulingGroup" in spec
+            and not DEFAULT_FEATURE_GATES.enabled(GENERIC_WORKLOAD)
+        ):
+            del spec["schedulingGroup"]
+
+    def validate(self, body: dict[str, Any]) -> None:
+        spec = body.get("spec")
+        group = spec.get("schedulingGroup") if isinstance(spec, dict) else None
+        if isinstance(group, dict):
+            name = group.get("podGroupName")
+            causes = (
+                [
+                    invalid_cause("spec.schedulingGroup.podGroupName", name, msg)
+                    for msg in dns1123_subdomain_errors(name)
+                ]
+                if isinstance(name, str)
+                else []
+            )
+            if causes:
+                raise invalid("Pod", "", str(body["metadata"].get("name", "")), causes)
+        super().validate(body)
 
     def defaults(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
@@ -95,6 +126,13 @@ class PodStrategy(Strategy):
         for key in _KEPT_ON_UPDATE:
             if key in old_spec and key not in spec:
                 spec[key] = old_spec[key]
+        if spec.get("schedulingGroup") != old_spec.get("schedulingGroup"):
+            raise invalid(
+                "Pod",
+                "",
+                old["metadata"]["name"],
+                [immutable("spec.schedulingGroup", spec.get("schedulingGroup"))],
+            )
         new["spec"] = spec
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
