@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import logging
 import signal
@@ -28,7 +27,7 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
 from kubesched.errors import KubeschedError
-from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.config import SchedulerConfig, default_config, with_feature_gates
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.registry.admission import admit, apply_defaults
@@ -203,8 +202,8 @@ class Served:
         self.controllers = ControllerManager(self.store, dra_driver=options.dra_driver)
         config = options.config
         if options.feature_gates:
-            base = config or default_config(options.registry or default_registry())
-            config = dataclasses.replace(base, feature_gates={**base.feature_gates, **options.feature_gates})
+            registry = options.registry or default_registry()
+            config = with_feature_gates(config or default_config(registry), options.feature_gates, registry)
         self.schedulers = (
             ServedSchedulers(self.store, config, options.batch_conf, registry=options.registry)
             if options.schedulers

@@ -12,7 +12,13 @@ with a did-you-mean hint for misspelt fields and plugin names.
 """
 
 from kubesched.framework.config.defaults import FEATURE_GATE_DEFAULTS
-from kubesched.framework.config.load import config_from_dict, default_config, load_config, parse_feature_gates
+from kubesched.framework.config.load import (
+    config_from_dict,
+    default_config,
+    load_config,
+    parse_feature_gates,
+    with_feature_gates,
+)
 from kubesched.framework.config.types import (
     API_VERSION,
     KIND,
@@ -38,4 +44,5 @@ __all__ = [
     "default_config",
     "load_config",
     "parse_feature_gates",
+    "with_feature_gates",
 ]
