@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import yaml
+
 from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
+from kubesched.cli import main
 from kubesched.framework.config import config_from_dict
 from kubesched.plugins import default_registry
 from kubesched.sim.simulation import Simulation
@@ -249,3 +253,48 @@ def test_workload_aware_preemption_evicts_the_least_important_unit_that_makes_ro
     assert "single" not in bound
     assert bound["low-0"] == bound["low-1"] == "n1"
     assert bound["high-0"] == bound["high-1"] == "n2"
+
+
+def test_simulate_reports_a_gang_that_does_not_fit_and_its_group_condition(
+    tmp_path: Any, capsys: Any
+) -> None:
+    docs = [_node("n1", "4"), _node("n2", "4"), _node("n3", "6"), _pod_group("train", 8)]
+    docs += [_pod(f"train-{i}", "train") for i in range(8)]
+    path = tmp_path / "gang.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    code = main(
+        [
+            "simulate",
+            str(path),
+            "-o",
+            "json",
+            "-q",
+            "--feature-gates",
+            "GenericWorkload=true,GangScheduling=true",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["scheduled"] == 0
+    statuses = {p["name"]: (p["status"], p["message"]) for p in out["pods"]}
+    assert all(s == "Unschedulable" for s, _ in statuses.values())
+    assert sum(m.startswith("one or more plugins asked to wait") for _, m in statuses.values()) == 7
+
+    docs.append(_node("n4", "4"))
+    path.write_text(yaml.safe_dump_all(docs))
+    assert (
+        main(
+            [
+                "simulate",
+                str(path),
+                "-o",
+                "json",
+                "-q",
+                "--feature-gates",
+                "GenericWorkload=true,GangScheduling=true",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["scheduled"] == 8
