@@ -9,7 +9,7 @@ import random
 import time
 from typing import Any
 
-from kubesched.bench.base import BenchResult, node_default
+from kubesched.bench.base import BenchResult, node_default, run_workload
 from kubesched.framework.config import config_from_dict
 from kubesched.plugins import default_registry
 from kubesched.registry.admission import admitted
@@ -92,3 +92,67 @@ def run_pod_group_gang(
     cpu = time.process_time() - cpu_start
     scheduled = sum(1 for o in sim.scheduler.outcomes.values() if o.status == "Scheduled")
     return BenchResult("podgroup-gang", nodes, existing_pods, measured, scheduled, elapsed, cpu_seconds=cpu)
+
+
+def gang_pod(index: int, per_group: int, namespace: str = "gang-ns-0") -> dict[str, Any]:
+    """scheduler_perf's podgroup/gangscheduling gang-pod: 100m CPU, 100Mi, in gang-<index // n>."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"test-gang-scheduling-{index}", "namespace": namespace},
+        "spec": {
+            "schedulingGroup": {"podGroupName": f"gang-{index // per_group}"},
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10.1",
+                    "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def gang_pod_group(index: int, per_group: int, namespace: str = "gang-ns-0") -> dict[str, Any]:
+    """scheduler_perf's podgroup/gangscheduling podgroup: gang-<index>, minCount = its pods."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": f"gang-{index}", "namespace": namespace},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": per_group}}},
+    }
+
+
+def run_gang_scheduling(
+    nodes: int = 5000,
+    existing_pods: int = 0,
+    pods: int = 3000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+    *,
+    per_group: int = 3,
+    workload: str = "gangscheduling",
+) -> BenchResult:
+    """Upstream scheduler_perf ``podgroup/gangscheduling`` (GangScheduling, e.g.
+    5000Nodes_1000Gangs_3000Pods): node-default nodes, ``pods / per_group`` gangs of ``per_group``
+    pods each; the pod groups exist before the measured pods are created."""
+    groups = max(1, pods // per_group)
+    return run_workload(
+        workload,
+        nodes,
+        0,
+        groups * per_group,
+        seed,
+        setup=[
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gang-ns-0"}},
+            *(gang_pod_group(g, per_group) for g in range(groups)),
+        ],
+        existing=lambda i: gang_pod(i, per_group),
+        measured=lambda i: gang_pod(i, per_group),
+        feature_gates={**GATES, **(feature_gates or {})},
+    )
+
+
+def run_gang_scheduling_1000_per_group(**kw: Any) -> BenchResult:
+    """Upstream 5000Nodes_3Gangs_3000Pods_1000PerGroup: three gangs of 1000."""
+    return run_gang_scheduling(per_group=1000, workload="gangscheduling-1000pergroup", **kw)
