@@ -298,3 +298,38 @@ def test_simulate_reports_a_gang_that_does_not_fit_and_its_group_condition(
     )
     out = json.loads(capsys.readouterr().out)
     assert out["summary"]["scheduled"] == 8
+
+
+def test_topology_does_not_trigger_workload_aware_preemption() -> None:
+    sim = _sim({**WAP_GATES, "TopologyAwareWorkloadScheduling": True})
+    for name, rack in (("a1", "a"), ("b1", "b")):
+        sim.store.create(_rack_node(name, rack, "4"))
+    for i, node in enumerate(("a1", "b1")):
+        sim.store.create(_bound_pod(f"low-{i}", node))
+    sim.store.create(_rack_pod_group("g", 2))
+    for i in range(2):
+        sim.store.create(_pod(f"g-{i}", "g", priority=100))
+    sim.run()
+    assert set(_bound(sim)) == {"low-0", "low-1"}
+    cond = _condition(sim, "g")
+    assert cond is not None
+    assert cond["message"] == (
+        "0/2 placements are available, first placement status: pod group is unschedulable, "
+        "workload aware preemption is not supported for pod groups with scheduling constraints"
+    )
+
+
+def test_a_group_of_mixed_shapes_is_placed_greedily_without_backtracking() -> None:
+    # n1 has room for 4 CPUs, n2 for 2. The 2-CPU pod comes first (higher priority) and takes n1,
+    # the emptier node; the 4-CPU pod then fits nowhere, although the other way round both would
+    # (upstream's documented limit for heterogeneous groups).
+    sim = _sim()
+    sim.store.create(_node("n1", "4"))
+    sim.store.create(_node("n2", "2"))
+    sim.store.create(_pod_group("g", 2))
+    sim.store.create(_pod("small", "g", cpu="2", priority=10))
+    sim.store.create(_pod("big", "g", cpu="4", priority=0))
+    sim.run()
+    assert _bound(sim) == {}
+    cond = _condition(sim, "g")
+    assert cond is not None and cond["message"] == "pod group is unschedulable"

@@ -114,14 +114,14 @@ def schedule_one_pod_group(sched: Scheduler, info: QueuedPodInfo) -> None:
         results, status = _pod_group_algorithm(
             sched, fwk, kept, post_filters=not sched.workload_aware_preemption
         )
-        if (
-            sched.workload_aware_preemption
-            and pg is not None
-            and status is not None
-            and status.code == Code.UNSCHEDULABLE
-            and status.plugin != "preemption"
-        ):
-            status = _workload_aware_preemption(sched, fwk, kept, pg, status)
+    if (
+        sched.workload_aware_preemption
+        and pg is not None
+        and status is not None
+        and status.code == Code.UNSCHEDULABLE
+        and status.plugin != "preemption"
+    ):
+        status = _workload_aware_preemption(sched, fwk, kept, pg, status)
     _submit(sched, fwk, namespace=pod.namespace, name=group, results=results, infos=kept, status=status)
 
 
