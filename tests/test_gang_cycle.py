@@ -333,3 +333,17 @@ def test_a_group_of_mixed_shapes_is_placed_greedily_without_backtracking() -> No
     assert _bound(sim) == {}
     cond = _condition(sim, "g")
     assert cond is not None and cond["message"] == "pod group is unschedulable"
+
+
+def test_pods_created_before_their_pod_group_wait_and_go_when_it_appears() -> None:
+    sim = _sim()
+    sim.store.create(_node("n1", "8"))
+    for i in range(3):
+        sim.store.create(_pod(f"g-{i}", "g"))
+    sim.run()
+    assert {o.message for o in sim.outcomes()} == {
+        'waiting for pods\'s pod group "g" to appear in scheduling queue'
+    }
+    sim.store.create(_pod_group("g", 3))
+    sim.run()
+    assert sorted(_bound(sim)) == ["g-0", "g-1", "g-2"]
