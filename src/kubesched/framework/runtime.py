@@ -811,7 +811,7 @@ class Framework:
             return st, {}
         if waits:
             return Status(
-                Code.WAIT, [f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}"]
+                Code.WAIT, [f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"']
             ), waits
         return None, {}
 
