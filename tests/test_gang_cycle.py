@@ -104,7 +104,8 @@ def test_gang_of_8_on_room_for_7_binds_none_then_all_with_a_node_more() -> None:
     waiting = [
         n
         for n, m in messages.items()
-        if m == f'one or more plugins asked to wait and no plugin rejected pod "{n}"'
+        if m
+        == f'pod group is unschedulable, one or more plugins asked to wait and no plugin rejected pod "{n}"'
     ]
     assert len(waiting) == 7
     assert sum("Insufficient cpu" in m for m in messages.values()) == 1
@@ -282,7 +283,13 @@ def test_simulate_reports_a_gang_that_does_not_fit_and_its_group_condition(
     assert out["summary"]["scheduled"] == 0
     statuses = {p["name"]: (p["status"], p["message"]) for p in out["pods"]}
     assert all(s == "Unschedulable" for s, _ in statuses.values())
-    assert sum(m.startswith("one or more plugins asked to wait") for _, m in statuses.values()) == 7
+    assert (
+        sum(
+            m.startswith("pod group is unschedulable, one or more plugins asked to wait")
+            for _, m in statuses.values()
+        )
+        == 7
+    )
 
     docs.append(_node("n4", "4"))
     path.write_text(yaml.safe_dump_all(docs))

@@ -48,7 +48,8 @@ from kubesched.scheduler.schedule_one import SchedulingError
 if TYPE_CHECKING:
     from kubesched.scheduler.scheduler import Scheduler
 
-#: Upstream ``errPodGroupUnschedulable``: the status of a group no pod's Permit let through.
+#: Upstream ``errPodGroupUnschedulable``: the error of a group's Unschedulable status, which comes
+#: first in its message (``Status.WithError``), before any reason.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 WAITING_FOR_PREEMPTION = "pod group is waiting for preemption to complete"
 
@@ -178,7 +179,7 @@ def _pod_group_algorithm(
             requires_preemption = requires_preemption or res.requires_preemption
             if res.permit is None:
                 if requires_preemption:
-                    status = Status(Code.UNSCHEDULABLE, [WAITING_FOR_PREEMPTION])
+                    status = Status(Code.UNSCHEDULABLE, [POD_GROUP_UNSCHEDULABLE, WAITING_FOR_PREEMPTION])
                     waiting_on_preemption = True
                 else:
                     status = None
@@ -226,7 +227,8 @@ def _workload_aware_preemption(
             return st
         return Status(Code.UNSCHEDULABLE, [*status.reasons, st.message])
     preemption.evict_for_pod_group(fwk, pg, victims)
-    return Status(Code.UNSCHEDULABLE, [WAITING_FOR_PREEMPTION], "preemption")
+    # The group keeps its status and waits for the victims to go (upstream waitingOnPreemption).
+    return Status(Code.UNSCHEDULABLE, list(status.reasons), "preemption")
 
 
 def _placement_algorithm(
@@ -431,7 +433,9 @@ def _submit(
 
 
 def _permit_message(res: _PodResult) -> str:
-    return res.permit.message if res.permit is not None else ""
+    """A placed pod of an unschedulable group: the group's error, then why Permit held it."""
+    permit = res.permit.message if res.permit is not None else ""
+    return f"{POD_GROUP_UNSCHEDULABLE}, {permit}" if permit else POD_GROUP_UNSCHEDULABLE
 
 
 def _reject(sched: Scheduler, fwk: Framework, res: _PodResult, message: str) -> None:
