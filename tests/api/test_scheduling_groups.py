@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubesched.api.kinds import object_store_kind, store_kind, wire_kind
 from kubesched.api.objects import Pod
@@ -14,6 +16,7 @@ from kubesched.api.scheduling_groups import (
     SchedulingPodGroup,
     SchedulingPolicy,
     Workload,
+    with_condition,
 )
 from kubesched.errors import InputError
 from kubesched.store.memory import MemoryStore
@@ -170,3 +173,35 @@ def test_store_ports_set_the_pod_group_condition_as_set_status_condition() -> No
     # Volcano's PodGroup of the same name is untouched, a missing group is None.
     assert "status" not in (store.get("PodGroup", "ml", "pg") or {})
     assert writer.set_pod_group_condition("ml", "gone", unschedulable) is None
+
+
+_CONDITIONS = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["PodGroupScheduled", "DisruptionTarget"]),
+        "status": st.sampled_from(["True", "False", "Unknown"]),
+        "reason": st.sampled_from(["Scheduled", "Unschedulable", "SchedulerError"]),
+        "message": st.text(max_size=5),
+    }
+)
+
+
+@given(writes=st.lists(_CONDITIONS, max_size=8))
+def test_setting_conditions_keeps_one_per_type_and_moves_the_time_only_on_a_status_change(
+    writes: list[dict[str, Any]],
+) -> None:
+    conditions: list[dict[str, Any]] = []
+    for step, condition in enumerate(writes):
+        stamp = f"2026-01-01T00:00:{step:02d}Z"
+        before = {c["type"]: c for c in conditions}
+        result = with_condition(conditions, condition, stamp)
+        if result is None:
+            old = before[condition["type"]]
+            assert all(old.get(k) == condition.get(k) for k in ("status", "reason", "message"))
+            continue
+        assert len({c["type"] for c in result}) == len(result)
+        [new] = [c for c in result if c["type"] == condition["type"]]
+        old = before.get(condition["type"])
+        moved = old is None or old["status"] != condition["status"]
+        assert new["lastTransitionTime"] == (stamp if moved else old["lastTransitionTime"])
+        assert with_condition(result, condition, "later") is None  # setting it again changes nothing
+        conditions = result

@@ -233,6 +233,8 @@ def test_kubectl_creates_lists_and_describes_both_kinds(gated, binary, tmp_path)
     assert "Min Count:  4" in out and "scheduling.k8s.io/v1alpha2" in out
     out = ok(kubectl("describe", "workload", "train"))
     assert "Pod Group Templates:" in out
+    out = ok(kubectl("describe", "podgroups.scheduling.volcano.sh", "workers"))
+    assert "Min Member:  2" in out and "scheduling.volcano.sh/v1beta1" in out
 
 
 def test_start_manifests_of_the_workload_api_follow_the_gate(tmp_path):
@@ -263,3 +265,31 @@ def test_a_gate_on_without_the_gate_it_needs_is_a_located_error(tmp_path, capsys
     err = capsys.readouterr().err
     assert "feature gate GangScheduling depends on GenericWorkload, which is disabled" in err
     assert not (tmp_path / "d").exists()
+
+
+def test_priority_admission_resolves_a_groups_priority(make_cluster):
+    c = make_cluster(
+        nodes=0,
+        feature_gates={**GATES, "GangScheduling": True, "WorkloadAwarePreemption": True},
+    )
+    high = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
+    c.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", high)
+    _, created, _ = c.request(
+        "POST", f"{V1A2}/namespaces/default/podgroups", k8s_group(priorityClassName="high")
+    )
+    assert (created["spec"]["priority"], created["spec"]["disruptionMode"]) == (1000, "Pod")
+    _, plain, _ = c.request("POST", f"{V1A2}/namespaces/default/podgroups", k8s_group("plain"))
+    assert plain["spec"]["priority"] == 0
+    template = {"name": "t", "schedulingPolicy": {"basic": {}}, "priorityClassName": "high"}
+    body = {**workload(), "spec": {"podGroupTemplates": [template]}}
+    _, made, _ = c.request("POST", f"{V1A2}/namespaces/default/workloads", body)
+    assert made["spec"]["podGroupTemplates"][0]["priority"] == 1000
+    code, status, _ = c.request(
+        "POST", f"{V1A2}/namespaces/default/podgroups", k8s_group("lost", priorityClassName="nope")
+    )
+    assert code == 403 and "no PriorityClass with name 'nope' was found" in status["message"]

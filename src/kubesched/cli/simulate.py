@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.api.durations import parse_duration
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
 from kubesched.batch.conf_loader import load_batch_conf
@@ -121,6 +122,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     registry = plugin_registry_of(args)
     runs = plan_runs(args.config or [], args.sweep, registry)
     gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
+    # The simulated cluster's own gates (admission, the API's fields) are the flag's.
+    DEFAULT_FEATURE_GATES.set_all(gates)
     sample_every = _positive_duration(args.sample_every, "--sample-every")
     # --schedule-period: Volcano's flag of that name.
     schedule_period = _positive_duration(args.schedule_period, "--schedule-period")

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubesched.api.kinds import object_store_kind
+from kubesched.api.features import DEFAULT_FEATURE_GATES, WORKLOAD_AWARE_PREEMPTION
+from kubesched.api.kinds import SHARED_KINDS, object_store_kind
 from kubesched.api.objects import DEFAULT_SCHEDULER_NAME, SYSTEM_PRIORITY_CLASSES, object_ref
+from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
 from kubesched.api.storage import BETA_STORAGE_CLASS_ANNOTATION
 from kubesched.errors import InputError
 from kubesched.registry.storage.storageclass import is_default_class
@@ -46,6 +48,9 @@ def admit(store: ClusterStore, obj: dict[str, Any]) -> None:
     status, a claim's spec, are replaced by admitted copies (the caller's own stay as they were); an
     InputError says why the object is refused."""
     kind = obj.get("kind")
+    if kind in SHARED_KINDS or kind == "Workload":
+        _admit_group(store, obj)
+        return
     if kind == "PersistentVolumeClaim":
         claim_spec = dict(obj.get("spec") or {})
         for claim_plugin in CLAIM_PLUGINS:
@@ -115,6 +120,51 @@ def _resolve_priority(store: ClusterStore, pod: Obj, class_name: Any) -> tuple[i
         if pc.get("globalDefault"):
             return int(pc.get("value", 0)), pc.get("preemptionPolicy")
     return 0, None
+
+
+def _admit_group(store: ClusterStore, obj: dict[str, Any]) -> None:
+    """Priority admission of a scheduling.k8s.io PodGroup and a Workload's templates (while
+    WorkloadAwarePreemption is on): the priority of the named class, else of the global default
+    class, else 0, for each that gives none."""
+    store_kind = object_store_kind(obj)
+    if store_kind not in (POD_GROUP_STORE_KIND, "Workload"):
+        return
+    if not DEFAULT_FEATURE_GATES.enabled(WORKLOAD_AWARE_PREEMPTION):
+        return
+    spec = dict(obj.get("spec") or {})
+    if store_kind == POD_GROUP_STORE_KIND:
+        _group_priority(store, obj, spec, "spec")
+    else:
+        templates = [dict(t) for t in spec.get("podGroupTemplates") or [] if isinstance(t, dict)]
+        for i, template in enumerate(templates):
+            _group_priority(store, obj, template, f"spec.podGroupTemplates[{i}]")
+        spec["podGroupTemplates"] = templates
+    obj["spec"] = spec
+
+
+def _group_priority(store: ClusterStore, obj: Obj, spec: dict[str, Any], where: str) -> None:
+    if spec.get("priority") is not None:
+        return
+    name = spec.get("priorityClassName")
+    if name:
+        if name in SYSTEM_PRIORITY_CLASSES:
+            spec["priority"] = SYSTEM_PRIORITY_CLASSES[name]
+            return
+        pc = store.get("PriorityClass", None, str(name))
+        if pc is None:
+            raise InputError(
+                f"no PriorityClass with name {name!r} was found",
+                obj=object_ref(obj),
+                field=f"{where}.priorityClassName",
+            )
+        spec["priority"] = int(pc.get("value", 0))
+        return
+    default = next((pc for pc in store.list("PriorityClass") if pc.get("globalDefault")), None)
+    if default is not None:
+        spec["priorityClassName"] = default["metadata"]["name"]
+        spec["priority"] = int(default.get("value", 0))
+    else:
+        spec["priority"] = 0
 
 
 def default_storage_class(store: ClusterStore, claim: Obj, spec: dict[str, Any]) -> None:
