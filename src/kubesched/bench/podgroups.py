@@ -156,3 +156,58 @@ def run_gang_scheduling(
 def run_gang_scheduling_1000_per_group(**kw: Any) -> BenchResult:
     """Upstream 5000Nodes_3Gangs_3000Pods_1000PerGroup: three gangs of 1000."""
     return run_gang_scheduling(per_group=1000, workload="gangscheduling-1000pergroup", **kw)
+
+
+def tas_node(index: int, nodes_per_rack: int) -> dict[str, Any]:
+    """scheduler_perf's podgroup/tas node: 4 CPU, 32Gi, in zone-<i // 100> and rack-<i // n>."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{index}",
+            "labels": {
+                "kubernetes.io/hostname": f"node-{index}",
+                "topology.kubernetes.io/zone": f"zone-{index // 100}",
+                "topology.kubernetes.io/rack": f"rack-{index // nodes_per_rack}",
+            },
+        },
+        "status": {
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+        },
+    }
+
+
+def run_topology_aware_scheduling(
+    nodes: int = 5000,
+    existing_pods: int = 0,
+    pods: int = 3000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+    *,
+    per_group: int = 4,
+    nodes_per_rack: int = 100,
+) -> BenchResult:
+    """Upstream scheduler_perf ``podgroup/tas`` (TopologyAwareScheduling/5000Nodes_750Gangs_3000Pods):
+    gangs of ``per_group`` pods, each constrained to one ``topology.kubernetes.io/rack``; every rack
+    is a placement the group is tried on. Upstream leaves ``nodesPerRack`` to the run; 100 here."""
+    groups = max(1, pods // per_group)
+    rack_group = {"topology": [{"key": "topology.kubernetes.io/rack"}]}
+    return run_workload(
+        "tas",
+        nodes,
+        0,
+        groups * per_group,
+        seed,
+        setup=[
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gang-ns-0"}},
+            *(
+                {**pg, "spec": {**pg["spec"], "schedulingConstraints": rack_group}}
+                for pg in (gang_pod_group(g, per_group) for g in range(groups))
+            ),
+        ],
+        node=lambda i: tas_node(i, nodes_per_rack),
+        existing=lambda i: gang_pod(i, per_group),
+        measured=lambda i: gang_pod(i, per_group),
+        feature_gates={**GATES, "TopologyAwareWorkloadScheduling": True, **(feature_gates or {})},
+    )

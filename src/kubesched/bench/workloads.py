@@ -40,6 +40,7 @@ from kubesched.bench.podgroups import (
     run_gang_scheduling,
     run_gang_scheduling_1000_per_group,
     run_pod_group_gang,
+    run_topology_aware_scheduling,
 )
 from kubesched.bench.volumes import run_csi_pvs, run_in_tree_pvs, run_migrated_in_tree_pvs, run_preemption_pvs
 from kubesched.registry.admission import admitted
@@ -627,6 +628,7 @@ WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "podgroup-gang": run_pod_group_gang,
     "gangscheduling": run_gang_scheduling,
     "gangscheduling-1000pergroup": run_gang_scheduling_1000_per_group,
+    "tas": run_topology_aware_scheduling,
     "resource-saturation": run_resource_saturation,
     "basic-50k": run_basic_50k,
     "daemonset": run_daemonset,
