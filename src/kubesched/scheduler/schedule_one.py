@@ -201,8 +201,9 @@ def find_nodes_that_fit(
     table = sched.snapshot.table
     order = table.order
     if sched.placement is not None:
-        # A pod group cycle trying one placement: only its nodes exist for this pod.
-        order = order[np.isin(order, sched.placement)]
+        # A pod group cycle trying one placement: only its nodes exist for this pod (in the
+        # table's order, as the cycle set them).
+        order = sched.placement
     num_all = len(order)
     pre_res, st, involved = fwk.run_pre_filter(state, pod, sched.snapshot)
     if st is not None:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import (
     POD_GROUP_SCHEDULED,
@@ -251,7 +253,8 @@ def _placement_algorithm(
     feasible: list[tuple[Placement, list[_PodResult], Status | None]] = []
     try:
         for placement in placements:
-            sched.placement = placement.slots
+            # The placement's nodes in the table's order, once for all its pods.
+            sched.placement = table.order[np.isin(table.order, placement.slots)]
             results, status = _pod_group_algorithm(sched, fwk, infos)
             if status is not None and status.code == Code.ERROR:
                 return results, status

@@ -109,7 +109,8 @@ class Scheduler:
         self.topology_aware_workloads = config.gate_enabled("TopologyAwareWorkloadScheduling")
         #: An unschedulable pod group may preempt as a whole.
         self.workload_aware_preemption = config.gate_enabled("WorkloadAwarePreemption")
-        #: The node slots of the placement a pod group cycle is trying (None: every node).
+        #: The node slots of the placement a pod group cycle is trying, in the table's order (None:
+        #: every node).
         self.placement: IntArray | None = None
         first = next(iter(self.profiles.values()))
         profile_events = {name: fwk.events_to_register() for name, fwk in self.profiles.items()}
