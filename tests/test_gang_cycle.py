@@ -358,3 +358,35 @@ def test_pods_created_before_their_pod_group_wait_and_go_when_it_appears() -> No
     sim.store.create(_pod_group("g", 3))
     sim.run()
     assert sorted(_bound(sim)) == ["g-0", "g-1", "g-2"]
+
+
+def _pdb_cluster(protected: str) -> Simulation:
+    sim = _sim(WAP_GATES)
+    for name in ("n1", "n2"):
+        sim.store.create(_node(name, "4"))
+    for name, node in (("a", "n1"), ("b", "n2")):
+        pod = _bound_pod(name, node)
+        pod["metadata"]["labels"] = {"app": name}
+        sim.store.create(pod)
+    sim.store.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep", "namespace": "default"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": protected}}},
+        }
+    )
+    high = _pod_group("high", 3)
+    sim.store.create(high)
+    for i in range(3):
+        sim.store.create(_pod(f"high-{i}", "high", priority=100))
+    return sim
+
+
+def test_workload_aware_preemption_spares_the_pod_a_disruption_budget_protects() -> None:
+    for protected, evicted in (("a", "b"), ("b", "a")):
+        sim = _pdb_cluster(protected)
+        sim.run()
+        bound = _bound(sim)
+        assert protected in bound and evicted not in bound, protected
+        assert all(f"high-{i}" in bound for i in range(3))

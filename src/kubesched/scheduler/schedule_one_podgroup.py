@@ -222,7 +222,15 @@ def _workload_aware_preemption(
     pods = [i.pod for i in infos]
     nominator = sched.queue.nominator
     nominated = [n for n in (nominator.node_of(p.uid) for p in pods) if n]
-    victims, st = select_victims(sched.handle, pg, pods, bound, GroupTrial(run, remove, restore), nominated)
+    victims, st = select_victims(
+        sched.handle,
+        pg,
+        pods,
+        bound,
+        GroupTrial(run, remove, restore),
+        nominated,
+        preemption.disruption_budgets(),
+    )
     sched.cache.update_snapshot(sched.snapshot)
     if st is not None:
         if st.code == Code.ERROR:

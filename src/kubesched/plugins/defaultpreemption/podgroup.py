@@ -5,9 +5,10 @@ Victims are units: a pod, or every bound pod of a PodGroup whose ``disruptionMod
 (evicted together or not at all), each with its priority (a PodGroup's own ``priority`` when set).
 Every unit of lower priority than the preemptor is taken off the cluster and the group's algorithm
 run again; if even that fails, nothing is preempted. Otherwise units are given back one by one,
-most important first (higher priority, then pod groups before pods, then larger groups, then the
-earlier started), and kept as victims only when the group no longer fits, or fits fewer of its pods,
-without them. The victims are then evicted and the group waits for them to go.
+those whose eviction would break a PodDisruptionBudget first, each kind most important first
+(higher priority, then pod groups before pods, then larger groups, then the earlier started), and
+kept as victims only when the group no longer fits, or fits fewer of its pods, without them.
+The victims are then evicted and the group waits for them to go.
 
 The scheduler owns the cluster state the trial runs on: it hands in how to take a unit's pods off
 and put them back, and how to run the group's algorithm (how many pods it placed, whether the
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kubesched.api.objects import Pod
+from kubesched.api.pdb import PodDisruptionBudget
 from kubesched.api.scheduling_groups import (
     DISRUPTION_MODE_POD_GROUP,
     POD_GROUP_STORE_KIND,
@@ -28,6 +30,7 @@ from kubesched.api.scheduling_groups import (
 from kubesched.cache.pod_index import is_terminating
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Code, Status
+from kubesched.plugins.defaultpreemption.victims import NOT_STARTED, pdb_violations, start_time
 
 NO_VICTIMS = "No preemption victims found for incoming preemptor"
 
@@ -39,12 +42,13 @@ class Victim:
     pods: list[Pod]
     priority: int
     is_pod_group: bool = False
-    start: str = field(default="")
+    #: when its earliest pod started (``victims.start_time``)
+    start: float = field(default=NOT_STARTED)
 
-    def key(self) -> tuple[int, int, int, str]:
+    def key(self) -> tuple[int, int, int, float]:
         """Sort key, most important first."""
         size = len(self.pods) if self.is_pod_group else 0
-        return (-self.priority, 0 if self.is_pod_group else 1, -size, self.start or "~")
+        return (-self.priority, 0 if self.is_pod_group else 1, -size, self.start)
 
 
 @dataclass(slots=True)
@@ -72,10 +76,12 @@ def select_victims(
     bound: Sequence[Pod],
     trial: GroupTrial,
     nominated_nodes: Sequence[str] = (),
+    budgets: tuple[Sequence[PodDisruptionBudget], Sequence[int]] = ((), ()),
 ) -> tuple[list[Pod], Status | None]:
     """The pods to evict so that the group fits (upstream ``selectVictimsOnDomain``), or why none
-    will do. ``nominated_nodes``: where the group's pods were nominated by an earlier preemption.
-    The cluster is as it was when this returns."""
+    will do. ``nominated_nodes``: where the group's pods were nominated by an earlier preemption;
+    ``budgets``: the PodDisruptionBudgets and the disruptions each allows now. The cluster is as
+    it was when this returns."""
     preemptor = pod_group_priority(pg, pods)
     if pods and all(p.preemption_policy == "Never" for p in pods):
         return [], Status(Code.UNSCHEDULABLE, ["not eligible due to preemptionPolicy=Never."])
@@ -98,8 +104,14 @@ def select_victims(
         if st is not None:
             return [], st
         candidates.sort(key=Victim.key)
+        # Units whose eviction would break a budget are reprieved first (upstream
+        # filterVictimsWithPDBViolation), each group of units most important first.
+        flags = iter(pdb_violations([p for v in candidates for p in v.pods], *budgets))
+        violating = [any([next(flags) for _ in v.pods]) for v in candidates]
+        ordered = [v for v, bad in zip(candidates, violating, strict=True) if bad]
+        ordered += [v for v, bad in zip(candidates, violating, strict=True) if not bad]
         chosen: list[Victim] = []
-        for v in candidates:
+        for v in ordered:
             trial.restore(v.pods)
             removed.remove(v)
             placed, st = trial.run()
@@ -139,13 +151,9 @@ def _victims(handle: Handle, bound: Sequence[Pod]) -> list[Victim]:
                     members,
                     pod_group_priority(pg, members),
                     True,
-                    min((_started(p) for p in members), default=""),
+                    min((start_time(p) for p in members), default=NOT_STARTED),
                 )
             )
         else:
-            units.append(Victim([pod], pod.priority, False, _started(pod)))
+            units.append(Victim([pod], pod.priority, False, start_time(pod)))
     return units
-
-
-def _started(pod: Pod) -> str:
-    return str((pod.raw.get("status") or {}).get("startTime") or "")
