@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from kubesched.apiserver.openapi.schemas import references
 from kubesched.registry.table import STRATEGIES
 
 REF = "#/components/schemas/"
@@ -109,18 +110,6 @@ def crd_schemas(path: Path, type_meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _refs(node: Any, found: set[str]) -> None:
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith(REF):
-            found.add(ref[len(REF) :])
-        for value in node.values():
-            _refs(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _refs(value, found)
-
-
 def _by_gvk(schemas: dict[str, Any]) -> dict[tuple[str, str, str], str]:
     out: dict[tuple[str, str, str], str] = {}
     for name, schema in schemas.items():
@@ -154,7 +143,7 @@ def trimmed(schemas: dict[str, Any]) -> dict[str, Any]:
             continue
         keep.add(name)
         found: set[str] = set()
-        _refs(schemas[name], found)
+        references(schemas[name], found)
         todo.extend(found - keep)
     return {name: schemas[name] for name in sorted(keep)}
 
