@@ -130,7 +130,7 @@ class ClusterEvents:
             self.applier.forget_pod(uid)
             self.controller.refused.discard(uid)
             self.jobs.drop_pending(uid)
-            self.jobs.spec_keys.pop(uid, None)
+            self.jobs.forget_spec(uid)
             job = self.jobs.job_of_pod.pop(uid, None)
             if job is not None:
                 members = self.jobs.members.get(job)
