@@ -15,6 +15,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from kubesched.apiserver.schedulers import ServedSchedulers
 from kubesched.apiserver.server import ServeOptions, seed_cluster
 from kubesched.batch.testing import node
@@ -30,9 +33,11 @@ Obj = dict[str, Any]
 
 #: Containers that may grow between rounds because they are bounded by design, not by the pods
 #: that exist: the latest batch sessions' figures (a bounded deque), the NodeTable's log of
-#: changed rows (dropped past its limit), and metric label sets (plugin, extension point, status,
-#: queue: never a pod) as new combinations are first seen.
-BOUNDED = (".sessions", "._floor_log", ".metrics.")
+#: changed rows (dropped past its limit), metric label sets (plugin, extension point, status,
+#: queue: never a pod) as new combinations are first seen, and the caches of parsed selectors,
+#: affinity terms and spread constraints and their counters (each capped: started over or its
+#: least recently used dropped past a fixed size).
+BOUNDED = (".sessions", "._floor_log", ".metrics.", "._parsed", "._counters", "._dense_groups")
 
 _LEAVES = (str, bytes, int, float, bool, type(None))
 
@@ -109,6 +114,35 @@ def round_of_pods(r: int, nodes: int) -> tuple[list[Obj], list[Obj], list[str]]:
     rest = [a_pod(f"k{r}-{i}") for i in range(20)]
     rest += [a_pod(f"hi{r}-{i}", "3", priorityClassName="hi") for i in range(2)]
     rest.append(a_pod(f"big{r}", "64"))
+    # Selectors of their own each round (as every Job's pods have): spreading and anti-affinity.
+    hostname = "kubernetes.io/hostname"
+    rest += [
+        a_pod(
+            f"sp{r}-{i}",
+            topologySpreadConstraints=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": hostname,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": f"sp{r}"}},
+                }
+            ],
+        )
+        for i in range(3)
+    ]
+    rest += [
+        a_pod(
+            f"af{r}-{i}",
+            affinity={
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": f"af{r}"}}, "topologyKey": hostname}
+                    ]
+                }
+            },
+        )
+        for i in range(2)
+    ]
     rest.append(a_pod(f"gated{r}", schedulingGates=[{"name": "example.com/hold"}]))
     groups = [f"g{r}-{g}" for g in range(3)]
     for group in groups:
@@ -305,3 +339,38 @@ def test_served_cluster_returns_to_its_baseline(tmp_path: Path) -> None:
     by_time = ("[Event]", ".event_ttl._made")
     assert {p: v for p, v in grown(baseline, after).items() if not any(m in p for m in by_time)} == {}
     assert served.scheduler.outcomes == {} and served.batch.outcomes == {}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["create", "delete"]), st.integers(0, 5), st.sampled_from(["a", "b", "c"])),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_batch_scheduler_holds_only_existing_pods(steps: list[tuple[str, int, str]]) -> None:
+    """Whatever order pods come and go in, the batch scheduler's per-pod records are those of the
+    pods that exist, and its shared request vectors those of their specs."""
+    store = MemoryStore()
+    create(store, node("n0", "8", "16Gi", pods="110"))
+    cluster = Cluster(store, ClusterOptions(batch=True))
+    batch = cluster.batch
+    assert batch is not None
+    for action, n, label in steps:
+        name = f"p{n}"
+        exists = store.get("Pod", "default", name) is not None
+        if action == "create" and not exists:
+            obj = a_pod(name, schedulerName="volcano")
+            obj["metadata"]["labels"] = {"app": label}
+            create(store, obj)
+        elif action == "delete" and exists:
+            delete_cascading(store, "Pod", "default", name, "Background")
+        cluster.informers.pump()
+        batch.run_session()
+        cluster.informers.pump()
+        uids = {p["metadata"]["uid"] for p in store.list("Pod")}
+        assert set(batch.outcomes) <= uids
+        assert set(batch.jobs.spec_keys) <= uids
+        assert set(batch.jobs.requests) <= set(batch.jobs.spec_keys.values())
+        assert set(batch.jobs.job_of_pod) <= uids
