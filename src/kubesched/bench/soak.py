@@ -36,6 +36,8 @@ NAMESPACE = "soak"
 GANG_SIZE = 4
 #: How often the controllers run, as ``serve``'s ``--tick``.
 TICK = 0.05
+#: Creates (and deletes) that share a commit.
+CHUNK = 100
 
 
 @dataclass(slots=True)
@@ -170,12 +172,23 @@ class _Cluster:
                 continue  # the kubelet wrote it meanwhile: look again
 
     def bound(self, names: list[str]) -> int:
-        count = 0
-        for name in names:
-            pod = self.store.get("Pod", NAMESPACE, name)
-            if pod is not None and (pod.get("spec") or {}).get("nodeName"):
-                count += 1
-        return count
+        return sum(1 for name in names if self._bound(name))
+
+    def _bound(self, name: str) -> bool:
+        pod = self.store.get("Pod", NAMESPACE, name)
+        return pod is not None and bool((pod.get("spec") or {}).get("nodeName"))
+
+    def wait_bound(self, names: list[str], want: int, timeout: float) -> None:
+        """Tick the controllers until ``want`` of ``names`` are bound, or ``timeout`` seconds."""
+        waiting = list(names)
+        done = 0
+        deadline = time.monotonic() + timeout
+        while done < want and time.monotonic() < deadline:
+            self.tick()
+            time.sleep(TICK)
+            still = [name for name in waiting if not self._bound(name)]
+            done += len(waiting) - len(still)
+            waiting = still
 
 
 def run_soak(
@@ -226,40 +239,44 @@ def _soak(
         size = min(wave, pods - made)
         current = _Wave([], [])
         batch_names: list[str] = []
-        for i in range(size):
-            name = f"w{k}-{i}"
-            if i % 2 == 0:
-                cluster.create(_pod(name))
-            else:
-                # Every GANG_SIZE-th odd pod opens a gang; its members follow.
-                slot = i // 2
-                group = f"w{k}-g{slot // GANG_SIZE}"
-                if slot % GANG_SIZE == 0:
-                    cluster.create(_pod_group(group))
-                    current.groups.append(group)
-                cluster.create(_pod(name, "volcano", group))
-                batch_names.append(name)
-            current.pods.append(name)
+        for first in range(0, size, CHUNK):
+            # Clients' creates land a commit at a time; a chunk shares one, as the store does
+            # for the writes that come in together.
+            with cluster.store.transaction():
+                for i in range(first, min(first + CHUNK, size)):
+                    name = f"w{k}-{i}"
+                    if i % 2 == 0:
+                        cluster.create(_pod(name))
+                    else:
+                        # Every GANG_SIZE-th odd pod opens a gang; its members follow.
+                        slot = i // 2
+                        group = f"w{k}-g{slot // GANG_SIZE}"
+                        if slot % GANG_SIZE == 0:
+                            cluster.create(_pod_group(group))
+                            current.groups.append(group)
+                        cluster.create(_pod(name, "volcano", group))
+                        batch_names.append(name)
+                    current.pods.append(name)
         made += size
         k += 1
         # Scheduled before the next wave: a gang cut short by the end of the wave stays pending,
         # so the wait is for every kube-scheduler pod and every whole gang.
         whole = len(batch_names) - len(batch_names) % GANG_SIZE
         want = len(current.pods) - len(batch_names) + whole
-        deadline = time.monotonic() + wave_timeout
-        while cluster.bound(current.pods) < want and time.monotonic() < deadline:
-            cluster.tick()
-            time.sleep(0.01)
+        cluster.wait_bound(current.pods, want, wave_timeout)
         bound_batch = cluster.bound(batch_names)
         result.bound_batch += bound_batch
         result.bound += cluster.bound(current.pods) - bound_batch
         kept.append(current)
         while sum(len(w.pods) for w in kept) > live:
             old = kept.popleft()
-            for name in old.pods:
-                cluster.delete_pod(name)
-            for group in old.groups:
-                delete_cascading(cluster.store, "PodGroup", NAMESPACE, group, "Background")
+            for first in range(0, len(old.pods), CHUNK):
+                with cluster.store.transaction():
+                    for name in old.pods[first : first + CHUNK]:
+                        cluster.delete_pod(name)
+            with cluster.store.transaction():
+                for group in old.groups:
+                    delete_cascading(cluster.store, "PodGroup", NAMESPACE, group, "Background")
         cluster.tick()
         if made >= next_sample or made >= pods:
             next_sample = made + sample_every
