@@ -51,6 +51,10 @@ PRE_BIND_FAILED_REASON = "SchedulerError"
 NOT_IN_QUEUE_STATUS = frozenset({PODS, EPHEMERAL_STORAGE})
 
 
+#: Evictions :attr:`SessionApplier.evicted` keeps when deleted pods are not kept.
+EVICTED_KEPT = 1000
+
+
 class SessionApplier:
     def __init__(
         self,
@@ -62,6 +66,7 @@ class SessionApplier:
         *,
         now: Callable[[], float],
         bind_pool: BindWorkers[Pod, StoreError | None] | None = None,
+        keep_deleted: bool = False,
     ) -> None:
         """``bind_pool``: workers that send a session's binds side by side (Volcano binds in
         goroutines); without workers each bind is sent and settled before the next."""
@@ -74,10 +79,14 @@ class SessionApplier:
         self.reports = reports
         self.outcomes = outcomes
         self.now = now
-        #: "namespace/name" of every pod this scheduler evicted.
+        #: Keep what belongs to deleted pods and PodGroups: outcomes, reports, the evicted list.
+        self.keep_deleted = keep_deleted
+        #: "namespace/name" of the pods this scheduler evicted: all of them with ``keep_deleted``,
+        #: else the latest :data:`EVICTED_KEPT`.
         self.evicted: list[str] = []
-        #: The last message of each (PodGroup, reason) event, so a repeat is not recorded again.
-        self._last_events: dict[str, str] = {}
+        #: Per PodGroup key, the last message of each reason's event, so a repeat is not recorded
+        #: again.
+        self._last_events: dict[str, dict[str, str]] = {}
         #: Job uid → why its gang is below minMember, for gangs this scheduler's evictions took
         #: there; told in the PodGroup's condition while the gang stays below.
         self.gang_breaks: dict[str, str] = {}
@@ -99,6 +108,8 @@ class SessionApplier:
                 log.info("evicting %s: already gone", t.key)
                 continue
             self.evicted.append(t.key)
+            if not self.keep_deleted and len(self.evicted) >= 2 * EVICTED_KEPT:
+                del self.evicted[:-EVICTED_KEPT]
             done.append(ev)
             self.ports.events.record(
                 t.pod.raw, "Normal", "Evict", "Evicting", f"Pod is evicted, because of {ev.reason}", "volcano"
@@ -122,6 +133,19 @@ class SessionApplier:
             backfill = "backfill" in ssn.conf.actions
             self.gang_breaks.update(best_effort_notes(ssn.jobs, placed, backfill))
         return bound
+
+    def forget_pod(self, uid: str) -> None:
+        """A pod was deleted: its outcome goes (unless kept for a report)."""
+        if not self.keep_deleted:
+            self.outcomes.pop(uid, None)
+
+    def forget_pod_group(self, key: str) -> None:
+        """A PodGroup was deleted: what was kept about it goes (its report, unless kept). A
+        PodGroup made again under the name is a new object: its events are told again."""
+        self._last_events.pop(key, None)
+        self.gang_breaks.pop(key, None)
+        if not self.keep_deleted:
+            self.reports.jobs.pop(key, None)
 
     def _pre_bind(self, ssn: Session) -> list[TaskInfo]:
         """Run the pre-binders for every committed task, in commit order, on the session's thread
@@ -396,10 +420,10 @@ class SessionApplier:
                 log.info("updating the status of queue %s: %s", name, exc)
 
     def _event(self, pg: PodGroup, etype: str, reason: str, msg: str) -> None:
-        key = f"{pg.namespace}/{pg.name}/{reason}"
-        if self._last_events.get(key) == msg:
+        last = self._last_events.setdefault(f"{pg.namespace}/{pg.name}", {})
+        if last.get(reason) == msg:
             return
-        self._last_events[key] = msg
+        last[reason] = msg
         raw = dict(pg.raw)
         raw.setdefault("kind", "PodGroup")
         self.ports.events.record(raw, etype, reason, "Scheduling", msg, "volcano")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
     from kubesched.batch.metrics import VolcanoMetrics
 
 
+#: How many sessions' figures :attr:`SessionCycle.sessions` keeps.
+SESSIONS_KEPT = 10_000
+
+
 class SessionCycle:
     def __init__(
         self,
@@ -69,7 +74,9 @@ class SessionCycle:
         self.rng = rng
         self.snapshot = Snapshot()
         self.last_processed_node_index = 0
-        self.sessions: list[SessionStats] = []
+        #: The latest sessions' figures (a bounded record: a scheduler runs a session a second for
+        #: weeks).
+        self.sessions: deque[SessionStats] = deque(maxlen=SESSIONS_KEPT)
         #: Prometheus metrics (``SchedulerMetrics.attach_batch``); None records nothing.
         self.metrics: VolcanoMetrics | None = None
         #: How plugins wait for the cluster to catch up with their writes (set by whoever runs the

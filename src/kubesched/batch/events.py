@@ -21,6 +21,7 @@ from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.api.volcano import PodGroup, Queue, group_name_of
+from kubesched.batch.apply import SessionApplier
 from kubesched.batch.controller import PodGroupController
 from kubesched.batch.jobs import JobCache
 from kubesched.framework.outcome import PodOutcome
@@ -41,12 +42,13 @@ class ClusterEvents:
         self,
         jobs: JobCache,
         controller: PodGroupController,
-        outcomes: dict[str, PodOutcome],
+        applier: SessionApplier,
         scheduler_names: frozenset[str],
     ) -> None:
         self.jobs = jobs
         self.controller = controller
-        self.outcomes = outcomes
+        self.applier = applier
+        self.outcomes: dict[str, PodOutcome] = applier.outcomes
         self.scheduler_names = scheduler_names
 
     def subscribe(self, informers: InformerFactory) -> None:
@@ -127,8 +129,10 @@ class ClusterEvents:
             return
         uid = pod.uid
         if event.type == EventType.DELETED:
+            self.applier.forget_pod(uid)
+            self.controller.refused.discard(uid)
             self.jobs.drop_pending(uid)
-            self.jobs.spec_keys.pop(uid, None)
+            self.jobs.forget_spec(uid)
             job = self.jobs.job_of_pod.pop(uid, None)
             if job is not None:
                 members = self.jobs.members.get(job)
@@ -165,6 +169,7 @@ class ClusterEvents:
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if event.type == EventType.DELETED:
             self.jobs.set_pod_group(key, None)
+            self.applier.forget_pod_group(key)
             return
         if isinstance(event.view, PodGroup):  # else: not parsed (the informer logged why)
             self.jobs.set_pod_group(key, event.view)

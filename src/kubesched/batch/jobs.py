@@ -96,6 +96,8 @@ class JobCache:
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, int] = {}
         self.spec_keys: dict[str, str] = {}
+        #: Spec key → how many of :attr:`spec_keys` have it.
+        self._spec_pods: dict[str, int] = {}
         # Only jobs with member pods take part (see SessionCycle.build_snapshot).
         self.space: ResourceSpace | None = None
         self.requests: dict[str, _Request] = {}
@@ -159,6 +161,20 @@ class JobCache:
         old = self.pending.pop(uid, None)
         if old is not None:
             self.count_names(old.requests, -1)
+
+    def forget_spec(self, uid: str) -> None:
+        """A pod was deleted: its spec key goes, and the request vector of its spec with the last
+        pod that has it (every Job's pods have labels of their own: over weeks the specs seen are
+        without end)."""
+        key = self.spec_keys.pop(uid, None)
+        if key is None:
+            return
+        left = self._spec_pods[key] - 1
+        if left:
+            self._spec_pods[key] = left
+        else:
+            del self._spec_pods[key]
+            self.requests.pop(key, None)
 
     def set_pod_group(self, key: str, pg: PodGroup | None) -> None:
         """Record a PodGroup (``None``: deleted). A change of status alone is applied to the live job
@@ -309,6 +325,7 @@ class JobCache:
         spec_key = self.spec_keys.get(pod.uid)
         if spec_key is None:
             spec_key = self.spec_keys[pod.uid] = _spec_key(pod)
+            self._spec_pods[spec_key] = self._spec_pods.get(spec_key, 0) + 1
         shared = requests.get(spec_key) if requests is not None else None
         if shared is None:
             req = np.zeros(len(space), dtype=np.float64)

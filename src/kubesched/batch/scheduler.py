@@ -16,6 +16,7 @@ through its ports, so the same object runs on the embedded store, an API server 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -58,6 +59,7 @@ class BatchScheduler:
         incremental: bool = True,
         feed: CacheFeed | None = None,
         bind_workers: int = 0,
+        keep_deleted: bool = False,
     ) -> None:
         """``feed``: the cluster's one scheduler cache and its informer feed, shared with the
         framework scheduler; without it the scheduler feeds a cache of its own from ``informers``.
@@ -65,7 +67,9 @@ class BatchScheduler:
         ``incremental=False`` rebuilds every job each session and works out every job's status
         (the reference the incremental bookkeeping must agree with; for tests and measurements).
         ``bind_workers``: threads that send a session's binds side by side (against an API server a
-        bind is a round trip); 0 sends them one after another."""
+        bind is a round trip); 0 sends them one after another. ``keep_deleted``: keep the outcomes
+        of deleted pods, the evicted list and deleted PodGroups' reports (a simulation reports them
+        all); otherwise they go with their objects, as Volcano's cache forgets deleted jobs."""
         self.informers = informers
         self.ports = ports
         self.conf = conf
@@ -83,13 +87,20 @@ class BatchScheduler:
             raise ValueError("bind_workers must be >= 0")
         self._bind_pool: BindWorkers[Pod, StoreError | None] = BindWorkers(bind_workers, "volcano-bind")
         self.applier = SessionApplier(
-            ports, self.cache, self.jobs, self.reports, self.outcomes, now=now, bind_pool=self._bind_pool
+            ports,
+            self.cache,
+            self.jobs,
+            self.reports,
+            self.outcomes,
+            now=now,
+            bind_pool=self._bind_pool,
+            keep_deleted=keep_deleted,
         )
         actions = [a for a in (get_action(n) for n in conf.actions) if a is not None]
         self.cycle = SessionCycle(
             conf, actions, self.jobs, self.cache, self.applier, informers, ports, now=now, rng=self.rng
         )
-        self.events = ClusterEvents(self.jobs, self.controller, self.outcomes, frozenset(scheduler_names))
+        self.events = ClusterEvents(self.jobs, self.controller, self.applier, frozenset(scheduler_names))
         self.events.subscribe(informers)
         self._warned: set[str] = set(self.warnings)
 
@@ -135,7 +146,7 @@ class BatchScheduler:
         return self.applier.evicted
 
     @property
-    def sessions(self) -> list[SessionStats]:
+    def sessions(self) -> deque[SessionStats]:
         return self.cycle.sessions
 
     @property

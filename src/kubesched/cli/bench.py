@@ -4,8 +4,10 @@ upstream's thresholds."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -25,7 +27,7 @@ from kubesched.framework.config import parse_feature_gates
 
 def add_parser(sub: Any) -> None:
     bench = sub.add_parser("bench", help="measure scheduling throughput on a synthetic workload")
-    bench.add_argument("workload", nargs="?", default="basic", choices=tuple(WORKLOADS))
+    bench.add_argument("workload", nargs="?", default="basic", choices=(*WORKLOADS, "soak"))
     bench.add_argument(
         "--nodes", type=positive_flag, default=None, help="nodes (default: the workload's own)"
     )
@@ -43,6 +45,14 @@ def add_parser(sub: Any) -> None:
         "--all", action="store_true", help="run every workload of the suite and print one table"
     )
     bench.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    soak = bench.add_argument_group("soak", "memory over a long life (docs/performance.md)")
+    soak.add_argument(
+        "--live", type=positive_flag, default=4000, help="soak: pods kept alive while the others come and go"
+    )
+    soak.add_argument(
+        "--sample-every", type=positive_flag, default=10_000, help="soak: pods between memory samples"
+    )
+    soak.add_argument("--plot", type=Path, default=None, help="soak: write the memory curve to this PNG")
     feature_gates_flag(bench)
     bench.set_defaults(func=cmd_bench)
 
@@ -51,6 +61,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
     if args.all:
         return _bench_all(args, gates)
+    if args.workload == "soak":
+        return _soak(args)
     fn = WORKLOADS[args.workload]
     sizes = {"nodes": args.nodes, "existing_pods": args.existing_pods, "pods": args.pods}
     res = fn(**{k: v for k, v in sizes.items() if v is not None}, seed=args.seed, feature_gates=gates)
@@ -82,6 +94,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{res.pods_per_second:.0f} pods/s ({res.pods_per_cpu_second:.0f} per CPU second)")
     if res.details:
         print(res.details)
+    return EXIT_OK
+
+
+def _soak(args: argparse.Namespace) -> int:
+    """``bench soak``: one line per memory sample as it is taken, then the spread after warm-up."""
+    from kubesched.bench.soak import SoakSample, plot, run_soak
+
+    def show(s: SoakSample) -> None:
+        if args.json:
+            print(json.dumps({"sample": dataclasses.asdict(s)}), flush=True)
+        else:
+            print(
+                f"pods={s.pods} seconds={s.seconds:.0f} rss={s.rss_bytes / 2**20:.1f}MiB "
+                f"live_pods={s.live_pods} pod_groups={s.pod_groups} events={s.events} "
+                f"outcomes={s.outcomes}",
+                flush=True,
+            )
+
+    res = run_soak(
+        args.nodes or 1000,
+        200_000 if args.pods is None else args.pods,
+        live=args.live,
+        sample_every=args.sample_every,
+        on_sample=show,
+    )
+    if args.plot is not None:
+        plot(res, args.plot)
+    drift = res.drift()
+    if args.json:
+        print(json.dumps({"nodes": res.nodes, "pods": res.pods, "seconds": res.seconds, "drift": drift}))
+    else:
+        print(
+            f"nodes={res.nodes} pods={res.pods} bound={res.bound} bound_batch={res.bound_batch} "
+            f"seconds={res.seconds:.0f}; resident memory after warm-up within {drift:.1%} of its median"
+        )
     return EXIT_OK
 
 

@@ -46,14 +46,16 @@ class EventTTLController:
             self._expire(now)
 
     def _expire(self, now: float) -> None:
-        while self._made and now - self._made[0][0] > self.ttl:
-            _, namespace, name = heapq.heappop(self._made)
-            event = self.store.get("Event", namespace, name)
-            # The name may have been made again since: the Event there now has an entry of its own.
-            written = _last_written(event) if event else None
-            if written is not None and now - written > self.ttl:
-                with contextlib.suppress(NotFound):
-                    self.store.delete("Event", namespace, name)
+        # One commit per sweep: a busy cluster expires thousands of Events a minute.
+        with self.store.transaction():
+            while self._made and now - self._made[0][0] > self.ttl:
+                _, namespace, name = heapq.heappop(self._made)
+                event = self.store.get("Event", namespace, name)
+                # The name may have been made again since: the Event there now has an entry of its own.
+                written = _last_written(event) if event else None
+                if written is not None and now - written > self.ttl:
+                    with contextlib.suppress(NotFound):
+                        self.store.delete("Event", namespace, name)
 
 
 def _last_written(event: Any) -> float | None:

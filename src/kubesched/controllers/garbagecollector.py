@@ -20,8 +20,9 @@ OWNED: dict[str, tuple[str, ...]] = {
     "PodGroup": ("Pod",),
     "ReplicationController": ("Pod",),
     # A generic ephemeral volume's claim, a StatefulSet member's claim under a whenScaled: Delete
-    # retention policy, the ResourceClaims made from the pod's ResourceClaimTemplates.
-    "Pod": ("PersistentVolumeClaim", "ResourceClaim"),
+    # retention policy, the ResourceClaims made from the pod's ResourceClaimTemplates, the PodGroup
+    # Volcano's controller made for a batch pod that named none.
+    "Pod": ("PersistentVolumeClaim", "ResourceClaim", "PodGroup"),
     # A node's heartbeat Lease.
     "Node": ("Lease",),
     "Service": ("EndpointSlice",),

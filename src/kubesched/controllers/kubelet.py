@@ -4,7 +4,6 @@ Also the Node a simulated kubelet registers."""
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import ipaddress
 import time
@@ -13,6 +12,7 @@ from typing import Any
 from kubesched.api.annotations import ANNOTATION_DURATION
 from kubesched.api.durations import parse_duration
 from kubesched.controllers.controller_utils import Key, is_terminal, seconds, timestamp
+from kubesched.controllers.garbagecollector import delete_cascading
 from kubesched.controllers.nodeipam import pod_cidr
 from kubesched.store.base import Conflict, EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
@@ -192,8 +192,9 @@ class Kubelet:
             for (namespace, name), uid in stopping.items():
                 pod = self.store.get("Pod", namespace, name)
                 if pod is not None and pod["metadata"].get("uid") == uid:
-                    with contextlib.suppress(NotFound):
-                        self.store.delete("Pod", namespace, name)
+                    # The kubelet's final delete goes through the API as any other: the garbage
+                    # collector takes what the pod owned with it.
+                    delete_cascading(self.store, "Pod", namespace, name, "Background")
 
     def _start(self, namespace: str, name: str) -> None:
         for _ in range(5):

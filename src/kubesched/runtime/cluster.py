@@ -62,6 +62,10 @@ class ClusterOptions:
     batch_bind_workers: int = 0
     #: False rebuilds every batch job each session (the reference for the incremental bookkeeping).
     batch_incremental: bool = True
+    #: Keep what both schedulers report about pods and PodGroups after they are deleted (a
+    #: simulation reports every pod it was given); otherwise it goes with them, so that a process
+    #: that runs for weeks holds only what belongs to the objects that exist.
+    keep_deleted: bool = False
 
 
 class Cluster:
@@ -95,6 +99,7 @@ class Cluster:
             explain=options.explain,
             feed=self.feed,
             binding_workers=options.binding_workers,
+            keep_deleted=options.keep_deleted,
         )
         self.batch: BatchScheduler | None = None
         if options.batch:
@@ -117,6 +122,7 @@ class Cluster:
                 incremental=options.batch_incremental,
                 feed=self.feed,
                 bind_workers=options.batch_bind_workers,
+                keep_deleted=options.keep_deleted,
             )
             # The drivers set the kube-scheduler's wait (pumping the informers on a virtual clock,
             # polling on the wall clock); the batch scheduler runs on the same driver and waits

@@ -134,6 +134,10 @@ def on_pod(sched: Scheduler, change: Change[Pod]) -> None:
             sched._invalidate_batches()
             sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
         sched.queue.delete(pod.uid)
+        if not sched.keep_deleted:
+            sched.outcomes.pop(pod.uid, None)
+            if sched.explain is not None:
+                sched.explain.by_pod.pop(pod.uid, None)
         return
     if pod.node_name:
         if pod.terminated:

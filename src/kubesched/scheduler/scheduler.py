@@ -72,11 +72,15 @@ class Scheduler:
         explain: bool = False,
         feed: CacheFeed | None = None,
         binding_workers: int = 0,
+        keep_deleted: bool = False,
     ) -> None:
         """``feed``: the cluster's one scheduler cache and its informer feed, shared with the batch
         scheduler; without it the scheduler feeds a cache of its own from ``informers``.
         ``binding_workers``: threads that run PreBind and Bind while the next pods are scheduled (at
-        most that many binds in flight); 0 runs binding cycles on the caller's thread."""
+        most that many binds in flight); 0 runs binding cycles on the caller's thread.
+        ``keep_deleted``: keep a deleted pod's outcome and explain record (a simulation reports
+        every pod it was given); otherwise they go with the pod, so that a long-running scheduler
+        holds only what belongs to the pods that exist."""
         self.informers = informers
         self.ports = ports
         self.config = config
@@ -142,7 +146,9 @@ class Scheduler:
         self._hint: int | None = None
         self._signature: Signature | None = None
         self._order_masks: tuple[IntArray, NodeTable, BoolArray] | None = None
+        #: Per pod uid, what happened to it; a deleted pod's is dropped unless ``keep_deleted``.
         self.outcomes: dict[str, PodOutcome] = {}
+        self.keep_deleted = keep_deleted
         self.explain = ExplainRecorder() if explain else None
         self._binding_tasks: list[BindingTask] = []
         #: Prometheus metrics (``SchedulerMetrics.attach``); None records nothing.

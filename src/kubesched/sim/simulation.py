@@ -108,6 +108,8 @@ class Simulation:
                 explain=explain,
                 batch_conf=batch_conf,
                 schedule_period=schedule_period,
+                # Finished and evicted pods are reported with what happened to them.
+                keep_deleted=True,
             ),
         )
         self.informers = self.cluster.informers

@@ -3,6 +3,8 @@ what the default topology spread constraints count pods by."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -84,7 +86,9 @@ class WorkloadSelectors:
 
     Services are grouped by namespace once, and each result is remembered by what it depends on (the
     pod's namespace, labels and controller); both are dropped when the informers report a change to a
-    Service, ReplicationController, ReplicaSet or StatefulSet."""
+    Service, ReplicationController, ReplicaSet or StatefulSet. One per informer factory
+    (:func:`workload_selectors`): a batch session builds PodTopologySpread anew each time, and a
+    subscription per instance would outlive it."""
 
     KINDS: Final = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
@@ -113,10 +117,6 @@ class WorkloadSelectors:
             self._selectors[key] = hit
         return hit
 
-    def close(self) -> None:
-        for kind in self.KINDS:
-            self.informers.informer(kind).remove_handler(self._on_change)
-
     def _services_by_namespace(self) -> dict[str, list[Service]]:
         if self._services is None:
             grouped: dict[str, list[Service]] = {}
@@ -125,6 +125,19 @@ class WorkloadSelectors:
                     grouped.setdefault(svc.namespace, []).append(svc)
             self._services = grouped
         return self._services
+
+
+_SELECTORS: weakref.WeakKeyDictionary[InformerFactory, WorkloadSelectors] = weakref.WeakKeyDictionary()
+_SELECTORS_LOCK = threading.Lock()
+
+
+def workload_selectors(informers: InformerFactory) -> WorkloadSelectors:
+    """The one :class:`WorkloadSelectors` of a set of informers (made on first use)."""
+    with _SELECTORS_LOCK:
+        selectors = _SELECTORS.get(informers)
+        if selectors is None:
+            selectors = _SELECTORS[informers] = WorkloadSelectors(informers, OwnerRefCache())
+        return selectors
 
 
 def _controller(pod: Pod, cache: OwnerRefCache) -> OwnerReference | None:

@@ -69,7 +69,7 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
-from kubesched.plugins.helper.spread import CACHE_LIMIT, OwnerRefCache, WorkloadSelectors
+from kubesched.plugins.helper.spread import CACHE_LIMIT, workload_selectors
 from kubesched.plugins.nodeaffinity import ParsedNodeAffinity, parse_pod_node_affinity
 from kubesched.plugins.tainttoleration import HARD_EFFECTS
 
@@ -228,9 +228,6 @@ class PodTopologySpread:
                 parse_default_constraint(c, f"pluginConfig.args.defaultConstraints[{i}]")
                 for i, c in enumerate(args.default_constraints)
             )
-        self._objects = OwnerRefCache()
-        #: Opened at the first pod that needs a workload selector.
-        self._workloads: WorkloadSelectors | None = None
         # id(raw constraints list) -> (that list, parsed constraints or the parse error)
         self._parsed: dict[int, tuple[Any, _Parsed]] = {}
         self._parsed_by_text: dict[str, _Parsed] = {}
@@ -339,15 +336,7 @@ class PodTopologySpread:
             if cached is not None:
                 return cached
         informers = getattr(self.handle, "informers", None)
-        if informers is None:
-            selector = LabelSelector()
-        else:
-            workloads = self._workloads
-            if workloads is None or workloads.informers is not informers:
-                if workloads is not None:
-                    workloads.close()
-                workloads = self._workloads = WorkloadSelectors(informers, self._objects)
-            selector = workloads.selector(pod)
+        selector = LabelSelector() if informers is None else workload_selectors(informers).selector(pod)
         if state is not None:
             state.write(_DEFAULT_SELECTOR_KEY, selector)
         return selector
