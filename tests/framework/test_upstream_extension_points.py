@@ -19,7 +19,8 @@ from kubesched.sim.simulation import Simulation
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
-#: Extension points of the upstream v1.34 in-tree plugins kubesched implements.
+#: Extension points of the upstream in-tree plugins kubesched implements (v1.34; the workload-aware
+#: ones and NodeResourcesFit's placementScore as v1.36).
 UPSTREAM: dict[str, tuple[EP, ...]] = {
     "SchedulingGates": (EP.PRE_ENQUEUE,),
     "PrioritySort": (EP.QUEUE_SORT,),
@@ -28,13 +29,16 @@ UPSTREAM: dict[str, tuple[EP, ...]] = {
     "TaintToleration": (EP.FILTER, EP.PRE_SCORE, EP.SCORE),
     "NodeAffinity": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE),
     "NodePorts": (EP.PRE_FILTER, EP.FILTER),
-    "NodeResourcesFit": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE),
+    "NodeResourcesFit": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE, EP.PLACEMENT_SCORE),
     "PodTopologySpread": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE),
     "InterPodAffinity": (EP.PRE_FILTER, EP.FILTER, EP.PRE_SCORE, EP.SCORE),
     "DefaultPreemption": (EP.PRE_ENQUEUE, EP.POST_FILTER),
     "NodeResourcesBalancedAllocation": (EP.PRE_SCORE, EP.SCORE),
     "ImageLocality": (EP.SCORE,),
     "DefaultBinder": (EP.BIND,),
+    "GangScheduling": (EP.PRE_ENQUEUE, EP.RESERVE, EP.PERMIT),
+    "TopologyPlacementGenerator": (EP.PLACEMENT_GENERATE,),
+    "PodGroupPodsCount": (EP.PLACEMENT_SCORE,),
 }
 #: Upstream plugins that implement EnqueueExtensions (EventsToRegister with queueing hints).
 UPSTREAM_ENQUEUE_EXTENSIONS = {
@@ -48,6 +52,7 @@ UPSTREAM_ENQUEUE_EXTENSIONS = {
     "PodTopologySpread",
     "InterPodAffinity",
     "DefaultPreemption",
+    "GangScheduling",
 }
 
 

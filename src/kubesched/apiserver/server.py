@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import logging
 import signal
@@ -31,7 +30,7 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.controllers.kubelet import simulated_node
 from kubesched.controllers.manager import ControllerManager
 from kubesched.errors import KubeschedError
-from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.config import SchedulerConfig, default_config, with_feature_gates
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.registry.admission import admit, apply_defaults
@@ -238,9 +237,10 @@ class Served:
     def _schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> ServedSchedulers:
         gates = self.options.feature_gates
         if gates:
-            # The served cluster's gates hold over the configuration's own, as one process's gates.
-            base = config or default_config(self.options.registry or default_registry())
-            config = dataclasses.replace(base, feature_gates={**base.feature_gates, **gates})
+            # The served cluster's gates hold over the configuration's own, as one process's gates;
+            # loaded again, as some gates add default plugins.
+            registry = self.options.registry or default_registry()
+            config = with_feature_gates(config or default_config(registry), gates, registry)
         return ServedSchedulers(
             self.store,
             config,

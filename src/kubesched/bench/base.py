@@ -47,8 +47,8 @@ def simulation(feature_gates: dict[str, bool] | None, *, no_topology: bool = Fal
     doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
     if no_topology:
         doc["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]
+    doc["featureGates"] = dict(feature_gates or {})
     config = config_from_dict(doc, registry, source="<bench>")
-    config.feature_gates.update(feature_gates or {})
     # scheduler_perf runs the scheduler alone: no controller binds or provisions its volumes.
     kw.setdefault("volume_controllers", False)
     return Simulation(config, registry, **kw)

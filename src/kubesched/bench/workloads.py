@@ -36,6 +36,12 @@ from kubesched.bench.dra import (
     run_steady_half,
 )
 from kubesched.bench.extensions import run_extender, run_per_node_plugin
+from kubesched.bench.podgroups import (
+    run_gang_scheduling,
+    run_gang_scheduling_1000_per_group,
+    run_pod_group_gang,
+    run_topology_aware_scheduling,
+)
 from kubesched.bench.volumes import run_csi_pvs, run_in_tree_pvs, run_migrated_in_tree_pvs, run_preemption_pvs
 from kubesched.registry.admission import admitted
 from kubesched.sim.simulation import Simulation
@@ -610,12 +616,19 @@ SUITE: tuple[str, ...] = (
     "dra-extended-resource-50classes",
     "dra-implicit-extended-resource-25classes",
     "gang",
+    "podgroup-gang",
+    "gangscheduling",
+    "gangscheduling-1000pergroup",
 )
 
 WORKLOADS: dict[str, Callable[..., BenchResult]] = {
     "per-node-plugin": run_per_node_plugin,
     "extender": run_extender,
     "gang": run_gang,
+    "podgroup-gang": run_pod_group_gang,
+    "gangscheduling": run_gang_scheduling,
+    "gangscheduling-1000pergroup": run_gang_scheduling_1000_per_group,
+    "tas": run_topology_aware_scheduling,
     "resource-saturation": run_resource_saturation,
     "basic-50k": run_basic_50k,
     "daemonset": run_daemonset,

@@ -4,14 +4,13 @@ registry ``--plugin`` builds and ``--feature-gates`` applied over a configuratio
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 
 from kubesched.api.durations import parse_duration
 from kubesched.api.features import check_gate_dependencies
 from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
-from kubesched.framework.config import SchedulerConfig, default_config
+from kubesched.framework.config import SchedulerConfig, default_config, with_feature_gates
 from kubesched.framework.registry import Registry
 from kubesched.runtime.plugin_loading import plugin_registry
 
@@ -131,6 +130,5 @@ def gated(
     if not gates:
         return config
     base = config or default_config(registry)
-    merged = {**base.feature_gates, **gates}
-    check_gate_dependencies(merged)
-    return dataclasses.replace(base, feature_gates=merged)
+    check_gate_dependencies({**base.feature_gates, **gates})
+    return with_feature_gates(base, gates, registry)

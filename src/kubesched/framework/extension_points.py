@@ -20,6 +20,9 @@ class ExtensionPoint(StrEnum):
     PRE_BIND = "preBind"
     BIND = "bind"
     POST_BIND = "postBind"
+    # A pod group's placements (KEP-5732, v1.36): generated, then the feasible ones scored.
+    PLACEMENT_GENERATE = "placementGenerate"
+    PLACEMENT_SCORE = "placementScore"
 
 
 #: Config field for "every extension point the plugin implements".

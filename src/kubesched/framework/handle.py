@@ -7,13 +7,15 @@ API server kubesched serves or a real cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubesched.api.objects import Pod
 from kubesched.cache.cache import Snapshot
 from kubesched.framework.config.defaults import FEATURE_GATE_DEFAULTS
+from kubesched.framework.pod_groups import PodGroupStates
 from kubesched.framework.waiting_pods import WaitingPods
 from kubesched.store.informers import InformerFactory
 from kubesched.store.ports import Ports
@@ -26,6 +28,10 @@ ClusterWait = Callable[[Callable[[], bool], float], bool]
 def check_once(condition: Callable[[], bool], timeout: float) -> bool:
     """The wait of a handle no driver runs: the cluster does not move, so look once."""
     return condition()
+
+
+def activate_nothing(pods: Iterable[Pod]) -> None:
+    """The activation of a handle no scheduling queue stands behind."""
 
 
 @dataclass(slots=True)
@@ -45,6 +51,10 @@ class Handle:
     wait_for_cluster: ClusterWait = check_once
     #: Feature gates set explicitly for the scheduler (the rest keep their defaults).
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: The pods of each scheduling.k8s.io PodGroup (upstream ``PodGroupManager``).
+    pod_groups: PodGroupStates = field(default_factory=PodGroupStates)
+    #: Moves pending pods to activeQ (upstream ``PodActivator.Activate``); the scheduler sets it.
+    activate: Callable[[Iterable[Pod]], None] = activate_nothing
 
     def gate_enabled(self, name: str) -> bool:
         """Whether a feature gate is on: as set for the scheduler, else its default."""

@@ -198,6 +198,8 @@ _POINT_METHODS: dict[ExtensionPoint, str] = {
     ExtensionPoint.PRE_BIND: "pre_bind",
     ExtensionPoint.BIND: "bind",
     ExtensionPoint.POST_BIND: "post_bind",
+    ExtensionPoint.PLACEMENT_GENERATE: "generate_placements",
+    ExtensionPoint.PLACEMENT_SCORE: "score_placement",
 }
 
 

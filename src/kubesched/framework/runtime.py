@@ -809,7 +809,11 @@ class Framework:
                 return Status.error(f"running Permit plugin {_quoted(pl.name)}: {st.message}", pl.name), {}
             st.plugin = pl.name
             return st, {}
-        return (Status(Code.WAIT), waits) if waits else (None, {})
+        if waits:
+            return Status(
+                Code.WAIT, [f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"']
+            ), waits
+        return None, {}
 
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for pl in self.pre_bind:

@@ -10,6 +10,7 @@ from kubesched.framework.registry import PluginSpec, Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.dynamicresources import DynamicResources
+from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.gpushare import GPU_SCORE_PLUGINS, GpuShare
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
@@ -20,10 +21,12 @@ from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBal
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
+from kubesched.plugins.podgrouppodscount import PodGroupPodsCount
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.queuesort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.topologyaware import TopologyPlacementGenerator
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
 from kubesched.plugins.volumezone import VolumeZone
@@ -48,6 +51,9 @@ IN_TREE: tuple[Any, ...] = (
     ImageLocality,
     DefaultPreemption,
     DefaultBinder,
+    GangScheduling,
+    TopologyPlacementGenerator,
+    PodGroupPodsCount,
     GpuShare,
     *GPU_SCORE_PLUGINS,
 )

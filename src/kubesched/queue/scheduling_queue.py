@@ -353,6 +353,53 @@ class SchedulingQueue:
             self.metrics.clear_unschedulable(info.pod.uid)
         return info
 
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """Take one pod out of the queue for the running cycle, wherever it waits (upstream
+        ``PopSpecificPod``: the pod group cycle takes its group's pods with the one popped). A pod
+        held at PreEnqueue or already in flight stays where it is: None."""
+        if uid in self._in_flight:
+            return None
+        info = self._active.get(uid)
+        if info is not None:
+            self._active.delete(uid)
+        else:
+            info = self._backoff.get(uid)
+            if info is not None:
+                self._backoff.delete(uid)
+            else:
+                u = self._unschedulable.get(uid)
+                if u is None or u.gated:
+                    return None
+                self._unpark(uid)
+                self._movable.pop(uid, None)
+                info = u.info
+        info.attempts += 1
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = self._now()
+        self._in_flight[uid] = info
+        self._in_flight_events[uid] = []
+        if self.metrics is not None:
+            self.metrics.clear_unschedulable(uid)
+        return info
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods to activeQ from backoffQ or unschedulablePods (upstream ``Activate``);
+        gated pods, pods in flight and unknown ones are left alone."""
+        for uid in uids:
+            info = self._backoff.get(uid)
+            if info is not None:
+                self._backoff.delete(uid)
+                self._active.push(uid, info)
+                continue
+            u = self._unschedulable.get(uid)
+            if u is None or u.gated:
+                continue
+            self._unpark(uid)
+            self._movable.pop(uid, None)
+            self._active.push(uid, u.info)
+            if self.metrics is not None:
+                self.metrics.incoming("active", "ForceActivate")
+
     def done(self, uid: str) -> None:
         """The pod's scheduling attempt is over (bound, or re-queued)."""
         self._in_flight.pop(uid, None)

@@ -38,6 +38,7 @@ NODE_ADD = ClusterEvent("Node", ActionType.ADD)
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
+UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD)
 
 
 #: Resources the scheduler follows through its own Pod and Node handlers, or that name no kind.
@@ -122,6 +123,12 @@ def on_pod(sched: Scheduler, change: Change[Pod]) -> None:
     # The cache has the change already (its feed subscribed first); what it held before tells
     # a newly placed pod from an update of one it knew.
     before = sched.feed.before(change)
+    if pod.scheduling_group is not None:
+        # Before the queue hears of it: GangScheduling's PreEnqueue counts the group's pods.
+        if change.type == EventType.DELETED:
+            sched.handle.pod_groups.delete_pod(pod.uid)
+        else:
+            sched.handle.pod_groups.add_pod(pod)
     if change.type == EventType.DELETED:
         if pod.node_name or before is not None:
             sched._invalidate_batches()
@@ -156,6 +163,10 @@ def on_pod(sched: Scheduler, change: Change[Pod]) -> None:
         return
     if change.type == EventType.ADDED:
         sched.queue.add(pod)
+        if pod.scheduling_group is not None:
+            # A gang's pods held at PreEnqueue may have their quorum now (upstream, with the
+            # GangScheduling gate on, moves pods on every unscheduled pod's arrival).
+            sched.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, pod)
         sched.outcomes.setdefault(
             pod.uid, PodOutcome(pod.namespace, pod.name, pod.uid, scheduler_name=pod.scheduler_name)
         )

@@ -61,6 +61,10 @@ def schedule_one(sched: Scheduler) -> bool:
     if info is None:
         return False
     pod = info.pod
+    if pod.scheduling_group is not None and sched.generic_workload:
+        sched.schedule_one_pod_group(info)
+        sched.run_binding_cycles()
+        return True
     fwk = sched.profiles[pod.scheduler_name]
     sched.cycle += 1
     if sched.cache.pod_state(pod.uid) is not None:
@@ -196,6 +200,10 @@ def find_nodes_that_fit(
     """Feasible slots in evaluation order, and how many nodes were evaluated."""
     table = sched.snapshot.table
     order = table.order
+    if sched.placement is not None:
+        # A pod group cycle trying one placement: only its nodes exist for this pod (in the
+        # table's order, as the cycle set them).
+        order = sched.placement
     num_all = len(order)
     pre_res, st, involved = fwk.run_pre_filter(state, pod, sched.snapshot)
     if st is not None:
@@ -214,7 +222,7 @@ def find_nodes_that_fit(
         nodes = order[np.isin(order, keep)]
         absent_reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(involved))}]"
 
-    if nodes is order:
+    if nodes is table.order:
         candidates = sched._order_mask(table)
     else:
         candidates = np.zeros(table.capacity, dtype=np.bool_)

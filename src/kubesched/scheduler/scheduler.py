@@ -24,7 +24,7 @@ read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,7 +44,7 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import BoolArray, IntArray
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import SchedulingQueue
-from kubesched.scheduler import binding, eventhandlers
+from kubesched.scheduler import binding, eventhandlers, schedule_one_podgroup
 from kubesched.scheduler import schedule_one as scheduling_cycle
 from kubesched.scheduler.batching import OpportunisticBatch, Signature, batchable_plugins
 from kubesched.scheduler.binding import BindingTask
@@ -102,6 +102,16 @@ class Scheduler:
         self.profiles: dict[str, Framework] = {
             p.scheduler_name: Framework(p, registry, self.handle, nominator) for p in config.profiles
         }
+        #: Pods of a scheduling.k8s.io PodGroup are scheduled group by group (upstream
+        #: ``genericWorkloadEnabled``).
+        self.generic_workload = config.gate_enabled("GenericWorkload")
+        #: Pod groups with a topology constraint are tried placement by placement.
+        self.topology_aware_workloads = config.gate_enabled("TopologyAwareWorkloadScheduling")
+        #: An unschedulable pod group may preempt as a whole.
+        self.workload_aware_preemption = config.gate_enabled("WorkloadAwarePreemption")
+        #: The node slots of the placement a pod group cycle is trying, in the table's order (None:
+        #: every node).
+        self.placement: IntArray | None = None
         first = next(iter(self.profiles.values()))
         profile_events = {name: fwk.events_to_register() for name, fwk in self.profiles.items()}
         self.queue = SchedulingQueue(
@@ -114,6 +124,7 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
             nominator=nominator,
         )
+        self.handle.activate = self._activate
         #: HTTP extenders, shared by every profile (preemption reaches them through its framework).
         self.extenders: list[Extender] = build_extenders(config.extender_configs)
         for fwk in self.profiles.values():
@@ -162,6 +173,9 @@ class Scheduler:
         fwk = self.profiles.get(pod.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else None
 
+    def _activate(self, pods: Iterable[Pod]) -> None:
+        self.queue.activate(p.uid for p in pods)
+
     def close(self) -> None:
         """Finish the binds in flight and stop the binding workers."""
         self.wait_for_bindings()
@@ -206,6 +220,9 @@ class Scheduler:
     _run_post_filter = scheduling_cycle.run_post_filter
     _undo_assume = scheduling_cycle.undo_assume
     _handle_failure = scheduling_cycle.handle_failure
+
+    # -- the pod group cycle: schedule_one_podgroup.py -------------------------------------------
+    schedule_one_pod_group = schedule_one_podgroup.schedule_one_pod_group
 
     # -- the binding cycle: binding.py -----------------------------------------------------------
     run_binding_cycles = binding.run_binding_cycles

@@ -18,6 +18,7 @@ from kubesched.framework.config.load import (
     default_config,
     load_config,
     parse_feature_gates,
+    with_feature_gates,
 )
 from kubesched.framework.config.types import (
     API_VERSION,
@@ -45,4 +46,5 @@ __all__ = [
     "default_config",
     "load_config",
     "parse_feature_gates",
+    "with_feature_gates",
 ]

@@ -10,6 +10,7 @@ from typing import Final
 
 # The feature gates' defaults live with the API types, so that the API server reads the same table.
 from kubesched.api.features import FEATURE_GATE_DEFAULTS as FEATURE_GATE_DEFAULTS
+from kubesched.api.features import GANG_SCHEDULING, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, gate_enabled
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 DEFAULT_PARALLELISM: Final = 16
@@ -43,6 +44,17 @@ DEFAULT_MULTI_POINT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = (
     ("ImageLocality", 1),
     ("DefaultBinder", None),
 )
+
+
+def default_multi_point_plugins(gates: dict[str, bool]) -> tuple[tuple[str, int | None], ...]:
+    """The default plugins with the ones feature gates add (upstream ``applyFeatureGates``), last:
+    GangScheduling, then TopologyPlacementGenerator and PodGroupPodsCount (weight 1)."""
+    plugins = DEFAULT_MULTI_POINT_PLUGINS
+    if gate_enabled(gates, GANG_SCHEDULING):
+        plugins = (*plugins, ("GangScheduling", None))
+    if gate_enabled(gates, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        plugins = (*plugins, ("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1))
+    return plugins
 
 
 @dataclass(slots=True)

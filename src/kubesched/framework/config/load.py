@@ -7,6 +7,7 @@ v1 models, then defaulted and validated by :class:`ConfigValidator`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,22 @@ def config_from_dict(
     data: Mapping[str, Any], registry: Registry, source: str = "<config>"
 ) -> SchedulerConfig:
     """Decode, default and validate a ``KubeSchedulerConfiguration`` given as plain data."""
-    return ConfigValidator(registry, source).load(data)
+    config = ConfigValidator(registry, source).load(data)
+    config.document, config.source = data, source
+    return config
+
+
+def with_feature_gates(
+    config: SchedulerConfig, gates: Mapping[str, bool], registry: Registry
+) -> SchedulerConfig:
+    """``config`` with ``gates`` over its ``featureGates``, loaded again from its document: some
+    gates change the default plugins (upstream applies them before merging a profile's plugins)."""
+    if not gates:
+        return config
+    merged = {**config.feature_gates, **gates}
+    if config.document is None:
+        return dataclasses.replace(config, feature_gates=merged)
+    return config_from_dict({**config.document, "featureGates": merged}, registry, config.source)
 
 
 class _StrictLoader(BoundedSafeLoader):

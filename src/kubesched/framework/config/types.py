@@ -96,6 +96,10 @@ class SchedulerConfig:
     extender_configs: list[ExtenderConfig] = field(default_factory=list)
     #: Feature gates set explicitly (``featureGates`` or ``--feature-gates``); see :func:`gate_enabled`.
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    #: The document it was loaded from (and its source name): gates that add default plugins
+    #: (GangScheduling, …) need it loaded again (:func:`~kubesched.framework.config.load.with_feature_gates`).
+    document: Any = field(default=None, repr=False, compare=False)
+    source: str = "<config>"
 
     def gate_enabled(self, name: str) -> bool:
         """Whether a feature gate is on: as set, else its default."""

@@ -101,6 +101,8 @@ class PluginsDoc(_Doc):
     pre_bind: PluginSetDoc | None = _expects(_SET)
     bind: PluginSetDoc | None = _expects(_SET)
     post_bind: PluginSetDoc | None = _expects(_SET)
+    placement_generate: PluginSetDoc | None = _expects(_SET)
+    placement_score: PluginSetDoc | None = _expects(_SET)
 
     def plugin_set(self, key: str) -> PluginSetDoc:
         """The set under config key *key* (``multiPoint``, ``filter``, ...); empty when not given."""

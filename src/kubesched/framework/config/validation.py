@@ -32,6 +32,7 @@ from kubesched.framework.config.defaults import (
     FEATURE_GATE_DEFAULTS,
     PluginEntry,
     PluginSet,
+    default_multi_point_plugins,
     merge_plugin_set,
 )
 from kubesched.framework.config.types import (
@@ -91,6 +92,7 @@ class ConfigValidator:
     def __init__(self, registry: Registry, source: str) -> None:
         self.registry = registry
         self.source = source
+        self._default_plugins = DEFAULT_MULTI_POINT_PLUGINS
 
     def error(self, message: str, where: str | None) -> ConfigError:
         return ConfigError(message, file=self.source, field=where or None)
@@ -183,6 +185,8 @@ class ConfigValidator:
                 "podMaxBackoffSeconds",
             )
 
+        gates = self.feature_gates(doc.feature_gates)
+        self._default_plugins = default_multi_point_plugins(gates)
         raw_profiles = [p or ProfileDoc() for p in doc.profiles or [None]]
         profiles = [
             self.profile(raw, f"profiles[{i}]", single=len(raw_profiles) == 1)
@@ -201,7 +205,7 @@ class ConfigValidator:
             parallelism=parallelism,
             extenders=[dict(ext or {}) for ext in data.get("extenders") or []],
             extender_configs=extenders,
-            feature_gates=self.feature_gates(doc.feature_gates),
+            feature_gates=gates,
         )
 
     def feature_gates(self, gates: dict[str, bool] | None) -> dict[str, bool]:
@@ -378,7 +382,7 @@ class ConfigValidator:
         defaults[MULTI_POINT] = PluginSet(
             enabled=[
                 PluginEntry(plugin, weight, join_path(plugins_where, MULTI_POINT))
-                for plugin, weight in DEFAULT_MULTI_POINT_PLUGINS
+                for plugin, weight in self._default_plugins
                 if plugin in self.registry
             ]
         )

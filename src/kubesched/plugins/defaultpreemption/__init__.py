@@ -279,6 +279,28 @@ class DefaultPreemption:
         return budgets.current()
 
     # -- acting on the choice --------------------------------------------------------------------
+    def evict_for_pod_group(self, fwk: Framework, pg: Any, victims: list[Pod]) -> None:
+        """Evict the victims workload-aware preemption chose for a pod group, as for a pod."""
+        ports = self.handle.ports
+        for victim in victims:
+            if (victim.raw.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            evicted = ports.evictor.evict(
+                victim.namespace,
+                victim.name,
+                "PreemptionByScheduler",
+                f"{fwk.profile_name}: preempting to accommodate a higher priority pod group",
+            )
+            if evicted:
+                ports.events.record(
+                    victim.raw,
+                    "Normal",
+                    "Preempted",
+                    "Preempting",
+                    f"Preempted by pod group {pg.namespace}/{pg.name}",
+                    fwk.profile_name,
+                )
+
     def prepare_candidate(self, fwk: Framework, pod: Pod, node: str, victims: list[Pod]) -> None:
         """Upstream ``prepareCandidate``: evict the victims, then drop the nominations of
         lower-priority pods on the node (they may no longer fit there)."""

@@ -25,6 +25,7 @@ from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.nominated_pods import status_nominated_node
+from kubesched.framework.placement import PodGroupAssignments
 from kubesched.framework.plugin_args import NodeResourcesFitArgs
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
@@ -128,6 +129,8 @@ class NodeResourcesFit:
                 field="pluginConfig.args.scoringStrategy.type",
             )
         self.score_resources = [(r.name, int(r.weight)) for r in strategy.resources]
+        #: The snapshot placements are scored on.
+        self._snapshot: Snapshot | None = handle.snapshot if handle is not None else None
         #: Weights of the usual scoring (LeastAllocated over exactly cpu and memory), which has a
         #: shorter path; None for any other strategy or resource list.
         self._least_cpu_memory: tuple[int, int] | None = None
@@ -336,6 +339,37 @@ class NodeResourcesFit:
             return np.zeros(n, dtype=np.int64)
         total //= weight_sum
         return total
+
+    def score_placement(self, pod_group: Any, placement: PodGroupAssignments) -> int:
+        """PlacementScore (KEP-5732): the tightest fit wins. Over the placement's nodes together,
+        each scored resource's requested share once the group's pods are placed (MostAllocated,
+        whatever the strategy for nodes), averaged by the resources' weights: 0-100."""
+        if self._snapshot is None:
+            return 0
+        table = self._snapshot.table
+        slots = placement.placement.slots
+        wanted = [0] * len(self.score_resources)
+        for assignment in placement.assignments:
+            for i, want in enumerate(self.score_requests(assignment.pod)):
+                wanted[i] += want
+        total = weights = 0
+        for (resource, weight), want in zip(self.score_resources, wanted, strict=True):
+            if resource == CPU:
+                alloc, used = table.allocatable[slots, CPU_COL], table.nonzero_requested[slots, 0]
+            elif resource == MEMORY:
+                alloc, used = table.allocatable[slots, MEMORY_COL], table.nonzero_requested[slots, 1]
+            elif resource in table.resource_col and want:
+                col = table.resource_col[resource]
+                alloc, used = table.allocatable[slots, col], table.requested[slots, col]
+            else:
+                continue
+            capacity = int(alloc.sum())
+            if capacity == 0:
+                continue
+            requested = min(int(used.sum()) + want, capacity)
+            total += requested * MAX_NODE_SCORE // capacity * weight
+            weights += weight
+        return total // weights if weights else 0
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
         # Without PreScore (disabled at preScore) the requests are computed here, as upstream does.
