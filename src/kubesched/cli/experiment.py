@@ -198,7 +198,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
     per_workload: dict[str, list[Job]] = {}
     for workload in workloads:
         if workload == "llm":
-            per_workload[workload] = llm_mix(args.seed, scale=scale)
+            per_workload[workload] = llm_mix(args.seed, scale=scale, cluster_gpus=cluster.gpus)
         elif workload == "philly":
             if not args.philly:
                 raise InputError("--workloads philly needs --philly PATH (the Philly philly.csv)")
@@ -237,7 +237,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
         "racks/job",
         "wall s",
     ):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("workload", "arm"))
     for row in summary_rows(results):
         table.add_row(
             row["workload"],

@@ -163,11 +163,13 @@ def philly_jobs(
     ]
 
 
-def llm_mix(seed: int, *, scale: int = 1, gpus_per_node: int = 8) -> list[Job]:
+def llm_mix(seed: int, *, scale: int = 1, cluster_gpus: int = 256, gpus_per_node: int = 8) -> list[Job]:
     """A synthetic LLM-training mix: ``4 * scale`` big gangs of 8 to 64 pods (two GPUs each; a 64-pod
     gang is half the default cluster) for 30 to 90 minutes, and ``80 * scale`` small jobs of one to
     four pods of 1, 2, 4 or 8 GPUs for 2 to 20 minutes, in two queues; Poisson arrivals, one every
-    30 s on average. The same seed gives the same jobs."""
+    30 s on average. A big gang never asks for more than half of ``cluster_gpus``. The same seed
+    gives the same jobs."""
+    most = max(1, min(64, cluster_gpus // 4))
     rnd = random.Random(seed)
     kinds = ["big"] * (4 * scale) + ["small"] * (80 * scale)
     rnd.shuffle(kinds)
@@ -176,7 +178,7 @@ def llm_mix(seed: int, *, scale: int = 1, gpus_per_node: int = 8) -> list[Job]:
     for i, kind in enumerate(kinds):
         now += rnd.expovariate(1 / 30.0)
         if kind == "big":
-            pods = rnd.randint(8, 64)
+            pods = rnd.randint(min(8, most), most)
             workers = tuple([2] * pods)
             duration = rnd.uniform(30, 90) * 60
             queue = "training"
