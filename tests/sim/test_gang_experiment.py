@@ -13,10 +13,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.cli import EXIT_OK, main
-from kubesched.sim.gang_experiment import ARMS, GangCluster, Job, llm_mix, philly_jobs, run_arm, summary_rows
+from kubesched.sim.gang_experiment import (
+    ARMS,
+    DEFAULT_ARMS,
+    GangCluster,
+    Job,
+    llm_mix,
+    philly_jobs,
+    run_arm,
+    summary_rows,
+)
 
 DATA = Path(__file__).parent / "data"
-GANG_ARMS = ("workload-gang", "volcano")
+GANG_ARMS = ("workload-gang", "volcano", "workload-gang-zone")
 
 
 def _row(result):  # type: ignore[no-untyped-def]
@@ -74,6 +83,21 @@ def test_topology_domains_are_counted_per_job() -> None:
         wide, one = run_arm(arm, jobs, cluster).jobs
         assert (wide.nodes, wide.racks, wide.zones) == (6, 2, 2), arm
         assert (one.nodes, one.racks) == (1, 1), arm
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_zone_arm_holds_a_gang_to_one_zone_and_leaves_one_that_fits_no_zone_pending(seed: int) -> None:
+    # Two zones of two 8-GPU nodes each; workers of 5 GPUs need a node each.
+    cluster = GangCluster(nodes=4, nodes_per_rack=1, racks_per_zone=2)
+    pair = run_arm("workload-gang-zone", [Job("pair", 0.0, 60.0, (5, 5))], cluster, seed=seed)
+    assert pair.jobs[0].state == "done" and pair.jobs[0].zones == 1
+    # Three workers fit the cluster (and 15 GPUs one zone's 16) but no zone's two nodes: the
+    # plain gang spreads over both zones, the constrained one finds no placement.
+    three = [Job("three", 0.0, 60.0, (5, 5, 5))]
+    plain = run_arm("workload-gang", three, cluster, seed=seed).jobs[0]
+    assert plain.state == "done" and plain.zones == 2
+    held = run_arm("workload-gang-zone", three, cluster, seed=seed).jobs[0]
+    assert held.state == "pending" and held.bound_at_end == 0
 
 
 jobs_strategy = st.lists(
@@ -145,7 +169,7 @@ def test_cli_experiment_gangs_prints_the_table_and_writes_the_report(tmp_path: P
     assert "workload-gang" in text and "volcano" in text and "2/2" in text
     with (out / "summary.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert [r["arm"] for r in rows] == list(ARMS)
+    assert [r["arm"] for r in rows] == list(DEFAULT_ARMS)
     assert all(r["done"] == "2" for r in rows)
     assert (out / "jobs.csv").is_file()
     for plot in ("timeline", "delays", "topology"):

@@ -81,7 +81,8 @@ def _add_gangs_parser(exp_sub: Any) -> None:
         "--arms",
         default="default,workload-gang,volcano",
         metavar="A1,A2",
-        help="comma list of default, workload-gang, volcano (default: all three)",
+        help="comma list of default, workload-gang, volcano and workload-gang-zone (gangs held to "
+        "one zone by TopologyAwareWorkloadScheduling; default: the first three)",
     )
     gangs.add_argument(
         "--scale", type=int, default=1, help="multiply the nodes and the jobs by N (default 1)"
@@ -234,7 +235,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
         "GPU busy %",
         "partial pods peak",
         "partial GPU·h",
-        "racks/job",
+        "racks",
         "wall s",
     ):
         table.add_column(col, no_wrap=col in ("workload", "arm"))
@@ -255,7 +256,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
             num(row["wall_s"], 1),
         )
     # Thirteen columns: wider than a pipe's default 80, so that no number is cut.
-    Console(width=max(Console().width, 150)).print(table)
+    Console(width=max(Console().width, 160)).print(table)
     for r in results:
         for warning in r.warnings:
             print(f"warning: {r.workload}/{r.arm}: {warning}")

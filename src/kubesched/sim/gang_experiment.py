@@ -7,6 +7,9 @@ Arms:
 * ``workload-gang``: the kube-scheduler with ``GenericWorkload`` and ``GangScheduling`` on, each job
   a ``scheduling.k8s.io`` PodGroup with a gang policy of ``minCount`` = its workers, and its pods
   naming it in ``spec.schedulingGroup`` (v1.36's workload-aware scheduling);
+* ``workload-gang-zone`` (not run by default): as ``workload-gang`` with
+  ``TopologyAwareWorkloadScheduling`` on too, and a ``topology`` constraint on the zone label for
+  every job that fits in one zone (a larger one could never be placed);
 * ``volcano``: the batch pipeline with Volcano's default conf (gang, proportion, …), each job a
   Volcano PodGroup of ``minMember`` = its workers in its queue, pods for ``schedulerName: volcano``.
 
@@ -44,6 +47,7 @@ from kubesched.store.informers import Change
 
 __all__ = [
     "ARMS",
+    "DEFAULT_ARMS",
     "ArmResult",
     "GangCluster",
     "Job",
@@ -64,8 +68,12 @@ ARMS: Final = {
     "default": "default profile, no gangs",
     "workload-gang": "Workload API gang (GangScheduling)",
     "volcano": "Volcano gang + proportion",
+    "workload-gang-zone": "Workload API gang, held to one zone",
 }
+#: The arms run unless others are asked for: the comparison itself.
+DEFAULT_ARMS: Final = ("default", "workload-gang", "volcano")
 WORKLOAD_GATES: Final = {"GenericWorkload": True, "GangScheduling": True}
+TOPOLOGY_GATES: Final = {**WORKLOAD_GATES, "TopologyAwareWorkloadScheduling": True}
 
 
 @dataclass(frozen=True)
@@ -212,7 +220,7 @@ def _pod(job: Job, index: int, arm: str) -> dict[str, Any]:
             }
         ]
     }
-    if arm == "workload-gang":
+    if arm in ("workload-gang", "workload-gang-zone"):
         spec["schedulingGroup"] = {"podGroupName": job.name}
     elif arm == "volcano":
         spec["schedulerName"] = BATCH_SCHEDULER_NAME
@@ -221,6 +229,7 @@ def _pod(job: Job, index: int, arm: str) -> dict[str, Any]:
 
 
 def _manifests(cluster: GangCluster, jobs: Sequence[Job], arm: str) -> LoadResult:
+    zone_gpus = cluster.gpus_per_node * cluster.nodes_per_rack * cluster.racks_per_zone
     objs: list[tuple[str, dict[str, Any]]] = [("Node", n) for n in cluster.node_objects()]
     if arm == "volcano":
         for queue in dict.fromkeys(j.queue for j in jobs):
@@ -236,12 +245,15 @@ def _manifests(cluster: GangCluster, jobs: Sequence[Job], arm: str) -> LoadResul
                 )
             )
     for job in jobs:
-        if arm == "workload-gang":
+        if arm in ("workload-gang", "workload-gang-zone"):
+            spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": len(job.workers)}}}
+            if arm == "workload-gang-zone" and job.gpus <= zone_gpus:
+                spec["schedulingConstraints"] = {"topology": [{"key": ZONE_LABEL}]}
             group = {
                 "apiVersion": "scheduling.k8s.io/v1alpha2",
                 "kind": "PodGroup",
                 "metadata": {"name": job.name, "namespace": NAMESPACE},
-                "spec": {"schedulingPolicy": {"gang": {"minCount": len(job.workers)}}},
+                "spec": spec,
             }
             objs.append((POD_GROUP_STORE_KIND, group))
         elif arm == "volcano":
@@ -416,12 +428,12 @@ def run_arm(
         raise InputError(f"unknown arm {arm!r}; known: {', '.join(ARMS)}")
     registry = default_registry()
     config = None
-    if arm == "workload-gang":
+    if arm in ("workload-gang", "workload-gang-zone"):
         config = config_from_dict(
             {
                 "apiVersion": "kubescheduler.config.k8s.io/v1",
                 "kind": "KubeSchedulerConfiguration",
-                "featureGates": dict(WORKLOAD_GATES),
+                "featureGates": dict(WORKLOAD_GATES if arm == "workload-gang" else TOPOLOGY_GATES),
             },
             registry,
         )

@@ -38,7 +38,12 @@ JOB_COLUMNS = (
     "racks",
     "zones",
 )
-_COLORS = {"default": "tab:red", "workload-gang": "tab:blue", "volcano": "tab:green"}
+_COLORS = {
+    "default": "tab:red",
+    "workload-gang": "tab:blue",
+    "volcano": "tab:green",
+    "workload-gang-zone": "tab:purple",
+}
 
 
 def _figure(width: float, height: float) -> Figure:
