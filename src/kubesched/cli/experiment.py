@@ -85,7 +85,10 @@ def _add_gangs_parser(exp_sub: Any) -> None:
         "one zone by TopologyAwareWorkloadScheduling; default: the first three)",
     )
     gangs.add_argument(
-        "--scale", type=int, default=1, help="multiply the nodes and the jobs by N (default 1)"
+        "--scale",
+        type=int,
+        default=1,
+        help="multiply the nodes, the jobs and their arrival rate by N (the same load; default 1)",
     )
     gangs.add_argument("--nodes", type=int, default=32, help="8-GPU nodes at scale 1 (default 32)")
     gangs.add_argument("--seed", type=int, default=1, help="seed of the synthetic mix (default 1)")
@@ -211,6 +214,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
                 skip=max(0, args.philly_skip),
                 time_scale=args.time_scale,
                 max_gpus=cluster.gpus,
+                speedup=scale,
             )
         else:
             raise InputError(f"--workloads: unknown workload {workload!r}; known: llm, philly")

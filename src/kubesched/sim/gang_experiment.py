@@ -137,12 +137,19 @@ class GangCluster:
 
 
 def philly_jobs(
-    path: Path, *, jobs: int, skip: int = 0, time_scale: float = 60.0, max_gpus: int | None = None
+    path: Path,
+    *,
+    jobs: int,
+    skip: int = 0,
+    time_scale: float = 60.0,
+    max_gpus: int | None = None,
+    speedup: float = 1.0,
 ) -> list[Job]:
     """Philly's multi-GPU jobs (two GPUs or more) in submission order: ``jobs`` of them after the
     first ``skip``, arrivals counted from the first one kept. Arrivals and durations are divided by
-    ``time_scale`` alike (the offered load stays the same; fewer virtual seconds to simulate). Jobs
-    asking for more than ``max_gpus`` (the cluster) are left out: no scheduler could start them."""
+    ``time_scale`` alike (the offered load stays the same; fewer virtual seconds to simulate), and
+    arrivals once more by ``speedup`` (a cluster ``speedup`` times larger gets as much load per GPU).
+    Jobs asking for more than ``max_gpus`` (the cluster) are left out: no scheduler could start them."""
     workload = load_philly(path)
     by_group: dict[str, list[Any]] = {}
     for pod in workload.pods:
@@ -166,7 +173,13 @@ def philly_jobs(
         raise InputError("no multi-GPU job in the trace window", file=str(path))
     origin = out[0].arrival
     return [
-        Job(j.name, (j.arrival - origin) / time_scale, max(1.0, j.duration / time_scale), j.workers, j.queue)
+        Job(
+            j.name,
+            (j.arrival - origin) / time_scale / speedup,
+            max(1.0, j.duration / time_scale),
+            j.workers,
+            j.queue,
+        )
         for j in out
     ]
 
@@ -175,8 +188,8 @@ def llm_mix(seed: int, *, scale: int = 1, cluster_gpus: int = 256, gpus_per_node
     """A synthetic LLM-training mix: ``4 * scale`` big gangs of 8 to 64 pods (two GPUs each; a 64-pod
     gang is half the default cluster) for 30 to 90 minutes, and ``80 * scale`` small jobs of one to
     four pods of 1, 2, 4 or 8 GPUs for 2 to 20 minutes, in two queues; Poisson arrivals, one every
-    30 s on average. A big gang never asks for more than half of ``cluster_gpus``. The same seed
-    gives the same jobs."""
+    ``30 / scale`` s on average (the same load on a cluster ``scale`` times larger). A big gang
+    never asks for more than half of ``cluster_gpus``. The same seed gives the same jobs."""
     most = max(1, min(64, cluster_gpus // 4))
     rnd = random.Random(seed)
     kinds = ["big"] * (4 * scale) + ["small"] * (80 * scale)
@@ -184,7 +197,7 @@ def llm_mix(seed: int, *, scale: int = 1, cluster_gpus: int = 256, gpus_per_node
     jobs: list[Job] = []
     now = 0.0
     for i, kind in enumerate(kinds):
-        now += rnd.expovariate(1 / 30.0)
+        now += rnd.expovariate(scale / 30.0)
         if kind == "big":
             pods = rnd.randint(min(8, most), most)
             workers = tuple([2] * pods)
