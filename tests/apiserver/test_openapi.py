@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.apiserver.kubectls import KUBECTLS, kubectl_runner, ok
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.apiserver import openapi
 from kubesched.apiserver.openapi import gnostic
 from kubesched.apiserver.openapi.schemas import to_v2
@@ -66,6 +67,8 @@ def _named(entries: list[bytes]) -> dict[str, bytes]:
 def test_every_served_kind_has_its_schema_in_its_group_version_document() -> None:
     root = openapi.v3_root()["paths"]
     for strategy in STRATEGIES:
+        if not strategy.served():
+            continue
         r = strategy.resource
         path = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
         assert path in root
@@ -250,6 +253,8 @@ def test_documents_are_served_with_their_hash_and_revalidated(cluster) -> None:
 def test_kubectl_explains_every_served_kind(binary, cluster) -> None:
     run = kubectl_runner(binary, cluster.kubeconfig)
     for strategy in STRATEGIES:
+        if not strategy.served():  # behind a feature gate that is off: not served, not published
+            continue
         r = strategy.resource
         out = ok(run("explain", r.plural, f"--api-version={r.group_version}"))
         assert re.search(rf"^KIND:\s+{r.kind}$", out, re.M), out
@@ -302,3 +307,18 @@ def test_kubectl_diff_and_server_dry_run_store_nothing(binary, cluster, tmp_path
     assert ok(run("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}")) == "2"
     ok(run("apply", "-f", str(manifest)))
     assert run("diff", "-f", str(manifest)).returncode == 0
+
+
+def test_a_kind_behind_an_off_gate_is_not_published_and_is_once_the_gate_is_on() -> None:
+    before = DEFAULT_FEATURE_GATES.set_all({"GenericWorkload": False})
+    try:
+        assert "apis/scheduling.k8s.io/v1alpha2" not in openapi.v3_root()["paths"]
+        assert not any("/scheduling.k8s.io/v1alpha2/" in p for p in json.loads(openapi.v2().body)["paths"])
+        DEFAULT_FEATURE_GATES.set_all({"GenericWorkload": True})
+        doc = openapi.v3_group_version("apis/scheduling.k8s.io/v1alpha2")
+        assert doc is not None
+        kinds = {gvk for s in json.loads(doc.body)["components"]["schemas"].values() for gvk in _gvks(s)}
+        assert {("scheduling.k8s.io", "v1alpha2", k) for k in ("Workload", "PodGroup")} <= kinds
+        assert any("/scheduling.k8s.io/v1alpha2/" in p for p in json.loads(openapi.v2().body)["paths"])
+    finally:
+        DEFAULT_FEATURE_GATES.set_all(before)

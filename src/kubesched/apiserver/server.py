@@ -237,8 +237,8 @@ class Served:
     def _schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> ServedSchedulers:
         gates = self.options.feature_gates
         if gates:
-            # The served cluster's gates hold over the configuration's own, as one process's gates;
-            # loaded again, as some gates add default plugins.
+            # The served cluster's gates hold over the configuration's own, as one process's gates
+            # (a gate may add default plugins: the configuration is read again with them).
             registry = self.options.registry or default_registry()
             config = with_feature_gates(config or default_config(registry), gates, registry)
         return ServedSchedulers(

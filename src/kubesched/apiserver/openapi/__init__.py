@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 import orjson
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.apiserver.openapi import gnostic
 from kubesched.apiserver.openapi.paths import gv_path, resource_paths, resource_schemas
 from kubesched.apiserver.openapi.schemas import closure, to_v2, vendored
-from kubesched.registry.table import BY_GROUP_VERSION, STRATEGIES
+from kubesched.registry.table import BY_GROUP_VERSION, STRATEGIES, served_strategies
 
 __all__ = ["Served", "gv_path", "v2", "v2_protobuf", "v3_group_version", "v3_root"]
 
@@ -42,10 +43,19 @@ def _info() -> dict[str, str]:
     return {"title": "Kubernetes", "version": vendored().release}
 
 
-@cache
 def _v3_documents() -> dict[str, Served]:
+    return _v3_documents_of(DEFAULT_FEATURE_GATES.generation)
+
+
+# The documents list what the API serves, which the feature gates decide: one set per generation of
+# the gates (a served cluster sets them once; tests set them per cluster).
+@lru_cache(maxsize=4)
+def _v3_documents_of(_generation: int) -> dict[str, Served]:
     out: dict[str, Served] = {}
-    for (group, version), strategies in BY_GROUP_VERSION.items():
+    for group, version in BY_GROUP_VERSION:
+        strategies = served_strategies(group, version)
+        if not strategies:
+            continue
         paths: dict[str, Any] = {}
         roots: set[str] = set()
         for strategy in strategies.values():
@@ -108,11 +118,17 @@ def _v2_parameter(p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@cache
 def _v2_document() -> dict[str, Any]:
+    return _v2_document_of(DEFAULT_FEATURE_GATES.generation)
+
+
+@lru_cache(maxsize=4)
+def _v2_document_of(_generation: int) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     roots: set[str] = set()
     for strategy in STRATEGIES:
+        if not strategy.served():
+            continue
         for path, item in resource_paths(strategy).items():
             paths[path] = {
                 k: ([_v2_parameter(p) for p in v] if k == "parameters" else _v2_operation(v))
@@ -127,13 +143,21 @@ def _v2_document() -> dict[str, Any]:
     }
 
 
-@cache
 def v2() -> Served:
     """``/openapi/v2`` as JSON."""
+    return _v2_json_of(DEFAULT_FEATURE_GATES.generation)
+
+
+@lru_cache(maxsize=4)
+def _v2_json_of(_generation: int) -> Served:
     return _served(orjson.dumps(_v2_document()))
 
 
-@cache
 def v2_protobuf() -> Served:
     """``/openapi/v2`` as gnostic's protobuf (kubectl asks for it by ``Accept``)."""
+    return _v2_protobuf_of(DEFAULT_FEATURE_GATES.generation)
+
+
+@lru_cache(maxsize=4)
+def _v2_protobuf_of(_generation: int) -> Served:
     return _served(gnostic.document(_v2_document()))

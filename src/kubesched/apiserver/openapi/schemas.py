@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from kubesched.registry.table import STRATEGIES
+
 V3_REF = "#/components/schemas/"
 V2_REF = "#/definitions/"
 GVK = "x-kubernetes-group-version-kind"
@@ -44,7 +46,58 @@ def vendored() -> Vendored:
         if len(gvks) == 1:
             g = gvks[0]
             by_gvk[(g["group"], g["version"], g["kind"])] = name
+    for strategy in STRATEGIES:
+        r = strategy.resource
+        if (r.group, r.version, r.kind) not in by_gvk:
+            _add_open_schema(schemas, by_gvk, r.group, r.version, r.kind, sorted(strategy.top_fields))
     return Vendored(raw["release"], schemas, raw["parameters"], by_gvk)
+
+
+_TYPE_META_OF = "io.k8s.api.scheduling.v1.PriorityClass"
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+
+
+def _add_open_schema(
+    schemas: dict[str, Any],
+    by_gvk: dict[tuple[str, str, str], str],
+    group: str,
+    version: str,
+    kind: str,
+    fields: list[str],
+) -> None:
+    """A kind served before its schema was vendored (a newer alpha kind) is published as
+    kube-apiserver publishes a CRD without a schema: its type and object metadata described, the
+    rest of its fields preserved as sent, and its group-version-kind on it and its list."""
+    type_meta = schemas[_TYPE_META_OF]["properties"]
+    name = f"io.k8s.api.{group.split('.')[0] or 'core'}.{version}.{kind}"
+    properties: dict[str, Any] = {
+        "apiVersion": type_meta["apiVersion"],
+        "kind": type_meta["kind"],
+        "metadata": {"allOf": [{"$ref": V3_REF + _OBJECT_META}], "default": {}},
+    }
+    for field in fields:
+        properties[field] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schemas[name] = {
+        "description": f"{kind} of {group}/{version}; its fields are kept as sent.",
+        "type": "object",
+        "properties": properties,
+        GVK: [{"group": group, "kind": kind, "version": version}],
+    }
+    by_gvk[(group, version, kind)] = name
+    schemas[name + "List"] = {
+        "description": f"{kind}List is a list of {kind} objects.",
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": type_meta["apiVersion"],
+            "kind": type_meta["kind"],
+            "items": {"type": "array", "items": {"allOf": [{"$ref": V3_REF + name}], "default": {}}},
+            "metadata": {"allOf": [{"$ref": V3_REF + _LIST_META}], "default": {}},
+        },
+        GVK: [{"group": group, "kind": kind + "List", "version": version}],
+    }
+    by_gvk[(group, version, kind + "List")] = name + "List"
 
 
 def references(node: Any, found: set[str]) -> None:
