@@ -352,11 +352,6 @@ class ArmResult:
             total += series[i] * (min(nxt, end) - t)
         return total / end
 
-    def held_peak(self, series: Sequence[int]) -> int:
-        """The largest value a series held for some virtual time (each time's last value: pods of one
-        gang bound one after another at the same instant are not a partial placement held)."""
-        return max(series, default=0)
-
 
 class _Recorder:
     """Follows binds and deletes of the experiment's pods; starts a job (schedules its pods' ends)
@@ -373,7 +368,7 @@ class _Recorder:
         self.origin = sim.clock.now()  # arrivals count from here, as the simulation loads them
         sim.informers.informer("Pod").add_handler(self.on_pod, replay=False)
 
-    def _sample(self) -> None:
+    def sample(self) -> None:
         r = self.result
         now = self.sim.clock.now() - self.origin
         values = (self.allocated, self.busy, self.partial_pods, self.partial_gpus)
@@ -407,7 +402,7 @@ class _Recorder:
             else:  # a partial placement taken away (an eviction)
                 self.partial_pods -= 1
                 self.partial_gpus -= gpus
-            self._sample()
+            self.sample()
             return
         if change.old is not None and (change.old.get("spec") or {}).get("nodeName"):
             return
@@ -416,7 +411,7 @@ class _Recorder:
         if len(pods) < len(job.workers):
             self.partial_pods += 1
             self.partial_gpus += gpus
-            self._sample()
+            self.sample()
             return
         # The last worker: the job runs from now; the ones bound before stop being partial.
         now = self.sim.clock.now()
@@ -430,7 +425,7 @@ class _Recorder:
         res.zones = len({self.node_rack[n].get(ZONE_LABEL) for n in nodes})
         for pod in pods.values():
             self.sim.complete_at(now + job.duration, pod)
-        self._sample()
+        self.sample()
 
 
 def run_arm(
@@ -464,7 +459,7 @@ def run_arm(
         [JobResult(j.name, j.arrival, j.duration, len(j.workers), j.gpus) for j in jobs],
     )
     recorder = _Recorder(sim, jobs, cluster, result)
-    recorder._sample()
+    recorder.sample()
     sim.load(_manifests(cluster, jobs, arm))
     # Long enough for every job to run one after another; a run ends earlier when nothing can
     # change any more (every job ended, or what is left can never be placed).
@@ -546,7 +541,9 @@ def summary_rows(results: Sequence[ArmResult]) -> list[dict[str, Any]]:
                 "queueing_p95_s": _p95(wait),
                 "gpu_busy_pct": 100.0 * r.time_average(r.busy, window) / r.total_gpus,
                 "gpu_allocated_pct": 100.0 * r.time_average(r.allocated, window) / r.total_gpus,
-                "partial_pods_peak": r.held_peak(r.partial_pods),
+                # Each instant keeps its last value (a gang bound pod by pod at one instant is no partial
+                # placement held), so the peak is the most held for some time.
+                "partial_pods_peak": max(r.partial_pods, default=0),
                 "partial_pods_mean": r.time_average(r.partial_pods),
                 "partial_gpu_hours": r.time_average(r.partial_gpus) * makespan / 3600.0,
                 "racks_per_multinode_job": _mean([j.racks for j in multi]),
