@@ -1,5 +1,6 @@
 """``kubesched experiment``: reproduce a published scheduling experiment (``fgd``: the FGD paper's
-GPU-sharing experiment on the Alibaba 2023 trace)."""
+GPU-sharing experiment on the Alibaba 2023 trace) or run one of our own (``gangs``: one gang
+workload through the default profile, the Workload API's gangs and Volcano's)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,55 @@ def add_parser(sub: Any) -> None:
     )
     fgd.add_argument("--out", required=True, metavar="DIR", help="where the CSV files, plots and report go")
     fgd.set_defaults(func=cmd_experiment_fgd)
+    _add_gangs_parser(exp_sub)
+
+
+def _add_gangs_parser(exp_sub: Any) -> None:
+    gangs = exp_sub.add_parser(
+        "gangs",
+        help="one gang workload through the default profile, the Workload API gang and Volcano's "
+        "gang + proportion, on the same nodes (see docs/experiments.md)",
+    )
+    gangs.add_argument(
+        "--workloads",
+        default=None,
+        metavar="W1,W2",
+        help="comma list of llm (synthetic LLM-training mix) and philly (needs --philly); "
+        "default: llm, and philly when --philly is given",
+    )
+    gangs.add_argument("--philly", metavar="CSV", help="the Philly per-job table (philly.csv)")
+    gangs.add_argument(
+        "--arms",
+        default="default,workload-gang,volcano",
+        metavar="A1,A2",
+        help="comma list of default, workload-gang, volcano and workload-gang-zone (gangs held to "
+        "one zone by TopologyAwareWorkloadScheduling; default: the first three)",
+    )
+    gangs.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        help="multiply the nodes, the jobs and their arrival rate by N (the same load; default 1)",
+    )
+    gangs.add_argument("--nodes", type=int, default=32, help="8-GPU nodes at scale 1 (default 32)")
+    gangs.add_argument("--seed", type=int, default=1, help="seed of the synthetic mix (default 1)")
+    gangs.add_argument(
+        "--philly-jobs", type=int, default=250, help="Philly multi-GPU jobs at scale 1 (default 250)"
+    )
+    gangs.add_argument(
+        "--philly-skip",
+        type=int,
+        default=4750,
+        help="multi-GPU jobs to skip first (default 4750: a stretch with many multi-node jobs)",
+    )
+    gangs.add_argument(
+        "--time-scale",
+        type=float,
+        default=60.0,
+        help="divide Philly's arrivals and durations by this (default 60: a trace hour is a minute)",
+    )
+    gangs.add_argument("--report", metavar="DIR", help="write summary.csv, jobs.csv and plots here")
+    gangs.set_defaults(func=cmd_experiment_gangs)
 
 
 def _seeds(text: str) -> list[int]:
@@ -116,4 +166,107 @@ def cmd_experiment_fgd(args: argparse.Namespace) -> int:
         table.add_row(pl, pol, f"{mean:.2f} ± {sd:.2f}", str(n), f"{paper:.2f}" if paper is not None else "")
     Console().print(table)
     print(f"{len(results)} cells in {wall:.0f} s; wrote {out / 'unallocated.csv'} and {report}")
+    return EXIT_OK
+
+
+def _positive(value: int, option: str) -> int:
+    if value < 1:
+        raise InputError(f"{option}: must be at least 1, got {value}")
+    return value
+
+
+def cmd_experiment_gangs(args: argparse.Namespace) -> int:
+    import math
+
+    from kubesched.sim.gang_experiment import (
+        ARMS,
+        GangCluster,
+        Job,
+        llm_mix,
+        philly_jobs,
+        run_arm,
+        summary_rows,
+    )
+
+    scale = _positive(args.scale, "--scale")
+    nodes = _positive(args.nodes, "--nodes") * scale
+    if args.time_scale <= 0:
+        raise InputError(f"--time-scale: must be above 0, got {args.time_scale}")
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    for arm in arms:
+        if arm not in ARMS:
+            raise InputError(f"--arms: unknown arm {arm!r}; known: {', '.join(ARMS)}")
+    default_workloads = "llm,philly" if args.philly else "llm"
+    workloads = [w.strip() for w in (args.workloads or default_workloads).split(",") if w.strip()]
+    cluster = GangCluster(nodes=nodes)
+    per_workload: dict[str, list[Job]] = {}
+    for workload in workloads:
+        if workload == "llm":
+            per_workload[workload] = llm_mix(args.seed, scale=scale, cluster_gpus=cluster.gpus)
+        elif workload == "philly":
+            if not args.philly:
+                raise InputError("--workloads philly needs --philly PATH (the Philly philly.csv)")
+            if not Path(args.philly).is_file():
+                raise InputError("no such file", file=str(args.philly))
+            per_workload[workload] = philly_jobs(
+                Path(args.philly),
+                jobs=_positive(args.philly_jobs, "--philly-jobs") * scale,
+                skip=max(0, args.philly_skip),
+                time_scale=args.time_scale,
+                max_gpus=cluster.gpus,
+                speedup=scale,
+            )
+        else:
+            raise InputError(f"--workloads: unknown workload {workload!r}; known: llm, philly")
+    results = []
+    for workload, jobs in per_workload.items():
+        for arm in arms:
+            results.append(run_arm(arm, jobs, cluster, workload=workload, seed=args.seed))
+
+    def num(value: float, digits: int = 0) -> str:
+        return "" if math.isnan(value) else f"{value:.{digits}f}"
+
+    table = Table(title=f"gangs on {cluster.nodes} nodes x {cluster.gpus_per_node} GPUs (times in minutes)")
+    for col in (
+        "workload",
+        "arm",
+        "done/jobs",
+        "pending",
+        "JCT mean",
+        "JCT p95",
+        "wait mean",
+        "wait p95",
+        "GPU busy %",
+        "partial pods peak",
+        "partial GPU·h",
+        "racks",
+        "wall s",
+    ):
+        table.add_column(col, no_wrap=col in ("workload", "arm"))
+    for row in summary_rows(results):
+        table.add_row(
+            row["workload"],
+            row["arm"],
+            f"{row['done']}/{row['jobs']}",
+            f"{row['pending']} ({row['partial_at_end']} partial)" if row["pending"] else "0",
+            num(row["jct_mean_s"] / 60, 1),
+            num(row["jct_p95_s"] / 60, 1),
+            num(row["queueing_mean_s"] / 60, 1),
+            num(row["queueing_p95_s"] / 60, 1),
+            num(row["gpu_busy_pct"], 1),
+            str(row["partial_pods_peak"]),
+            num(row["partial_gpu_hours"], 1),
+            num(row["racks_per_multinode_job"], 2),
+            num(row["wall_s"], 1),
+        )
+    # Thirteen columns: wider than a pipe's default 80, so that no number is cut.
+    Console(width=max(Console().width, 160)).print(table)
+    for r in results:
+        for warning in r.warnings:
+            print(f"warning: {r.workload}/{r.arm}: {warning}")
+    if args.report:
+        from kubesched.sim.gang_report import write_report
+
+        written = write_report(results, Path(args.report))
+        print(f"wrote {len(written)} files to {args.report}")
     return EXIT_OK

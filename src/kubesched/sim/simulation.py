@@ -333,6 +333,11 @@ class Simulation:
     def _schedule_at(self, when: float, action: str, obj: dict[str, Any]) -> None:
         heapq.heappush(self._timeline, (when, next(self._timeline_seq), action, obj))
 
+    def complete_at(self, when: float, pod: dict[str, Any]) -> None:
+        """Finish a bound pod at virtual time ``when`` (deleted, reported with its outcome), as its
+        ``kubesched.io/duration`` annotation would: for workloads whose pods end together."""
+        self._schedule_at(when, "complete", pod)
+
     def _on_pod(self, change: Change[Any]) -> None:
         """Evictions are recorded; a pod that just got a node and has a duration finishes that long
         after (virtual time)."""
