@@ -3,7 +3,8 @@ its HTTP listener: the SQLite store, the simulated kubelets and controllers, bot
 real-time driver) takes pods created and deleted in waves, kube-scheduler pods and Volcano gangs
 side by side, while the process's resident memory is sampled. Every structure keyed by a pod or a
 PodGroup must let go of it once it is deleted, so after warm-up (the store's watch history and the
-Events within their TTL filling up) the curve stays flat however many pods went through.
+Events within their TTL filling up) the curve should stay flat however many pods went through
+(docs/performance.md has the latest run, and what it shows).
 
 What a pod goes through is what it goes through in ``serve``: created through admission, scheduled
 and bound, started by its kubelet, deleted gracefully (``deletionTimestamp``; the kubelet removes it
