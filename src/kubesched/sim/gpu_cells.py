@@ -145,6 +145,38 @@ class CellResult:
     def unallocated_at_100(self) -> float:
         return float(100.0 - self.alloc_at[100])
 
+    @classmethod
+    def from_steps(
+        cls,
+        cluster: Cluster,
+        pods: PodList,
+        policy: str,
+        seed: int,
+        tried: int,
+        failed: int,
+        seconds: float,
+        steps: tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]],
+        extra: dict[str, Any] | None = None,
+    ) -> CellResult:
+        """The result of a cell from what was recorded after each pod tried: the arrived, allocated
+        and fragmented GPU (milli-GPU each), turned into the curves over arrived %."""
+        arrived, used, frag = steps
+        cap = cluster.gpu_milli
+        arrived_pct = arrived / cap * 100.0
+        idle = cap - used
+        frag_pct = np.where(idle > 0, frag / np.maximum(idle, 1) * 100.0, 0.0)
+        return cls(
+            pod_list=pods.name,
+            policy=policy,
+            seed=seed,
+            pods=tried,
+            failed=failed,
+            seconds=seconds,
+            alloc_at=discrete(arrived_pct, used / cap * 100.0),
+            frag_at=discrete(arrived_pct, frag_pct),
+            extra=extra or {},
+        )
+
 
 def discrete(arrived_pct: FloatArray, values: FloatArray) -> FloatArray:
     """Mean of ``values`` over the steps whose arrived % rounds to each integer (±1 if none)."""

@@ -45,7 +45,6 @@ from kubesched.sim.gpu_cells import (
     Cluster,
     IntArray,
     PodList,
-    discrete,
     load_cluster,
     load_pod_list,
     sample_cluster,
@@ -186,19 +185,15 @@ def run_cell(
         used[k] = used_milli
         frag[k] = frag_sum
 
-    cap = cluster.gpu_milli
-    arrived_pct = arrived / cap * 100.0
-    idle = cap - used
-    frag_pct = np.where(idle > 0, frag / np.maximum(idle, 1) * 100.0, 0.0)
-    return CellResult(
-        pod_list=pods.name,
-        policy=policy,
-        seed=seed,
-        pods=len(order),
-        failed=failed,
-        seconds=time.perf_counter() - started,
-        alloc_at=discrete(arrived_pct, used / cap * 100.0),
-        frag_at=discrete(arrived_pct, frag_pct),
+    return CellResult.from_steps(
+        cluster,
+        pods,
+        policy,
+        seed,
+        len(order),
+        failed,
+        time.perf_counter() - started,
+        (arrived, used, frag),
     )
 
 

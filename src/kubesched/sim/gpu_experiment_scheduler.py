@@ -44,7 +44,7 @@ from kubesched.gpu.frag import PodShape, TypicalPods, frag_of, typical_pods
 from kubesched.gpu.policies import POLICIES
 from kubesched.plugins import default_registry
 from kubesched.plugins.gpushare import FGD
-from kubesched.sim.gpu_cells import CellResult, Cluster, PodList, discrete, tune_order
+from kubesched.sim.gpu_cells import CellResult, Cluster, PodList, tune_order
 from kubesched.sim.simulation import Simulation
 
 __all__ = ["POLICY_PLUGINS", "run_cell_scheduled"]
@@ -221,20 +221,16 @@ def run_cell_scheduled(
         frag[k] = frag_sum
     sim.cluster.close()
 
-    cap = cluster.gpu_milli
-    arrived_pct = arrived / cap * 100.0
-    idle = cap - used
-    frag_pct = np.where(idle > 0, frag / np.maximum(idle, 1) * 100.0, 0.0)
-    return CellResult(
-        pod_list=pods.name,
-        policy=policy,
-        seed=seed,
-        pods=len(order),
-        failed=failed,
-        seconds=time.perf_counter() - started,
-        alloc_at=discrete(arrived_pct, used / cap * 100.0),
-        frag_at=discrete(arrived_pct, frag_pct),
-        extra={"path": "claims" if claims else "annotations"},
+    return CellResult.from_steps(
+        cluster,
+        pods,
+        policy,
+        seed,
+        len(order),
+        failed,
+        time.perf_counter() - started,
+        (arrived, used, frag),
+        {"path": "claims" if claims else "annotations"},
     )
 
 
