@@ -628,18 +628,33 @@ class Session:
     def _victims(
         self, fns: dict[str, EvictableFn], switch: str, task: TaskInfo, cands: list[TaskInfo]
     ) -> list[TaskInfo]:
+        def answer(opt: PluginOption) -> tuple[list[TaskInfo], int] | None:
+            fn = fns.get(opt.name)
+            if fn is None or not opt.enabled(switch):
+                return None
+            return fn(task, cands)
+
+        return self._dispatch(answer, switch, task.key)
+
+    def _dispatch(
+        self,
+        answer: Callable[[PluginOption], tuple[list[TaskInfo], int] | None],
+        switch: str,
+        key: str,
+    ) -> list[TaskInfo]:
         """Volcano's victim dispatch: plugins of a tier intersect their answers; an empty answer ends
-        the tier without a decision; the first tier with a decision wins."""
+        the tier without a decision; the first tier with a decision wins. ``answer`` is a plugin's
+        (victims, abstain), or None when it has no function here."""
         victims: list[TaskInfo] | None = None
         undecided: list[tuple[int, str]] = []
         for number, tier in enumerate(self.tiers, 1):
             deciders: list[str] = []
             emptied = ""
             for opt in tier.plugins:
-                fn = fns.get(opt.name)
-                if fn is None or not opt.enabled(switch):
+                answered = answer(opt)
+                if answered is None:
                     continue
-                candidates, abstain = fn(task, cands)
+                candidates, abstain = answered
                 if abstain == ABSTAIN:
                     continue
                 if not candidates:
@@ -653,9 +668,7 @@ class Session:
                     keep = {c.uid for c in candidates}
                     victims = [v for v in victims if v.uid in keep]
             if victims is not None:
-                self._last_verdict = VictimVerdict(
-                    switch, task.key, number, tuple(deciders), tuple(undecided)
-                )
+                self._last_verdict = VictimVerdict(switch, key, number, tuple(deciders), tuple(undecided))
                 self._last_victims = victims
                 return victims
             undecided.append((number, emptied))
@@ -680,38 +693,12 @@ class Session:
         intersect, an empty answer ends the tier undecided, the first tier that decides wins) over
         the unified victim filters, which no plugin switch turns off. The verdict is kept for the
         evictions that follow, as for the other victim functions."""
-        victims: list[TaskInfo] | None = None
-        undecided: list[tuple[int, str]] = []
-        for number, tier in enumerate(self.tiers, 1):
-            deciders: list[str] = []
-            emptied = ""
-            for opt in tier.plugins:
-                fn = self.unified_evictable_fns.get(opt.name)
-                if fn is None:
-                    continue
-                allowed, abstain = fn(ctx, candidates)
-                if abstain == ABSTAIN:
-                    continue
-                if not allowed:
-                    victims = None
-                    emptied = opt.name
-                    break
-                deciders.append(opt.name)
-                if victims is None:
-                    victims = list(allowed)
-                else:
-                    keep = {c.uid for c in allowed}
-                    victims = [v for v in victims if v.uid in keep]
-            if victims is not None:
-                self._last_verdict = VictimVerdict(
-                    ctx.kind.value, ctx.job.uid, number, tuple(deciders), tuple(undecided)
-                )
-                self._last_victims = victims
-                return victims
-            undecided.append((number, emptied))
-        self._last_verdict = None
-        self._last_victims = []
-        return []
+
+        def answer(opt: PluginOption) -> tuple[list[TaskInfo], int] | None:
+            fn = self.unified_evictable_fns.get(opt.name)
+            return None if fn is None else fn(ctx, candidates)
+
+        return self._dispatch(answer, ctx.kind.value, ctx.job.uid)
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         out: dict[str, TaskInfo] = {}
