@@ -41,7 +41,12 @@ from kubesched.batch.actions.bundle import (
     create_job_bundles,
     flatten_bundles,
 )
-from kubesched.batch.actions.util import PriorityQueue, fits_idle, predicate_nodes, prioritize_nodes
+from kubesched.batch.actions.util import (
+    fits_idle,
+    predicate_nodes,
+    prioritize_nodes,
+    starving_jobs_by_queue,
+)
 from kubesched.batch.conf import argument_bool, argument_int
 from kubesched.batch.hypernodes import CLUSTER_TOP_HYPER_NODE, HyperNodeInfo, HyperNodeTree, build_tree
 from kubesched.batch.job_info import POD_PREEMPTABLE_KEY, JobInfo, QueueInfo, TaskInfo, TaskStatus
@@ -246,23 +251,8 @@ class GangEvictAction:
     # -- the loop --------------------------------------------------------------------------------
     def execute(self, ssn: Session) -> None:
         self.parse_arguments(ssn)
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        seen: set[str] = set()
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending():
-                continue
-            vr = ssn.job_valid(job)
-            if vr is not None and not vr.passed:
-                continue
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.name not in seen:
-                seen.add(queue.name)
-                queues.push(queue)
-            if ssn.job_starving(job):
-                starving.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+        found = starving_jobs_by_queue(ssn)
+        queues, starving = found.queues, found.by_queue
         if not starving:
             return
         on_nodes = TasksOnNodes(ssn, self.statuses)

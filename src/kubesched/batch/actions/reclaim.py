@@ -28,8 +28,8 @@ from kubesched.batch.actions.preempt import (
     task_queue,
     victim_order,
 )
-from kubesched.batch.actions.util import PriorityQueue
-from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kubesched.batch.actions.util import starving_jobs_by_queue
+from kubesched.batch.job_info import TaskInfo, TaskStatus
 from kubesched.batch.session import Session
 from kubesched.batch.shares import Amounts
 from kubesched.batch.statement import Statement
@@ -42,25 +42,9 @@ class ReclaimAction:
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        seen: set[str] = set()
-        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-        pending: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending():
-                continue
-            vr = ssn.job_valid(job)
-            if vr is not None and not vr.passed:
-                continue
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.name not in seen:
-                seen.add(queue.name)
-                queues.push(queue)
-            if ssn.job_starving(job):
-                preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
-                pending[job.uid] = task_queue(ssn, job.pending_tasks())
+        found = starving_jobs_by_queue(ssn)
+        queues, preemptors = found.queues, found.by_queue
+        pending = {job.uid: task_queue(ssn, job.pending_tasks()) for job in found.jobs}
         if not preemptors:
             return
 

@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from kubesched.batch.job_info import TaskInfo, fit_threshold_of
+from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, fit_threshold_of
 from kubesched.batch.session import BoolArray, Session
 from kubesched.batch.shares import Vector
 from kubesched.cache.node_table import PODS_COL
@@ -60,6 +60,42 @@ class PriorityQueue(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+@dataclass
+class StarvingJobs:
+    """The queues of the running jobs in queue order, and each queue's starving jobs in job order:
+    what reclaim and the gang-aware eviction actions walk."""
+
+    queues: PriorityQueue[QueueInfo]
+    by_queue: dict[str, PriorityQueue[JobInfo]]
+    jobs: list[JobInfo]
+
+
+def starving_jobs_by_queue(ssn: Session) -> StarvingJobs:
+    """Volcano's reclaim prologue: jobs still pending (not yet enqueued) and jobs the session's
+    JobValid rejects take no part; every other job's queue is visited, and its starving jobs are
+    the preemptors."""
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    seen: set[str] = set()
+    by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    starving: list[JobInfo] = []
+    for job in ssn.jobs.values():
+        if job.is_pending():
+            continue
+        vr = ssn.job_valid(job)
+        if vr is not None and not vr.passed:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.push(queue)
+        if ssn.job_starving(job):
+            by_queue.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+            starving.append(job)
+    return StarvingJobs(queues, by_queue, starving)
 
 
 class KeyedQueue(Generic[T]):
