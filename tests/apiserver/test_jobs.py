@@ -144,6 +144,55 @@ def test_indexed_job_gives_each_pod_its_index(make_cluster):
         assert env[0]["name"] == "JOB_COMPLETION_INDEX"
 
 
+def test_a_finished_job_with_a_ttl_is_deleted_with_its_pods(make_cluster):
+    cluster = make_cluster(nodes=1)
+    assert cluster.request("POST", JOBS, _job("brief", ttlSecondsAfterFinished=0))[0] == 201
+    assert until(lambda: cluster.request("GET", f"{JOBS}/brief")[0] == 404, timeout=20)
+    assert until(lambda: _pods(cluster, "brief") == [])
+
+
+def test_a_success_policy_ends_an_indexed_job_early(make_cluster):
+    cluster = make_cluster(nodes=2)
+    job = _job(
+        "leader",
+        duration=None,
+        completions=3,
+        parallelism=3,
+        completionMode="Indexed",
+        successPolicy={"rules": [{"succeededIndexes": "0"}]},
+    )
+    assert cluster.request("POST", JOBS, job)[0] == 201
+    assert until(lambda: len([p for p in _pods(cluster, "leader") if p["status"]["phase"] == "Running"]) == 3)
+    leader = next(
+        p
+        for p in _pods(cluster, "leader")
+        if p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "0"
+    )
+    code, _, _ = cluster.request(
+        "PATCH",
+        f"{PODS}/{leader['metadata']['name']}/status",
+        {"status": {"phase": "Succeeded"}},
+        content_type="application/merge-patch+json",
+    )
+    assert code == 200
+    assert until(lambda: ("Complete", "SuccessPolicy") in _conditions(cluster, "leader"), timeout=20)
+    assert _conditions(cluster, "leader")[0] == ("SuccessCriteriaMet", "SuccessPolicy")
+    assert _status(cluster, "leader")["completedIndexes"] == "0"
+
+
+def test_a_per_index_backoff_limit_is_refused_on_a_non_indexed_job(make_cluster):
+    cluster = make_cluster(nodes=1)
+    code, body, _ = cluster.request("POST", JOBS, _job("plain", backoffLimitPerIndex=1))
+    assert code == 422
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 1: requires indexed completion mode",
+            "field": "spec.backoffLimitPerIndex",
+        }
+    ]
+
+
 @pytest.mark.parametrize("binary", KUBECTLS)
 def test_kubectl_get_jobs(make_cluster, binary):
     cluster = make_cluster(nodes=1)

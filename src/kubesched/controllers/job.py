@@ -20,7 +20,11 @@ A failed pod is replaced only after the Job's backoff (``job_backoff.py``: 10 s,
 failure since the last success, at most ten minutes). ``activeDeadlineSeconds`` after its
 ``startTime`` a running Job fails (reason ``DeadlineExceeded``); ``podFailurePolicy``
 (``job_pod_failure_policy.py``) may fail it on a pod's failure (reason ``PodFailurePolicy``) or
-leave the failure uncounted. Times are read from ``clock`` (the wall clock in ``serve``)."""
+leave the failure uncounted. An Indexed Job's ``successPolicy`` ends it early once its succeeded
+indexes meet a rule (reason ``SuccessPolicy``); with ``backoffLimitPerIndex`` each index counts its
+own failures on its pods (``job-index-failure-count``) and backs off on its own, and an index past
+its limit is failed for good (``status.failedIndexes``; the Job fails with ``FailedIndexes`` or
+``MaxFailedIndexesExceeded``). Times are read from ``clock`` (the wall clock in ``serve``)."""
 
 from __future__ import annotations
 
@@ -40,8 +44,8 @@ from kubesched.controllers.controller_utils import (
     seconds,
     timestamp,
 )
-from kubesched.controllers.job_backoff import BackoffRecord, new_backoff_record
-from kubesched.controllers.job_pod_failure_policy import match_pod_failure_policy
+from kubesched.controllers.job_backoff import BackoffRecord, finished_time, new_backoff_record
+from kubesched.controllers.job_pod_failure_policy import FAIL_INDEX, match_pod_failure_policy
 from kubesched.controllers.job_workload import ensure_workload_and_pod_group, manages_workload
 from kubesched.store.base import EventType, NotFound, Obj
 from kubesched.store.informers import Change, InformerFactory
@@ -57,6 +61,14 @@ COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeed
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
 POD_FAILURE_POLICY = "PodFailurePolicy"
+SUCCESS_POLICY = "SuccessPolicy"
+MAX_FAILED_INDEXES_EXCEEDED = (
+    "MaxFailedIndexesExceeded",
+    "Job has exceeded the specified maximal number of failed indexes",
+)
+FAILED_INDEXES = ("FailedIndexes", "Job has failed indexes")
+INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+INDEX_IGNORED_FAILURE_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
 
 
 def _int(value: Any, default: int | None) -> int | None:
@@ -71,16 +83,63 @@ def completion_index(pod: Mapping[str, Any]) -> int | None:
         return None
 
 
-def parse_indexes(text: Any) -> set[int]:
-    """The indexes ``completedIndexes`` names (``1,3-5``)."""
+def parse_indexes(text: Any, completions: int | None = None) -> set[int]:
+    """The indexes ``completedIndexes`` names (``1,3-5``); a fragment that does not parse is
+    skipped, and with ``completions`` the indexes from it on are dropped (upstream's
+    ``parseIndexesFromString``)."""
     out: set[int] = set()
     for part in str(text or "").split(","):
         if not part:
             continue
         first, _, last = part.partition("-")
-        with contextlib.suppress(ValueError):
-            out.update(range(int(first), int(last or first) + 1))
+        try:
+            lo, hi = int(first), int(last or first)
+        except ValueError:
+            continue
+        if completions is not None:
+            if lo >= completions:
+                break
+            hi = min(hi, completions - 1)
+        out.update(range(lo, hi + 1))
     return out
+
+
+def match_success_policy(policy: Any, completions: int, succeeded: set[int]) -> str | None:
+    """The message of the first ``successPolicy`` rule the succeeded indexes meet (``Matched rules
+    at index N``), None when none does. A rule with ``succeededIndexes`` is met when all of them
+    succeeded or, with ``succeededCount``, that many of them; a rule with only ``succeededCount``
+    when that many indexes succeeded."""
+    if not isinstance(policy, Mapping) or not succeeded:
+        return None
+    for index, rule in enumerate(policy.get("rules") or []):
+        if not isinstance(rule, Mapping):
+            continue
+        count = _int(rule.get("succeededCount"), None)
+        if rule.get("succeededIndexes") is not None:
+            required = parse_indexes(rule["succeededIndexes"], completions)
+            if not required:
+                continue
+            contains = len(required & succeeded)
+            if contains == len(required) or (count is not None and contains >= count):
+                return f"Matched rules at index {index}"
+        elif count is not None and len(succeeded) >= count:
+            return f"Matched rules at index {index}"
+    return None
+
+
+def index_failure_counts(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """The pod's ``job-index-failure-count`` and ``job-index-ignored-failure-count`` annotations
+    (0 when absent, unparsable, negative or past int32, as upstream reads them)."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+
+    def read(key: str) -> int:
+        try:
+            value = int(str(annotations.get(key, "0")))
+        except ValueError:
+            return 0
+        return value if 0 <= value <= 2**31 - 1 else 0
+
+    return read(INDEX_FAILURE_COUNT), read(INDEX_IGNORED_FAILURE_COUNT)
 
 
 def format_indexes(indexes: set[int]) -> str:
@@ -142,6 +201,9 @@ class JobController(OwnerController):
         self._gone: dict[str, dict[str, Obj]] = {}
         #: Per Job uid, its failures since its last success (upstream's backoff store, in memory too).
         self._backoff: dict[str, BackoffRecord] = {}
+        #: Per Job uid with ``backoffLimitPerIndex``, per index: the failure counts its next pod
+        #: carries (counted, ignored) and when the index's last pod failed.
+        self._index_failures: dict[str, dict[int, tuple[int, int, float]]] = {}
         #: When each Job is due again: its backoff ends or its deadline comes.
         self._next: dict[Key, float] = {}
         self.clock = clock
@@ -179,6 +241,7 @@ class JobController(OwnerController):
         if _has_condition(status, "Complete") or _has_condition(status, "Failed"):
             self._gone.pop(uid, None)
             self._backoff.pop(uid, None)
+            self._index_failures.pop(uid, None)
             return  # a finished Job never makes or counts a pod again
         if meta.get("deletionTimestamp"):
             return
@@ -191,6 +254,11 @@ class JobController(OwnerController):
         parallelism = _int(spec.get("parallelism"), 1) or 0
         backoff_limit = _int(spec.get("backoffLimit"), 6) or 0
         policy = spec.get("podFailurePolicy")
+        per_index_limit = _int(spec.get("backoffLimitPerIndex"), None) if indexed else None
+        failed_indexes = (
+            parse_indexes(status.get("failedIndexes"), completions) if per_index_limit is not None else set()
+        )
+        index_failures = self._index_failures.setdefault(uid, {}) if per_index_limit is not None else {}
         now_s = self.clock()
         now = timestamp(now_s)
 
@@ -218,11 +286,22 @@ class JobController(OwnerController):
             # With a failure policy a deleted pod has failed once it is terminal (or gone), as
             # upstream waits for the phase the policy's rules read.
             elif phase == "Failed" or removed or (_deleting(pod) and policy is None):
-                message, counts, _ = match_pod_failure_policy(policy, pod)
+                message, counts, action = match_pod_failure_policy(policy, pod)
                 if counts:
                     failed += 1
                 if message is not None and fail_message is None:
                     fail_message = message
+                index = completion_index(pod)
+                if per_index_limit is not None and index is not None and index < (completions or 0):
+                    _count_index_failure(
+                        pod,
+                        index,
+                        counts,
+                        action == FAIL_INDEX,
+                        per_index_limit,
+                        failed_indexes,
+                        index_failures,
+                    )
                 new_failed.append(pod)
             else:
                 continue
@@ -261,9 +340,23 @@ class JobController(OwnerController):
                 conditions.append(target)
             else:
                 self._wake(job, started + deadline)
+        if target is None and per_index_limit is not None and completions is not None:
+            max_failed = _int(spec.get("maxFailedIndexes"), None)
+            if max_failed is not None and len(failed_indexes) > max_failed:
+                target = _condition("FailureTarget", "True", *MAX_FAILED_INDEXES_EXCEEDED, now)
+                conditions.append(target)
+            elif failed_indexes and len(failed_indexes) + len(done_indexes) >= completions:
+                target = _condition("FailureTarget", "True", *FAILED_INDEXES, now)
+                conditions.append(target)
+        if target is None and indexed and completions is not None:
+            matched = match_success_policy(spec.get("successPolicy"), completions, done_indexes)
+            if matched is not None:
+                target = _condition("SuccessCriteriaMet", "True", SUCCESS_POLICY, matched, now)
+                conditions.append(target)
         to_delete: list[Obj] = []
         to_create: list[int | None] = []
-        if target is not None and target["type"] == "FailureTarget":
+        if target is not None:
+            # A Job that has failed, or met its success criteria, removes its running pods.
             to_delete = active
         elif suspended:
             to_delete = active
@@ -290,7 +383,11 @@ class JobController(OwnerController):
                 stale = [p for p in active if completion_index(p) in done_indexes]
                 to_delete = stale
                 keep = [p for p in active if p not in stale]
-                pending = [i for i in range(completions) if i not in done_indexes and i not in running]
+                pending = [
+                    i
+                    for i in range(completions)
+                    if i not in done_indexes and i not in running and i not in failed_indexes
+                ]
                 to_create = list(pending[: max(0, want - len(keep))])
                 if len(keep) > want:
                     keep.sort(key=lambda p: completion_index(p) or 0)
@@ -309,7 +406,22 @@ class JobController(OwnerController):
             if complete and target is None:
                 target = _condition("SuccessCriteriaMet", "True", *COMPLETIONS_REACHED, now)
                 conditions.append(target)
-            wait = backoff.remaining(now_s) if to_create else 0.0
+            if per_index_limit is not None:
+                # Each index waits out its own backoff, from its last pod's failure.
+                ready_now: list[int | None] = []
+                for index in to_create:
+                    last = index_failures.get(index) if index is not None else None
+                    left = (
+                        BackoffRecord(last[0] + last[1], last[2]).remaining(now_s)
+                        if last is not None
+                        else 0.0
+                    )
+                    if left > 0:
+                        self._wake(job, now_s + left)
+                    else:
+                        ready_now.append(index)
+                to_create = ready_now
+            wait = backoff.remaining(now_s) if to_create and per_index_limit is None else 0.0
             if wait > 0:
                 # Failed pods are replaced once the Job's backoff has passed (upstream's manageJob).
                 to_create = []
@@ -335,7 +447,8 @@ class JobController(OwnerController):
                     _REPORTER,
                 )
             for index in to_create:
-                self._create(job, index, pod_group)
+                carried = index_failures.get(index, (0, 0, 0.0)) if index is not None else None
+                self._create(job, index, pod_group, None if per_index_limit is None else carried)
             if not suspended:
                 status.setdefault("startTime", now)
             status["active"] = len(active) - len([p for p in to_delete if p in active]) + len(to_create)
@@ -345,6 +458,8 @@ class JobController(OwnerController):
             status["succeeded"], status["failed"] = succeeded, failed
             if indexed:
                 status["completedIndexes"] = format_indexes(done_indexes)
+            if per_index_limit is not None:
+                status["failedIndexes"] = format_indexes(failed_indexes)
             if (
                 target is not None
                 and not terminating
@@ -400,7 +515,13 @@ class JobController(OwnerController):
         }
         return self.store.update({**job, "spec": new_spec})
 
-    def _create(self, job: Obj, index: int | None, pod_group: str | None = None) -> None:
+    def _create(
+        self,
+        job: Obj,
+        index: int | None,
+        pod_group: str | None = None,
+        failure_counts: tuple[int, int, float] | None = None,
+    ) -> None:
         meta = job["metadata"]
         name = str(meta["name"])
         template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
@@ -419,6 +540,10 @@ class JobController(OwnerController):
         if index is not None:
             labels[COMPLETION_INDEX] = str(index)
             annotations[COMPLETION_INDEX] = str(index)
+            if failure_counts is not None:
+                annotations[INDEX_FAILURE_COUNT] = str(failure_counts[0])
+                if failure_counts[1] > 0:
+                    annotations[INDEX_IGNORED_FAILURE_COUNT] = str(failure_counts[1])
             base = f"{name}-{index}"
             pod_spec.setdefault("hostname", base)
             env = {
@@ -445,3 +570,28 @@ class JobController(OwnerController):
         self.store.record_event(
             job, "Normal", "SuccessfulCreate", "Create", f"Created pod: {pod_name}", _REPORTER
         )
+
+
+def _count_index_failure(
+    pod: Obj,
+    index: int,
+    counts: bool,
+    fail_index: bool,
+    limit: int,
+    failed_indexes: set[int],
+    index_failures: dict[int, tuple[int, int, float]],
+) -> None:
+    """A failed pod of an Indexed Job with ``backoffLimitPerIndex``: its index fails when a
+    ``FailIndex`` rule matched or the pod already carried ``limit`` counted failures; otherwise the
+    index's next pod carries one more failure (counted, or ignored by an ``Ignore`` rule)."""
+    count, ignored = index_failure_counts(pod)
+    if fail_index or (counts and count >= limit):
+        failed_indexes.add(index)
+        index_failures.pop(index, None)
+        return
+    after = (count + 1, ignored) if counts else (count, ignored + 1)
+    when = finished_time(pod)
+    previous = index_failures.get(index)
+    # The index's latest failure decides what its replacement carries.
+    if previous is None or (previous[0] + previous[1], previous[2]) <= (after[0] + after[1], when):
+        index_failures[index] = (*after, when)

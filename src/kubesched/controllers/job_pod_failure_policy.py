@@ -1,9 +1,9 @@
 """A Job's ``podFailurePolicy`` (upstream ``pkg/controller/job/pod_failure_policy.go``): the first
 rule that matches a failed pod, by a container's non-zero exit code or by a pod condition, decides
 what the failure means. ``FailJob`` fails the Job at once (reason ``PodFailurePolicy``), ``Ignore``
-leaves the failure out of ``status.failed`` and the backoff limit, ``Count`` (and ``FailIndex``,
-whose per-index limit is not modelled) counts it as usual. A rule with an unknown action or
-operator matches nothing."""
+leaves the failure out of ``status.failed`` and the backoff limit, ``Count`` counts it as usual,
+and ``FailIndex`` counts it and fails the pod's index of a Job with ``backoffLimitPerIndex``. A rule
+with an unknown action or operator matches nothing."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ from kubesched.controllers.replicaset import ReplicaSetController
 from kubesched.controllers.resourceclaim import ResourceClaimController
 from kubesched.controllers.serviceaccount import ServiceAccountsController
 from kubesched.controllers.statefulset import StatefulSetController
+from kubesched.controllers.ttl_after_finished import TTLAfterFinishedController
 from kubesched.store.informers import InformerFactory
 from kubesched.store.sqlite import SqliteStore
 
@@ -61,6 +62,7 @@ class ControllerManager:
         )
         self.disruption = DisruptionController(store, self.informers)
         self.event_ttl = EventTTLController(store, self.informers, event_ttl)
+        self.ttl_after_finished = TTLAfterFinishedController(store, self.informers)
         self.service_accounts = ServiceAccountsController(store, self.informers)
         self.endpoints = EndpointsController(store, self.informers)
         self.endpoint_slices = EndpointSliceController(store, self.informers)
@@ -101,6 +103,8 @@ class ControllerManager:
         self.informers.pump()
         self.disruption.sync()
         self.event_ttl.sync()
+        self.informers.pump()
+        self.ttl_after_finished.sync()
         self.service_accounts.sync()
         self.informers.pump()
         self.endpoints.sync()

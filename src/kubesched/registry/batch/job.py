@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kubesched.api.job_rules import job_spec_causes, job_update_causes
+from kubesched.registry.errors import invalid
 from kubesched.registry.podtemplate import PodTemplateStrategy
 from kubesched.registry.strategy import AGE, NAME, Column, Resource, Row, age, human_duration, meta_of
-from kubesched.store.base import Obj
+from kubesched.store.base import ClusterStore, Obj
 
 #: Upstream ``printJob``'s STATUS: the first of these conditions that is True.
 _STATUS_ORDER = (
@@ -57,6 +59,20 @@ class JobStrategy(PodTemplateStrategy):
         # Every write is read with the defaults, as upstream decodes each body.
         self.defaults(new)
         super().prepare_for_update(old, new)
+
+    def validate(self, body: dict[str, Any]) -> None:
+        spec = body.get("spec")
+        causes = job_spec_causes(spec) if isinstance(spec, dict) else []
+        if causes:
+            raise invalid("Job", "batch", str(body["metadata"].get("name", "")), causes)
+        super().validate(body)
+
+    def allocate(self, store: ClusterStore, old: Obj | None, new: dict[str, Any]) -> None:
+        if old is None:
+            return
+        causes = job_update_causes(old.get("spec") or {}, new.get("spec") or {})
+        if causes:
+            raise invalid("Job", "batch", str(new["metadata"].get("name", "")), causes)
 
     def row(self, obj: Mapping[str, Any], now: float) -> Row:
         """Upstream ``printJob``."""
