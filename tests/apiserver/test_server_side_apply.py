@@ -294,3 +294,66 @@ def test_managed_fields_written_by_someone_else_are_read_as_far_as_they_make_sen
     assert code == 201
     code, out = _apply(cluster, _deployment(replicas=3), "alice")
     assert code == 200 and out["spec"]["replicas"] == 3
+
+
+def _pod(ports: list[dict[str, Any]], finalizers: list[str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p"}
+    if finalizers is not None:
+        meta["finalizers"] = finalizers
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "image": "x", "ports": ports}]},
+    }
+
+
+def test_lists_merge_as_the_kinds_schema_says() -> None:
+    """Container ports are a map keyed by containerPort and protocol (its default filling in a
+    port that names none), finalizers a set: two managers each own their own items and values."""
+    from kubesched.apiserver.openapi.schemas import builtin_schema
+
+    schema = builtin_schema("", "v1", "Pod")
+    assert mf.list_semantics("ports", mf._child(mf._child(mf._child(schema, "spec"), "containers"), "ports"))
+    first = mf.apply(
+        None,
+        _pod([{"containerPort": 80}], ["a.example/x"]),
+        manager="one",
+        force=False,
+        api_version="v1",
+        now="t",
+        schema=schema,
+    )
+    both = mf.apply(
+        first,
+        _pod([{"containerPort": 80, "protocol": "UDP"}], ["a.example/y"]),
+        manager="two",
+        force=False,
+        api_version="v1",
+        now="t",
+        schema=schema,
+    )
+    ports = both["spec"]["containers"][0]["ports"]
+    assert ports == [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 80, "protocol": "UDP"}]
+    assert both["metadata"]["finalizers"] == ["a.example/x", "a.example/y"]
+    fields = {e["manager"]: e["fieldsV1"] for e in both["metadata"]["managedFields"]}
+    container = fields["two"]["f:spec"]["f:containers"]['k:{"name":"c"}']
+    assert 'k:{"containerPort":80,"protocol":"UDP"}' in container["f:ports"]
+    assert fields["two"]["f:metadata"]["f:finalizers"] == {'v:"a.example/y"': {}}
+    # The second manager stops applying its port and finalizer: only those go.
+    after = mf.apply(both, _pod([], []), manager="two", force=False, api_version="v1", now="t", schema=schema)
+    assert after["spec"]["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert after["metadata"]["finalizers"] == ["a.example/x"]
+
+
+def test_an_atomic_list_is_owned_whole_and_conflicts_whole() -> None:
+    from kubesched.apiserver.openapi.schemas import builtin_schema
+
+    schema = builtin_schema("", "v1", "Pod")
+    pod = _pod([])
+    pod["spec"]["tolerations"] = [{"key": "a", "operator": "Exists"}]
+    first = mf.apply(None, pod, manager="one", force=False, api_version="v1", now="t", schema=schema)
+    pod["spec"]["tolerations"] = [{"key": "b", "operator": "Exists"}]
+    with pytest.raises(ApiError) as refused:
+        mf.apply(first, pod, manager="two", force=False, api_version="v1", now="t", schema=schema)
+    assert refused.value.details["causes"][0]["field"] == ".spec.tolerations"  # type: ignore[index]

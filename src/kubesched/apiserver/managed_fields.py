@@ -3,9 +3,12 @@
 into the object.
 
 A field is named by its path from the object's root: ``f:<name>`` steps into a map, ``k:{...}``
-into the item of a list merged by key (containers by name, tolerations are atomic), and a path
-ending in ``.`` is the item itself. Lists without a merge key, and empty maps, are owned whole.
-The paths are kept in ``managedFields`` as upstream's ``FieldsV1`` trees.
+into the item of a list merged by key, ``v:<value>`` names a value of a list merged as a set, and
+a path ending in ``.`` is the keyed item itself. How each list merges is read from the kind's
+OpenAPI schema as structured-merge-diff reads it (containers by name, container ports by
+``containerPort`` and ``protocol``, finalizers as a set, tolerations atomic); atomic lists and
+empty maps are owned whole. The paths are kept in ``managedFields`` as upstream's ``FieldsV1``
+trees.
 
 An apply by a manager owns exactly the fields of its configuration. A field another manager owns is
 a conflict when the configuration gives it another value than the object has (the same value is
@@ -24,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from kubesched.apiserver.patch import MERGE_KEYS
+from kubesched.apiserver.openapi.schemas import resolve
+from kubesched.apiserver.patch import MERGE_KEYS, SET_LISTS
 from kubesched.registry.errors import ApiError
 
 Path = tuple[str, ...]
@@ -54,47 +58,128 @@ UPDATE = "Update"
 
 
 # -- field sets ----------------------------------------------------------------------------------
-def field_set(obj: Mapping[str, Any]) -> set[Path]:
-    """The paths of the fields ``obj`` sets (its leaves and its keyed list items)."""
+#: How a list merges: as a map keyed by some of its items' fields, as a set of scalars, or whole.
+MAP, SET, ATOMIC = "map", "set", "atomic"
+Schema = dict[str, Any] | None
+
+
+def list_semantics(field: str, schema: Schema) -> tuple[str, tuple[str, ...]]:
+    """How the list ``field`` (whose OpenAPI schema is ``schema``) merges, with its key fields, as
+    structured-merge-diff reads the schema: ``x-kubernetes-list-type`` and its map keys; without
+    one, a ``merge`` patch strategy with a merge key is a map on that key, without a key a set;
+    anything else is atomic. A kind with no built-in schema keys the lists of :data:`MERGE_KEYS`
+    by their usual field."""
+    if schema is None:
+        key = MERGE_KEYS.get(field)
+        if key is not None:
+            return MAP, (key,)
+        return (SET, ()) if field in SET_LISTS else (ATOMIC, ())
+    kind = schema.get("x-kubernetes-list-type")
+    if kind is None:
+        if "merge" not in str(schema.get("x-kubernetes-patch-strategy", "")).split(","):
+            return ATOMIC, ()
+        merge_key = schema.get("x-kubernetes-patch-merge-key")
+        return (MAP, (str(merge_key),)) if merge_key else (SET, ())
+    if kind == MAP:
+        keys = tuple(str(k) for k in schema.get("x-kubernetes-list-map-keys") or ())
+        return (MAP, keys) if keys else (ATOMIC, ())
+    return (SET, ()) if kind == SET else (ATOMIC, ())
+
+
+def _child(schema: Schema, key: str) -> Schema:
+    """The schema of ``key`` inside an object of ``schema`` (None once the schema is unknown)."""
+    if schema is None:
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and key in props:
+        return resolve(props[key])
+    extra = schema.get("additionalProperties")
+    return resolve(extra) if isinstance(extra, dict) else None
+
+
+def _items(schema: Schema) -> Schema:
+    return None if schema is None else resolve(schema.get("items"))
+
+
+def with_key_defaults(obj: Any, schema: Schema, field: str = "") -> Any:
+    """``obj`` with the key fields its map lists' items leave out filled from the schema's
+    defaults (a container port's ``protocol``), so every item can be named by its keys."""
+    if isinstance(obj, dict):
+        return {k: with_key_defaults(v, _child(schema, k), k) for k, v in obj.items()}
+    if isinstance(obj, list) and schema is not None:
+        kind, keys = list_semantics(field, schema)
+        items = _items(schema)
+        props = (items or {}).get("properties") or {}
+        defaults = {
+            k: props[k]["default"] for k in keys if isinstance(props.get(k), dict) and "default" in props[k]
+        }
+        out = []
+        for item in obj:
+            if kind == MAP and isinstance(item, dict) and defaults:
+                item = {**{k: v for k, v in defaults.items() if k not in item}, **item}
+            out.append(with_key_defaults(item, items))
+        return out
+    return obj
+
+
+def field_set(obj: Mapping[str, Any], schema: Schema = None) -> set[Path]:
+    """The paths of the fields ``obj`` sets (its leaves, its keyed list items and set values)."""
     out: set[Path] = set()
     for key, value in obj.items():
         if key in _UNOWNED_TOP:
             continue
+        node = _child(schema, key)
         if key == "metadata" and isinstance(value, dict):
             for mkey, mvalue in value.items():
                 if mkey not in _UNOWNED_METADATA:
-                    _walk(mvalue, ("f:metadata", f"f:{mkey}"), mkey, out)
+                    _walk(mvalue, ("f:metadata", f"f:{mkey}"), mkey, out, _child(node, mkey))
             continue
-        _walk(value, (f"f:{key}",), key, out)
+        _walk(value, (f"f:{key}",), key, out, node)
     return out
 
 
-def _keyed(field: str, value: Any) -> str | None:
-    """The merge key of a list field whose items all carry it (None: the list is atomic)."""
-    key = MERGE_KEYS.get(field)
-    if key is None or not isinstance(value, list) or not value:
+def _keyed(field: str, value: Any, schema: Schema) -> tuple[str, ...] | None:
+    """The key fields of a map list whose items all carry them (None: not merged by key)."""
+    kind, keys = list_semantics(field, schema)
+    if kind != MAP or not isinstance(value, list) or not value:
         return None
-    if all(isinstance(item, dict) and key in item for item in value):
-        return key
+    if all(isinstance(item, dict) and all(k in item for k in keys) for item in value):
+        return keys
     return None
 
 
-def _item(key: str, item: Mapping[str, Any]) -> str:
-    return "k:" + orjson.dumps({key: item[key]}).decode()
+def _is_set(field: str, value: Any, schema: Schema) -> bool:
+    return (
+        list_semantics(field, schema)[0] == SET
+        and isinstance(value, list)
+        and all(v is None or isinstance(v, str | int | float | bool) for v in value)
+    )
 
 
-def _walk(value: Any, path: Path, field: str, out: set[Path]) -> None:
+def _item(keys: tuple[str, ...], item: Mapping[str, Any]) -> str:
+    return "k:" + orjson.dumps({k: item[k] for k in sorted(keys)}).decode()
+
+
+def _value_step(value: Any) -> str:
+    return "v:" + orjson.dumps(value).decode()
+
+
+def _walk(value: Any, path: Path, field: str, out: set[Path], schema: Schema) -> None:
     if isinstance(value, dict) and value:
         for key, sub in value.items():
-            _walk(sub, (*path, f"f:{key}"), key, out)
+            _walk(sub, (*path, f"f:{key}"), key, out, _child(schema, key))
         return
-    key = _keyed(field, value)
-    if key is not None:
+    keys = _keyed(field, value, schema)
+    if keys is not None:
+        items = _items(schema)
         for item in value:
-            at = (*path, _item(key, item))
+            at = (*path, _item(keys, item))
             out.add((*at, "."))
             for sub_key, sub in item.items():
-                _walk(sub, (*at, f"f:{sub_key}"), sub_key, out)
+                _walk(sub, (*at, f"f:{sub_key}"), sub_key, out, _child(items, sub_key))
+        return
+    if value and _is_set(field, value, schema):
+        out.update((*path, _value_step(v)) for v in value)
         return
     out.add(path)
 
@@ -110,6 +195,11 @@ def value_at(obj: Any, path: Path) -> Any:
             if not isinstance(current, dict) or step[2:] not in current:
                 return _MISSING
             current = current[step[2:]]
+        elif step.startswith("v:"):
+            wanted_value = _set_value(step)
+            if not isinstance(current, list) or wanted_value is _MISSING or wanted_value not in current:
+                return _MISSING
+            return _PRESENT
         else:
             wanted = _item_key(step)
             if wanted is None or not isinstance(current, list):
@@ -127,6 +217,13 @@ def _item_key(step: str) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return wanted if isinstance(wanted, dict) and wanted else None
+
+
+def _set_value(step: str) -> Any:
+    try:
+        return orjson.loads(step[2:])
+    except orjson.JSONDecodeError:
+        return _MISSING
 
 
 def _matches(item: Any, wanted: Mapping[str, Any]) -> bool:
@@ -147,8 +244,14 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     if not isinstance(tree, dict):
         return out
     for step, sub in tree.items():
-        if not (step == "." or step.startswith("f:") or (step.startswith("k:") and _item_key(step))):
-            # Values of set lists (``v:``) and list indices (``i:``) are not tracked here.
+        valid = (
+            step == "."
+            or step.startswith("f:")
+            or (step.startswith("k:") and _item_key(step))
+            or (step.startswith("v:") and _set_value(step) is not _MISSING)
+        )
+        if not valid:
+            # List indices (``i:``) are not tracked here.
             continue
         path = (*prefix, step)
         if step == "." or not sub:
@@ -166,6 +269,8 @@ def path_text(path: Path) -> str:
             continue
         if step.startswith("f:"):
             out += "." + step[2:]
+        elif step.startswith("v:"):
+            out += "[=" + step[2:] + "]"
         else:
             wanted = _item_key(step) or {}
             out += "[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in wanted.items()) + "]"
@@ -262,12 +367,14 @@ def apply(
     force: bool,
     api_version: str,
     now: str,
+    schema: Schema = None,
 ) -> dict[str, Any]:
     """The object after ``manager`` applies ``config`` to ``live`` (None: it does not exist yet),
     its ``managedFields`` brought up to date; an :class:`ApiError` 409 on conflicts unless
-    ``force``."""
+    ``force``. ``schema`` is the kind's OpenAPI schema: it says how each list merges."""
     entries = entries_of(live)
-    applied = field_set(config)
+    config = with_key_defaults(dict(config), schema)
+    applied = field_set(config, schema)
     mine = next((e for e in entries if e.same_owner(manager, APPLY, "")), None)
     conflicts: list[tuple[Entry, Path]] = []
     for entry in entries:
@@ -282,10 +389,14 @@ def apply(
         entry.paths.discard(path)
     others: set[Path] = set().union(*(e.paths for e in entries if e is not mine))
     dropped = (mine.paths if mine is not None else set()) - applied - others
+    # A keyed item goes only when nobody else owns a field inside it; it goes with its fields, so
+    # items are removed before the fields that name them (a removed key field would lose it).
+    held = {p[:i] for p in others for i in range(1, len(p))}
+    dropped = {p for p in dropped if not (p[-1] == "." and p[:-1] in held)}
     out: dict[str, Any] = copy.deepcopy(dict(live)) if live is not None else {}
-    for path in sorted(dropped, key=len, reverse=True):
+    for path in sorted(dropped, key=lambda p: (len(p), p[-1] != ".")):
         _remove(out, path)
-    out = _merge(out, dict(config))
+    out = _merge(out, dict(config), "", schema)
     if mine is None:
         mine = Entry(manager, APPLY, api_version, now, set())
         entries.append(mine)
@@ -314,30 +425,49 @@ def conflict_error(conflicts: list[tuple[Entry, Path]]) -> ApiError:
     return ApiError(409, "Conflict", message, details={"causes": causes})
 
 
-def _merge(live: Any, config: Any, field: str = "") -> Any:
+def _merge(live: Any, config: Any, field: str, schema: Schema) -> Any:
     if isinstance(config, dict) and isinstance(live, dict):
         out = dict(live)
         for key, value in config.items():
-            out[key] = _merge(live.get(key, _MISSING), value, key)
+            out[key] = _merge(live.get(key, _MISSING), value, key, _child(schema, key))
         return out
-    key = _keyed(field, config)
-    if key is not None and isinstance(live, list):
+    kind, keys = list_semantics(field, schema)
+    keyed = (
+        kind == MAP
+        and isinstance(config, list)
+        and all(isinstance(item, dict) and all(k in item for k in keys) for item in config)
+    )
+    if keyed and isinstance(live, list):
+        # The applied items join the others' (an empty list leaves them as they are).
+        items = _items(schema)
         merged = list(live)
         for item in config:
             pos = next(
-                (i for i, cur in enumerate(merged) if isinstance(cur, dict) and cur.get(key) == item[key]),
+                (
+                    i
+                    for i, cur in enumerate(merged)
+                    if isinstance(cur, dict) and all(cur.get(k) == item[k] for k in keys)
+                ),
                 None,
             )
             if pos is None:
                 merged.append(copy.deepcopy(item))
             else:
-                merged[pos] = _merge(merged[pos], item)
+                merged[pos] = _merge(merged[pos], item, "", items)
         return merged
+    if isinstance(live, list) and _is_set(field, config, schema):
+        return list(live) + [copy.deepcopy(v) for v in config if v not in live]
     return copy.deepcopy(config)
 
 
 def _remove(obj: Any, path: Path) -> None:
-    """Remove the field (or keyed item, for a path ending in ``.``) at ``path``, if present."""
+    """Remove the field (or keyed item, for a path ending in ``.``, or set value) at ``path``, if
+    present."""
+    if path and path[-1].startswith("v:"):
+        parent, gone = value_at(obj, path[:-1]), _set_value(path[-1])
+        if isinstance(parent, list):
+            parent[:] = [v for v in parent if v != gone]
+        return
     if path and path[-1] == ".":
         parent, step = value_at(obj, path[:-2]), path[-2]
         wanted = _item_key(step)
@@ -358,6 +488,7 @@ def track_update(
     api_version: str,
     now: str,
     subresource: str = "",
+    schema: Schema = None,
 ) -> None:
     """After a write that is not an apply: ``manager`` owns the fields it changed, taken from the
     others. Only objects that have managed fields are tracked."""
@@ -367,7 +498,7 @@ def track_update(
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
         return
-    before, after = field_set(old), field_set(new)
+    before, after = field_set(old, schema), field_set(new, schema)
     changed = {p for p in after if value_at(old, p) != value_at(new, p)} | (before - after)
     if changed:
         for entry in entries:

@@ -78,6 +78,7 @@ def patch(
                 force=force,
                 api_version=res.group_version,
                 now=format_timestamp(time.time()),
+                schema=schema,
             )
         elif ctype == JSON_PATCH:
             patched = json_patch(current, change)

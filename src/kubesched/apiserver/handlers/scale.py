@@ -11,6 +11,7 @@ from aiohttp import web
 from kubesched.apiserver import managed_fields
 from kubesched.apiserver.handlers.body import decode, raw_body
 from kubesched.apiserver.handlers.responses import field_manager, get_or_404, json_response
+from kubesched.apiserver.openapi.schemas import builtin_schema
 from kubesched.apiserver.patch import json_patch, merge_patch
 from kubesched.registry.errors import (
     STALE,
@@ -60,6 +61,7 @@ async def scale(
             api_version=res.group_version,
             now=format_timestamp(time.time()),
             subresource="scale",
+            schema=builtin_schema(res.group, res.version, res.kind),
         )
         if dry:
             return json_response(_scale_of(new))

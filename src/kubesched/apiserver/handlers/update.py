@@ -11,6 +11,7 @@ from aiohttp import web
 from kubesched.apiserver import managed_fields
 from kubesched.apiserver.handlers.prepare import prepare
 from kubesched.apiserver.handlers.responses import get_or_404, json_response, view, warning_headers
+from kubesched.apiserver.openapi.schemas import builtin_schema
 from kubesched.registry.errors import STALE, bad_request, conflict, not_found
 from kubesched.registry.strategy import Strategy
 from kubesched.store.base import Conflict, NotFound, Obj
@@ -75,6 +76,7 @@ def store_update(
             api_version=res.group_version,
             now=format_timestamp(time.time()),
             subresource=sub or "",
+            schema=builtin_schema(res.group, res.version, res.kind),
         )
     if query.get("dryRun") == "All":
         return new
