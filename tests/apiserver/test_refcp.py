@@ -211,3 +211,59 @@ def test_server_side_apply_answers_as_kube_apiserver(reference, make_cluster):
     """Conflicts, shared ownership, force, and fields an applier stops applying, side by side."""
     ours = make_cluster(nodes=0, schedulers=False)
     assert _apply_scenario(ours) == _apply_scenario(reference)
+
+
+def _list_apply_scenario(server) -> list[tuple[int, list | None, list | None, dict]]:
+    """Two managers apply a Deployment's container ports (a map list keyed by port and protocol)
+    and its finalizers (a set): what each answer holds and what each manager owns there."""
+    out = []
+    path = "/apis/apps/v1/namespaces/default/deployments/ports"
+
+    def apply(ports: list[dict], finalizers: list[str], manager: str) -> None:
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "ports", "finalizers": finalizers},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "ports"}},
+                "template": {
+                    "metadata": {"labels": {"app": "ports"}},
+                    "spec": {"containers": [{"name": "c", "image": "x", "ports": ports}]},
+                },
+            },
+        }
+        code, answer, _ = server.request(
+            "PATCH",
+            f"{path}?fieldManager={manager}",
+            json.dumps(body),
+            content_type="application/apply-patch+yaml",
+        )
+        if answer.get("kind") == "Status":
+            out.append((code, None, None, {"status": answer.get("reason")}))
+            return
+        owned = {
+            e["manager"]: (
+                e["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"],
+                e["fieldsV1"].get("f:metadata", {}).get("f:finalizers"),
+            )
+            for e in answer["metadata"]["managedFields"]
+            if e["operation"] == "Apply"
+        }
+        ports_now = answer["spec"]["template"]["spec"]["containers"][0].get("ports")
+        out.append((code, ports_now, answer["metadata"].get("finalizers"), owned))
+
+    apply([{"containerPort": 80}], ["example.com/a"], "alice")
+    apply([{"containerPort": 80, "protocol": "UDP"}], ["example.com/b"], "bob")
+    apply([{"containerPort": 80, "name": "web"}], ["example.com/a"], "alice")
+    apply([], [], "bob")
+    server.request(
+        "PATCH", path, {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json"
+    )
+    server.request("DELETE", path)
+    return out
+
+
+def test_server_side_apply_merges_lists_as_kube_apiserver(reference, make_cluster):
+    ours = make_cluster(nodes=0, schedulers=False)
+    assert _list_apply_scenario(ours) == _list_apply_scenario(reference)

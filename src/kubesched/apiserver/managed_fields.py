@@ -101,21 +101,24 @@ def _items(schema: Schema) -> Schema:
     return None if schema is None else resolve(schema.get("items"))
 
 
+def _key_defaults(keys: tuple[str, ...], items: Schema) -> dict[str, Any]:
+    """The schema defaults of a map list's key fields (a container port's ``protocol``)."""
+    props = (items or {}).get("properties") or {}
+    return {k: props[k]["default"] for k in keys if isinstance(props.get(k), dict) and "default" in props[k]}
+
+
 def with_key_defaults(obj: Any, schema: Schema, field: str = "") -> Any:
     """``obj`` with the key fields its map lists' items leave out filled from the schema's
-    defaults (a container port's ``protocol``), so every item can be named by its keys."""
+    defaults, as the object will hold them once defaulted."""
     if isinstance(obj, dict):
         return {k: with_key_defaults(v, _child(schema, k), k) for k, v in obj.items()}
     if isinstance(obj, list) and schema is not None:
         kind, keys = list_semantics(field, schema)
         items = _items(schema)
-        props = (items or {}).get("properties") or {}
-        defaults = {
-            k: props[k]["default"] for k in keys if isinstance(props.get(k), dict) and "default" in props[k]
-        }
+        defaults = _key_defaults(keys, items) if kind == MAP else {}
         out = []
         for item in obj:
-            if kind == MAP and isinstance(item, dict) and defaults:
+            if defaults and isinstance(item, dict):
                 item = {**{k: v for k, v in defaults.items() if k not in item}, **item}
             out.append(with_key_defaults(item, items))
         return out
@@ -138,13 +141,15 @@ def field_set(obj: Mapping[str, Any], schema: Schema = None) -> set[Path]:
     return out
 
 
-def _keyed(field: str, value: Any, schema: Schema) -> tuple[str, ...] | None:
-    """The key fields of a map list whose items all carry them (None: not merged by key)."""
+def _keyed(field: str, value: Any, schema: Schema) -> tuple[tuple[str, ...], dict[str, Any]] | None:
+    """The key fields (and their defaults) of a map list whose items all carry them or have them
+    defaulted (None: not merged by key)."""
     kind, keys = list_semantics(field, schema)
     if kind != MAP or not isinstance(value, list) or not value:
         return None
-    if all(isinstance(item, dict) and all(k in item for k in keys) for item in value):
-        return keys
+    defaults = _key_defaults(keys, _items(schema))
+    if all(isinstance(item, dict) and all(k in item or k in defaults for k in keys) for item in value):
+        return keys, defaults
     return None
 
 
@@ -156,8 +161,8 @@ def _is_set(field: str, value: Any, schema: Schema) -> bool:
     )
 
 
-def _item(keys: tuple[str, ...], item: Mapping[str, Any]) -> str:
-    return "k:" + orjson.dumps({k: item[k] for k in sorted(keys)}).decode()
+def _item(keys: tuple[str, ...], item: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+    return "k:" + orjson.dumps({k: item.get(k, defaults.get(k)) for k in sorted(keys)}).decode()
 
 
 def _value_step(value: Any) -> str:
@@ -169,15 +174,18 @@ def _walk(value: Any, path: Path, field: str, out: set[Path], schema: Schema) ->
         for key, sub in value.items():
             _walk(sub, (*path, f"f:{key}"), key, out, _child(schema, key))
         return
-    keys = _keyed(field, value, schema)
-    if keys is not None:
+    keyed = _keyed(field, value, schema)
+    if keyed is not None:
+        keys, defaults = keyed
         items = _items(schema)
         for item in value:
-            at = (*path, _item(keys, item))
+            at = (*path, _item(keys, item, defaults))
             out.add((*at, "."))
             for sub_key, sub in item.items():
                 _walk(sub, (*at, f"f:{sub_key}"), sub_key, out, _child(items, sub_key))
         return
+    if isinstance(value, list) and list_semantics(field, schema)[0] != ATOMIC and not value:
+        return  # an empty map or set list owns no item, and not the list itself
     if value and _is_set(field, value, schema):
         out.update((*path, _value_step(v)) for v in value)
         return
@@ -373,8 +381,10 @@ def apply(
     its ``managedFields`` brought up to date; an :class:`ApiError` 409 on conflicts unless
     ``force``. ``schema`` is the kind's OpenAPI schema: it says how each list merges."""
     entries = entries_of(live)
-    config = with_key_defaults(dict(config), schema)
+    # The configuration owns the fields it gives; it is compared and merged as the object will
+    # hold it, its items' key fields defaulted.
     applied = field_set(config, schema)
+    config = with_key_defaults(dict(config), schema)
     mine = next((e for e in entries if e.same_owner(manager, APPLY, "")), None)
     conflicts: list[tuple[Entry, Path]] = []
     for entry in entries:
