@@ -123,3 +123,103 @@ def test_python_client_reads_services_endpoints_daemonsets_and_cronjobs(make_clu
     assert cj.spec.concurrency_policy == "Allow" and cj.spec.successful_jobs_history_limit == 3
     lease = client.CoordinationV1Api(api_client).read_namespaced_lease("node-0", "kube-node-lease")
     assert lease.spec.holder_identity == "node-0" and lease.spec.renew_time is not None
+
+
+def test_python_client_runs_replication_controllers(make_cluster):
+    from tests.apiserver.kubectls import until
+
+    cluster = make_cluster(nodes=2)
+    api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    core = client.CoreV1Api(api_client)
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "frontend"},
+        "spec": {
+            "replicas": 2,
+            "template": {
+                "metadata": {"labels": {"name": "frontend"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx"}]},
+            },
+        },
+    }
+    created = core.create_namespaced_replication_controller("default", manifest)
+    # The selector and the labels default to the template's labels.
+    assert created.spec.selector == {"name": "frontend"} and created.metadata.labels == {"name": "frontend"}
+    assert until(
+        lambda: core.read_namespaced_replication_controller("frontend", "default").status.replicas == 2
+    )
+    pods = core.list_namespaced_pod("default", label_selector="name=frontend").items
+    assert len(pods) == 2 and all(
+        p.metadata.owner_references[0].kind == "ReplicationController" for p in pods
+    )
+    scale = core.read_namespaced_replication_controller_scale("frontend", "default")
+    assert scale.spec.replicas == 2 and scale.status.selector == "name=frontend"
+    core.delete_namespaced_replication_controller("frontend", "default", propagation_policy="Background")
+    assert until(lambda: core.list_namespaced_pod("default", label_selector="name=frontend").items == [])
+    api_client.close()
+
+
+def test_python_client_stores_rbac_objects_and_api_services(make_cluster):
+    from tests.apiserver.kubectls import until
+
+    cluster = make_cluster(nodes=0, schedulers=False)
+    api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "pod-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "watch", "list"]}],
+    }
+    rbac.create_namespaced_role("default", role)
+    assert rbac.read_namespaced_role("pod-reader", "default").rules[0].resources == ["pods"]
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "read-pods"},
+        "subjects": [{"kind": "User", "name": "jane"}],
+        "roleRef": {"kind": "Role", "name": "pod-reader"},
+    }
+    made = rbac.create_namespaced_role_binding("default", binding)
+    assert made.role_ref.api_group == "rbac.authorization.k8s.io"
+    assert made.subjects[0].api_group == "rbac.authorization.k8s.io"
+    with pytest.raises(client.ApiException) as refused:
+        rbac.create_namespaced_role(
+            "default",
+            {**role, "metadata": {"name": "bad"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": []}]},
+        )
+    assert refused.value.status == 422 and "verbs must contain at least one value" in refused.value.body
+
+    registration = client.ApiregistrationV1Api(api_client)
+    service = {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": "v1alpha1.wardle.k8s.io"},
+        "spec": {
+            "insecureSkipTLSVerify": True,
+            "group": "wardle.k8s.io",
+            "groupPriorityMinimum": 1000,
+            "versionPriority": 15,
+            "service": {"name": "api", "namespace": "wardle"},
+            "version": "v1alpha1",
+        },
+    }
+    registration.create_api_service(service)
+    with pytest.raises(client.ApiException) as again:
+        registration.create_api_service(service)
+    # The Status text as kube-apiserver writes it: metav1.Status's field order, a final newline.
+    assert again.value.body == (
+        '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+        '"message":"apiservices.apiregistration.k8s.io \\"v1alpha1.wardle.k8s.io\\" already exists",'
+        '"reason":"AlreadyExists","details":{"name":"v1alpha1.wardle.k8s.io",'
+        '"group":"apiregistration.k8s.io","kind":"apiservices"},"code":409}\n'
+    )
+
+    def available() -> tuple[str, str] | None:
+        got = registration.read_api_service("v1alpha1.wardle.k8s.io")
+        conditions = got.status.conditions if got.status else None
+        return (conditions[0].status, conditions[0].reason) if conditions else None
+
+    assert until(lambda: available() == ("False", "ServiceNotFound"))
+    api_client.close()

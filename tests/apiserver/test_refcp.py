@@ -10,6 +10,7 @@ import os
 import shlex
 import ssl
 import subprocess
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -267,3 +268,120 @@ def _list_apply_scenario(server) -> list[tuple[int, list | None, list | None, di
 def test_server_side_apply_merges_lists_as_kube_apiserver(reference, make_cluster):
     ours = make_cluster(nodes=0, schedulers=False)
     assert _list_apply_scenario(ours) == _list_apply_scenario(reference)
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def _kinds_scenario(server) -> list:
+    """ReplicationControllers, RBAC objects and APIServices: defaults, refusals and conflicts."""
+    out: list = []
+
+    def record(result, *fields: str) -> None:
+        code, body, _ = result
+        if isinstance(body, dict) and body.get("kind") == "Status":
+            causes = sorted(
+                (c.get("field"), c.get("message")) for c in (body.get("details") or {}).get("causes") or []
+            )
+            out.append((code, body.get("reason"), body.get("message") if not causes else None, causes))
+            return
+        picked = {}
+        for field in fields:
+            value = body
+            for step in field.split("."):
+                value = value.get(step) if isinstance(value, dict) else None
+            picked[field] = value
+        out.append((code, picked))
+
+    rc = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "frontend"},
+        "spec": {
+            "replicas": 0,
+            "template": {
+                "metadata": {"labels": {"name": "frontend"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx"}]},
+            },
+        },
+    }
+    path = "/api/v1/namespaces/default/replicationcontrollers"
+    record(server.request("POST", path, rc), "spec.selector", "metadata.labels", "status")
+    record(server.request("POST", path, rc))
+    bad = {**rc, "metadata": {"name": "other"}, "spec": {**rc["spec"], "selector": {"name": "else"}}}
+    record(server.request("POST", path, bad))
+    record(server.request("GET", f"{path}/frontend/scale"), "spec.replicas", "status.selector")
+    server.request("DELETE", f"{path}/frontend")
+
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "pod-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+    roles = f"{RBAC}/namespaces/default/roles"
+    record(server.request("POST", roles, role), "rules")
+    record(
+        server.request(
+            "POST", roles, {**role, "metadata": {"name": "r2"}, "rules": [{"resources": ["pods"]}]}
+        )
+    )
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "read-pods"},
+        "subjects": [{"kind": "User", "name": "jane"}],
+        "roleRef": {"kind": "Role", "name": "pod-reader"},
+    }
+    bindings = f"{RBAC}/namespaces/default/rolebindings"
+    record(server.request("POST", bindings, binding), "roleRef", "subjects")
+    record(
+        server.request(
+            "PATCH",
+            f"{bindings}/read-pods",
+            {"roleRef": {"name": "other"}},
+            content_type="application/merge-patch+json",
+        )
+    )
+    record(
+        server.request(
+            "POST", bindings, {**binding, "metadata": {"name": "b2"}, "roleRef": {"kind": "Pod", "name": "x"}}
+        )
+    )
+    server.request("DELETE", f"{bindings}/read-pods")
+    server.request("DELETE", f"{roles}/pod-reader")
+
+    api_service = {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": "v1alpha1.wardle.k8s.io"},
+        "spec": {
+            "insecureSkipTLSVerify": True,
+            "group": "wardle.k8s.io",
+            "groupPriorityMinimum": 1000,
+            "versionPriority": 15,
+            "service": {"name": "api", "namespace": "wardle"},
+            "version": "v1alpha1",
+        },
+    }
+    services = "/apis/apiregistration.k8s.io/v1/apiservices"
+    record(server.request("POST", services, api_service), "spec.service")
+    record(server.request("POST", services, api_service))
+    record(server.request("POST", services, {**api_service, "metadata": {"name": "v1.wrong.k8s.io"}}))
+    for _ in range(50):
+        got = server.request("GET", f"{services}/v1alpha1.wardle.k8s.io")[1]
+        conditions = (got.get("status") or {}).get("conditions") or []
+        if conditions:
+            break
+        time.sleep(0.2)
+    out.append([(c["type"], c["status"], c["reason"], c["message"]) for c in conditions])
+    server.request("DELETE", f"{services}/v1alpha1.wardle.k8s.io")
+    return out
+
+
+def test_replication_controllers_rbac_and_api_services_as_kube_apiserver(reference, make_cluster):
+    ours = make_cluster(nodes=0, schedulers=False)
+    theirs = _kinds_scenario(reference)
+    mine = _kinds_scenario(ours)
+    for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        assert a == b, f"answer {i}: kubesched {a} != kube-apiserver {b}"

@@ -9,6 +9,7 @@ what reaches an earlier one is its work at the next tick."""
 
 from __future__ import annotations
 
+from kubesched.controllers.apiservice_availability import APIServiceAvailabilityController
 from kubesched.controllers.controller_utils import OwnerController
 from kubesched.controllers.cronjob import CronJobController
 from kubesched.controllers.daemonset import DaemonSetController
@@ -26,6 +27,7 @@ from kubesched.controllers.nodelease import NodeLeaseController
 from kubesched.controllers.persistentvolume import PersistentVolumeController
 from kubesched.controllers.provisioner import Provisioner
 from kubesched.controllers.replicaset import ReplicaSetController
+from kubesched.controllers.replication import ReplicationManager
 from kubesched.controllers.resourceclaim import ResourceClaimController
 from kubesched.controllers.serviceaccount import ServiceAccountsController
 from kubesched.controllers.statefulset import StatefulSetController
@@ -49,6 +51,7 @@ class ControllerManager:
         self.workloads: list[OwnerController] = [
             DeploymentController(store, self.informers),
             ReplicaSetController(store, self.informers),
+            ReplicationManager(store, self.informers),
             StatefulSetController(store, self.informers),
             DaemonSetController(store, self.informers),
             CronJobController(store, self.informers),
@@ -66,6 +69,7 @@ class ControllerManager:
         self.service_accounts = ServiceAccountsController(store, self.informers)
         self.endpoints = EndpointsController(store, self.informers)
         self.endpoint_slices = EndpointSliceController(store, self.informers)
+        self.api_services = APIServiceAvailabilityController(store, self.informers)
         self.hyper_nodes = HyperNodeDiscovery(store, self.informers)
         self.hyper_node_status = HyperNodeStatusController(store, self.informers)
         self._seen_rv = -1
@@ -109,6 +113,8 @@ class ControllerManager:
         self.informers.pump()
         self.endpoints.sync()
         self.endpoint_slices.sync()
+        self.informers.pump()
+        self.api_services.sync()
         self.informers.pump()
         self.hyper_nodes.sync()
         self.informers.pump()

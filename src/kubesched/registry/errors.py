@@ -32,11 +32,17 @@ class ApiError(KubeschedError):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
+        # metav1.Status's field order, which clients that compare the text rely on.
         if self.details:
             out["details"] = self.details
+        out["code"] = self.code
         return out
+
+
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    """Upstream's StatusDetails, which leaves empty strings out (omitempty)."""
+    return {key: value for key, value in (("name", name), ("group", group), ("kind", kind)) if value}
 
 
 def _qualified(resource: str, group: str) -> str:
@@ -48,7 +54,7 @@ def not_found(resource: str, group: str, name: str) -> ApiError:
         404,
         "NotFound",
         f'{_qualified(resource, group)} "{name}" not found',
-        details={"name": name, "group": group, "kind": resource},
+        details=_details(name, group, resource),
     )
 
 
@@ -57,7 +63,7 @@ def already_exists(resource: str, group: str, name: str) -> ApiError:
         409,
         "AlreadyExists",
         f'{_qualified(resource, group)} "{name}" already exists',
-        details={"name": name, "group": group, "kind": resource},
+        details=_details(name, group, resource),
     )
 
 
@@ -66,7 +72,7 @@ def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
         409,
         "Conflict",
         f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
-        details={"name": name, "group": group, "kind": resource},
+        details=_details(name, group, resource),
     )
 
 
@@ -79,9 +85,7 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]
     shown = f"{kind}.{group}" if group else kind
     if len(causes) > 1:
         text = f"[{text}]"
-    # Upstream's StatusDetails leaves empty strings out (omitempty).
-    named = (("name", name), ("group", group), ("kind", kind))
-    details: dict[str, Any] = {key: value for key, value in named if value}
+    details = _details(name, group, kind)
     details["causes"] = [{"reason": r, "message": m, "field": f} for r, f, m in causes]
     return ApiError(422, "Invalid", f'{shown} "{name}" is invalid: {text}', details=details)
 

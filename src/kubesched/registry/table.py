@@ -7,6 +7,7 @@ tables, admission defaults and the garbage collector all read this table.
 from __future__ import annotations
 
 from kubesched.api.features import DEFAULT_FEATURE_GATES
+from kubesched.registry.apiregistration import apiservice
 from kubesched.registry.apps import controllerrevision, daemonset, deployment, replicaset, statefulset
 from kubesched.registry.authentication import selfsubjectreview, tokenreview
 from kubesched.registry.authorization import (
@@ -25,6 +26,7 @@ from kubesched.registry.core import (
     persistentvolume,
     persistentvolumeclaim,
     pod,
+    replicationcontroller,
     secret,
     service,
     serviceaccount,
@@ -32,6 +34,8 @@ from kubesched.registry.core import (
 from kubesched.registry.discovery import endpointslice
 from kubesched.registry.networking import servicecidr
 from kubesched.registry.policy import poddisruptionbudget
+from kubesched.registry.rbac import bindings as rbac_bindings
+from kubesched.registry.rbac import roles as rbac_roles
 from kubesched.registry.resource import deviceclass, resourceclaim, resourceclaimtemplate, resourceslice
 from kubesched.registry.scheduling import podgroup as scheduling_podgroup
 from kubesched.registry.scheduling import priorityclass, workload
@@ -51,6 +55,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     node.STRATEGY,
     pod.STRATEGY,
     event.STRATEGY,
+    replicationcontroller.STRATEGY,
     service.STRATEGY,
     endpoints.STRATEGY,
     configmap.STRATEGY,
@@ -58,10 +63,15 @@ STRATEGIES: tuple[Strategy, ...] = (
     serviceaccount.STRATEGY,
     persistentvolume.STRATEGY,
     persistentvolumeclaim.STRATEGY,
+    apiservice.STRATEGY,
     priorityclass.STRATEGY,
     workload.STRATEGY,
     scheduling_podgroup.STRATEGY,
     poddisruptionbudget.STRATEGY,
+    rbac_roles.CLUSTER_ROLE,
+    rbac_roles.ROLE,
+    rbac_bindings.CLUSTER_ROLE_BINDING,
+    rbac_bindings.ROLE_BINDING,
     lease.STRATEGY,
     deployment.STRATEGY,
     replicaset.STRATEGY,

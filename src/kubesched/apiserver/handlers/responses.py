@@ -19,8 +19,13 @@ from kubesched.store.base import ClusterStore, Obj
 
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    # kube-apiserver's JSON encoder ends every body with a newline; clients that show or compare
+    # the text of an answer (a Status in an error message) see the same bytes.
     return web.Response(
-        body=orjson.dumps(obj), status=status, content_type="application/json", headers=headers
+        body=orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE),
+        status=status,
+        content_type="application/json",
+        headers=headers,
     )
 
 

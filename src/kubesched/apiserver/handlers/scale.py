@@ -87,7 +87,9 @@ async def _wanted(request: web.Request, current: dict[str, Any], name: str) -> t
         raise unsupported_media_type(ctype)
     if not isinstance(wanted, dict):
         raise bad_request("a Scale must be an object")
+    # An omitted (or null) replicas is zero, as Go decodes ScaleSpec.
     replicas = (wanted.get("spec") or {}).get("replicas")
+    replicas = 0 if replicas is None else replicas
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         raise invalid(
             "Scale",
@@ -107,7 +109,9 @@ async def _wanted(request: web.Request, current: dict[str, Any], name: str) -> t
 def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    labels = ((spec.get("selector") or {}).get("matchLabels")) or {}
+    selector = spec.get("selector") or {}
+    # A ReplicationController's selector is the label map itself.
+    labels = selector if obj.get("kind") == "ReplicationController" else selector.get("matchLabels") or {}
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -118,7 +122,8 @@ def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
             "resourceVersion": meta.get("resourceVersion"),
             "creationTimestamp": meta.get("creationTimestamp"),
         },
-        "spec": {"replicas": spec.get("replicas", 1)},
+        # ScaleSpec's replicas is omitted when zero (omitempty); ScaleStatus's never is.
+        "spec": {"replicas": replicas} if (replicas := spec.get("replicas", 1)) else {},
         "status": {
             "replicas": status.get("replicas", 0),
             "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),

@@ -1,0 +1,1 @@
+"""apiregistration.k8s.io: the APIServices of the aggregation layer."""
