@@ -363,9 +363,16 @@ def test_discovery_of_a_served_cluster(cluster, loop_thread, connect):
     assert (
         discovery.serves("events.k8s.io/v1") and discovery.info("Event").group_version == "events.k8s.io/v1"
     )
-    # serve has no ReplicationControllers: a warning, and nothing to follow.
+    assert (
+        discovery.path("ReplicationController", "ns1", "rc")
+        == "/api/v1/namespaces/ns1/replicationcontrollers/rc"
+    )
+    assert not any("ReplicationController" in w for w in discovery.warnings)
+
+
+def test_a_kind_the_server_does_not_serve_is_a_warning_and_nothing_to_follow():
+    discovery = Discovery({"Pod": KindInfo("Pod", "", "v1", "pods", True, "v1")})
     assert not discovery.has("ReplicationController")
-    assert any("ReplicationController" in w for w in discovery.warnings)
     with pytest.raises(NotServed):
         discovery.path("ReplicationController")
 
