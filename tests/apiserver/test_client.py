@@ -187,7 +187,11 @@ def test_python_client_stores_rbac_objects_and_api_services(make_cluster):
     with pytest.raises(client.ApiException) as refused:
         rbac.create_namespaced_role(
             "default",
-            {**role, "metadata": {"name": "bad"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": []}]},
+            {
+                **role,
+                "metadata": {"name": "bad"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": []}],
+            },
         )
     assert refused.value.status == 422 and "verbs must contain at least one value" in refused.value.body
 
