@@ -20,6 +20,7 @@ from kubesched.api.taints import Taint, Toleration
 from kubesched.errors import InputError
 
 Gi = 1024**3
+Mi = 1024**2
 
 
 def node(**status: Any) -> dict[str, Any]:
@@ -217,6 +218,9 @@ def test_pod_fields():
         (lambda o: o["spec"].update(nodeSelector={"disk": True}), "spec.nodeSelector.disk"),
         (lambda o: o["spec"].update(affinity="any"), "spec.affinity"),
         (lambda o: o["metadata"].update(annotations=[]), "metadata.annotations"),
+        (lambda o: o["metadata"].update(labels={"app": 1}), "metadata.labels.app"),
+        (lambda o: o["metadata"].update(labels={1: "web"}), "metadata.labels"),
+        (lambda o: o["metadata"].update(annotations={"note": None}), "metadata.annotations.note"),
         (lambda o: o["metadata"].update(namespace=["a"]), "metadata.namespace"),
         (lambda o: o["spec"].update(priorityClassName=["high"]), "spec.priorityClassName"),
         (lambda o: o["spec"].update(preemptionPolicy="Always"), "spec.preemptionPolicy"),
@@ -228,6 +232,17 @@ def test_pod_errors_name_the_field(mutate, field):
     with pytest.raises(InputError) as info:
         Pod.from_dict(obj)
     assert info.value.field == field
+
+
+def test_pods_of_one_shape_keep_their_own_requests():
+    """Views of pods with the same containers share what they parsed; parsing more pods of other
+    shapes (past the memo's size) changes none of the earlier views."""
+    shape = [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}}}]
+    first, second = Pod.from_dict(pod(containers=shape)), Pod.from_dict(pod(containers=copy.deepcopy(shape)))
+    for i in range(5000):
+        Pod.from_dict(pod(containers=[{"name": "c", "resources": {"requests": {"cpu": f"{i + 1}m"}}}]))
+    assert first.requests == second.requests == {"cpu": 100, "memory": 200 * Mi}
+    assert Pod.from_dict(pod(containers=shape)).requests == {"cpu": 100, "memory": 200 * Mi}
 
 
 def test_pod_parse_does_not_modify_the_manifest():

@@ -36,6 +36,20 @@ def as_str_map(data: Any, field: str) -> dict[str, str]:
     return out
 
 
+#: What :func:`str_map_view` gives for an absent map; shared, so never to be changed.
+_NO_STRINGS: dict[str, str] = {}
+
+
+def str_map_view(data: Any, field: str) -> dict[str, str]:
+    """:func:`as_str_map` for a read-only view of a stored object: a valid map is the object's own
+    dict and an absent one a shared empty dict, not copies (every pod view holds three such maps)."""
+    if type(data) is dict and all(type(k) is str and type(v) is str for k, v in data.items()):
+        return data
+    if data is None:
+        return _NO_STRINGS
+    return as_str_map(data, field)
+
+
 def as_list(data: Any, field: str) -> list[Any]:
     """A list field; absent (None) reads as empty."""
     if data is None:

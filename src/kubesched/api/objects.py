@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name
+from kubesched.api.fields import INT64_MAX, as_int, as_list, as_mapping, as_str_map, object_name, str_map_view
 from kubesched.api.resource import PodResourceClaim, pod_claim_statuses, pod_resource_claims
 from kubesched.api.resources import CPU, MEMORY, PODS, ResourceList, parse_resource_list, pod_requests
 from kubesched.api.scheduling_groups import pod_scheduling_group
@@ -202,7 +202,7 @@ class Pod:
         containers = as_list(spec.get("containers"), "spec.containers")
         if not containers:
             raise InputError("a pod needs at least one container", field="spec.containers")
-        requests, nonzero = pod_requests(spec)
+        requests, nonzero = pod_requests(spec, shared=True)
         host_ports, images = _ports_and_images(spec)
         raw_tolerations = as_list(spec.get("tolerations"), "spec.tolerations")
         tolerations = (
@@ -240,8 +240,8 @@ class Pod:
             namespace=namespace,
             name=name,
             uid=str(meta.get("uid") or ""),
-            labels=as_str_map(meta.get("labels"), "metadata.labels"),
-            annotations=as_str_map(meta.get("annotations"), "metadata.annotations"),
+            labels=str_map_view(meta.get("labels"), "metadata.labels"),
+            annotations=str_map_view(meta.get("annotations"), "metadata.annotations"),
             scheduler_name=scheduler_name,
             node_name=node_name,
             priority=priority,
@@ -251,7 +251,7 @@ class Pod:
             nonzero_cpu=nonzero[CPU],
             nonzero_memory=nonzero[MEMORY],
             tolerations=tolerations,
-            node_selector=as_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            node_selector=str_map_view(spec.get("nodeSelector"), "spec.nodeSelector"),
             affinity=as_mapping(spec.get("affinity"), "spec.affinity"),
             scheduling_gates=gates,
             phase=str(status.get("phase") or "Pending"),

@@ -247,22 +247,28 @@ def _requests_key(spec: Mapping[str, Any]) -> tuple[Any, ...] | None:
     return (containers, inits, level, overhead)
 
 
-def pod_requests(spec: Mapping[str, Any], field: str = "spec") -> tuple[ResourceList, ResourceList]:
+def pod_requests(
+    spec: Mapping[str, Any], field: str = "spec", *, shared: bool = False
+) -> tuple[ResourceList, ResourceList]:
     """Return ``(requests, nonzero_requests)`` of a pod spec, following upstream rules.
 
     ``nonzero_requests`` holds only cpu and memory, with the per-container scoring defaults applied.
-    Both are the caller's own dicts.
+    Both are the caller's own dicts, unless ``shared``: then pods of one shape get the same dicts,
+    which nobody may change (a pod view keeps its requests for its life, and a cluster's pods are
+    mostly a few shapes, so sharing saves a dict per pod).
     """
     key = _requests_key(spec)
     if key is not None:
         known = _REQUESTS_MEMO.get(key)
         if known is not None:
-            return dict(known[0]), dict(known[1])
+            return known if shared else (dict(known[0]), dict(known[1]))
     requests, nonzero = _pod_requests(spec, field)
     if key is not None:
         if len(_REQUESTS_MEMO) >= _REQUESTS_MEMO_SIZE:
             _REQUESTS_MEMO.clear()
         _REQUESTS_MEMO[key] = (dict(requests), dict(nonzero))
+        if shared:
+            return _REQUESTS_MEMO[key]
     return requests, nonzero
 
 

@@ -138,7 +138,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     show_progress = bool(args.trace) and not args.quiet and err.is_terminal
     want_metrics = bool(args.report or args.export or len(runs) > 1 or show_progress)
     done: list[tuple[RunSpec, SimulationResult, MetricsRecorder | None]] = []
-    for run in runs:
+    for i, run in enumerate(runs):
         recorder = (
             MetricsRecorder(sample_every=sample_every, pool_label=args.pool_label) if want_metrics else None
         )
@@ -153,6 +153,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             dra_driver=dra_driver_of(args),
         )
         sim.load(loaded)
+        if i == len(runs) - 1:
+            # The objects are in the store now, and no run reads the manifests again: what the
+            # loader kept of each (its own top-level dict and metadata) goes before the replay.
+            loaded.objects.clear()
         if show_progress and recorder is not None:
             with ReplayProgress(run.label, err) as progress:
                 recorder.progress = progress.update
