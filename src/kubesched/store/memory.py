@@ -264,7 +264,7 @@ class MemoryStore:
                 "metadata": {"name": name, "namespace": namespace},
                 "eventTime": format_timestamp(self._now()),
                 "reportingController": reporter,
-                "reportingInstance": f"{reporter}-kubesched",
+                "reportingInstance": _reporting_instance(reporter),
                 "action": action,
                 "reason": reason,
                 "regarding": {
@@ -305,5 +305,21 @@ def _set_condition(conditions: Any, condition: Mapping[str, Any], now: float) ->
         else:
             out.append(cond)
     if not replaced:
-        out.append({**condition, "lastTransitionTime": format_timestamp(now)})
+        if condition is _SCHEDULED:
+            out.append(_scheduled_at(format_timestamp(now)))
+        else:
+            out.append({**condition, "lastTransitionTime": format_timestamp(now)})
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _scheduled_at(stamp: str) -> dict[str, Any]:
+    """The PodScheduled condition a bind adds, one dict for every pod bound in that second: stored
+    objects are never changed in place, and a simulation binds thousands of pods a virtual second."""
+    return {**_SCHEDULED, "lastTransitionTime": stamp}
+
+
+@functools.lru_cache(maxsize=64)
+def _reporting_instance(reporter: str) -> str:
+    """The ``reportingInstance`` of an Event ``reporter`` writes, one string for all its Events."""
+    return f"{reporter}-kubesched"
