@@ -1,6 +1,6 @@
 """Write a cluster as one YAML file: N nodes and P one-container pods, for measuring ``simulate``.
 
-    python scripts/gen_cluster.py 5000 50000 c5000-50000.yaml
+python scripts/gen_cluster.py 5000 50000 c5000-50000.yaml
 """
 
 from __future__ import annotations
@@ -34,7 +34,11 @@ def main() -> None:
             "metadata": {"name": f"pod-{i}", "namespace": "default", "labels": {"app": f"a{i % 50}"}},
             "spec": {
                 "containers": [
-                    {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}}}
+                    {
+                        "name": "c",
+                        "image": "nginx",
+                        "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}},
+                    }
                 ]
             },
         }
