@@ -19,10 +19,12 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.request import urlopen
+from urllib.error import HTTPError
+from urllib.request import Request, urlopen
 
 import yaml
 from selenium import webdriver
@@ -112,6 +114,30 @@ def hold(base: str, token: str) -> None:
         driver.quit()
 
 
+def poll(base: str, token: str) -> None:
+    ctx = ssl._create_unverified_context()
+    headers = {"Authorization": "Bearer " + token}
+
+    def watch_nodes() -> None:
+        with urlopen(Request(base + "/api/v1/nodes?watch=1", headers=headers), context=ctx) as answer:
+            for _ in answer:
+                pass
+
+    threading.Thread(target=watch_nodes, daemon=True).start()
+    rv = ""
+    print("polling the summary", flush=True)
+    while True:
+        try:
+            with urlopen(
+                Request(f"{base}/kubesched/v1/cluster?resourceVersion={rv}", headers=headers), context=ctx
+            ) as a:
+                rv = json.loads(a.read())["resourceVersion"]
+        except HTTPError as exc:
+            if exc.code != 304:
+                raise
+        time.sleep(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=5000)
@@ -124,7 +150,16 @@ def main() -> None:
         metavar=("URL", "DATA_DIR"),
         help="only keep a browser on the Cluster view of the served cluster at URL (until killed)",
     )
+    parser.add_argument(
+        "--poll",
+        nargs=2,
+        metavar=("URL", "DATA_DIR"),
+        help="only make the Cluster view's requests (a watch on nodes, the summary every second), no browser",
+    )
     args = parser.parse_args()
+    if args.poll:
+        poll(args.poll[0], read_token(Path(args.poll[1])))
+        return
     if args.hold:
         hold(args.hold[0], read_token(Path(args.hold[1])))
         return

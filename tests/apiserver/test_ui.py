@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.apiserver.conftest import pod
 
-from kubesched.apiserver.cluster_summary import Summary, summarize
+from kubesched.apiserver.cluster_summary import Summary, Tally, summarize
 from kubesched.apiserver.ui import LoginCodes, decode_documents
 from kubesched.scheduler.result_annotations import (
     FILTER_RESULT,
@@ -269,7 +269,7 @@ _pods = st.lists(
         st.integers(0, 4000),
     ),
     max_size=40,
-)
+).map(lambda pods: [{**p, "metadata": {"namespace": "ns", "name": f"p-{i}"}} for i, p in enumerate(pods)])
 
 
 @given(_pods)
@@ -283,3 +283,24 @@ def test_every_pod_is_counted_once_in_the_summary(pods: list[dict[str, Any]]) ->
         milli = sum(int(p["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1]) for p in on)
         assert entry["requested"]["cpu"] == milli / 1000
         assert entry["requested"]["pods"] == len(on) == entry["pods"]
+
+
+@given(_pods, _pods, st.lists(st.integers(0, 39), max_size=20))
+def test_a_tally_kept_up_from_changes_equals_one_made_afresh(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], deleted: list[int]
+) -> None:
+    # Pods created, changed (moved, finished) and deleted one by one sum up as a fresh listing does.
+    tally = Tally(before, 1)
+    for changed in after:
+        tally.put(changed)
+    gone = {f"p-{i}" for i in deleted}
+    for name in gone:
+        tally.remove(("ns", name))
+    now = {p["metadata"]["name"]: p for p in [*before, *after]}
+    fresh = Tally([p for name, p in now.items() if name not in gone], 1)
+    mine, theirs = tally.body(), fresh.body()
+    assert (mine["pods"], mine["pending"]) == (theirs["pods"], theirs["pending"])
+    assert mine["nodes"].keys() == theirs["nodes"].keys()
+    for node, entry in theirs["nodes"].items():
+        assert mine["nodes"][node]["requested"] == entry["requested"]
+        assert sorted(mine["nodes"][node]["names"]) == sorted(entry["names"]) or entry["pods"] > 8
