@@ -7,8 +7,11 @@ import json
 import time
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.apiserver.conftest import pod
 
+from kubesched.apiserver.cluster_summary import Summary, Tally, summarize
 from kubesched.apiserver.ui import LoginCodes, decode_documents
 from kubesched.scheduler.result_annotations import (
     FILTER_RESULT,
@@ -45,7 +48,9 @@ def test_assets_are_served_without_the_token_with_a_same_origin_policy(cluster: 
 
 
 def test_every_api_path_the_ui_uses_needs_the_token(cluster: Any) -> None:
-    for path in ("/api/v1/pods", "/kubesched/v1/config/scheduler", "/api/v1/nodes?watch=1"):
+    paths = ("/api/v1/pods", "/kubesched/v1/config/scheduler", "/api/v1/nodes?watch=1")
+    paths += ("/kubesched/v1/cluster",)
+    for path in paths:
         assert cluster.request("GET", path, token=None)[0] == 401
     assert cluster.request("POST", "/kubesched/v1/decode", "a: 1", token=None)[0] == 401
     assert cluster.request("PUT", "/kubesched/v1/config/batch", "actions: enqueue", token=None)[0] == 401
@@ -209,3 +214,93 @@ def test_replay_answers_a_timeline_and_locates_bad_input(make_cluster: Any) -> N
     assert status == 422
     assert body["message"].startswith("replay: document 1: Pod q: field spec.containers[0]")
     assert body["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests.cpu"
+
+
+def test_the_cluster_summary_sums_each_nodes_pods_and_counts_the_waiting(cluster: Any) -> None:
+    for name, cpu in (("a", "250m"), ("b", "500m"), ("huge", "900")):
+        assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod(name, cpu=cpu))[0] == 201
+    done = pod("done", nodeName="node-1")
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", done)[0] == 201
+    done = cluster.request("GET", "/api/v1/namespaces/default/pods/done")[1]
+    done["status"] = {"phase": "Succeeded"}
+    assert cluster.request("PUT", "/api/v1/namespaces/default/pods/done/status", done)[0] == 200
+
+    def settled() -> Any:
+        cluster.served.api.cluster_summary = None  # not the reused one: the store as it is now
+        body = cluster.request("GET", "/kubesched/v1/cluster")[1]
+        placed = sum(n["pods"] for n in body["nodes"].values())
+        return body if placed == 2 and body["pending"] == 1 else None
+
+    body = wait_for(settled)
+    assert body["pods"] == 4
+    cpu = sum(n["requested"]["cpu"] for n in body["nodes"].values())
+    assert cpu == 0.75  # cores; the finished pod counts for nothing
+    names = sorted(name for n in body["nodes"].values() for name in n["names"])
+    assert names == ["default/a", "default/b"]
+    # Unchanged since the client's copy: no body.
+    again = cluster.request("GET", "/kubesched/v1/cluster?resourceVersion=" + body["resourceVersion"])
+    assert again[0] == 304
+
+
+def test_a_costly_summary_is_reused_until_its_share_of_time_allows_another(cluster: Any) -> None:
+    first = cluster.request("GET", "/kubesched/v1/cluster")[1]
+    api = cluster.served.api
+    known = api.cluster_summary
+    # As if summing had taken a minute: the next may wait for 50 minutes at a 2 % share.
+    api.cluster_summary = Summary(known.resource_version, known.body, time.monotonic(), 60.0)
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("new"))[0] == 201
+    assert cluster.request("GET", "/kubesched/v1/cluster")[1] == first
+    api.cluster_summary = Summary(known.resource_version, known.body, time.monotonic() - 3600, 60.0)
+    wait_for(lambda: cluster.request("GET", "/kubesched/v1/cluster")[1]["pods"] == first["pods"] + 1)
+
+
+_pods = st.lists(
+    st.builds(
+        lambda node, phase, milli: {
+            "metadata": {"namespace": "ns", "name": "p"},
+            "spec": {
+                **({"nodeName": node} if node else {}),
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{milli}m"}}}],
+            },
+            "status": {"phase": phase},
+        },
+        st.sampled_from(["", "n1", "n2", "n3"]),
+        st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
+        st.integers(0, 4000),
+    ),
+    max_size=40,
+).map(lambda pods: [{**p, "metadata": {"namespace": "ns", "name": f"p-{i}"}} for i, p in enumerate(pods)])
+
+
+@given(_pods)
+def test_every_pod_is_counted_once_in_the_summary(pods: list[dict[str, Any]]) -> None:
+    body = summarize(pods, 7)
+    live = [p for p in pods if p["status"]["phase"] not in ("Succeeded", "Failed")]
+    assert body["pods"] == len(pods)
+    assert body["pending"] + sum(n["pods"] for n in body["nodes"].values()) == len(live)
+    for node, entry in body["nodes"].items():
+        on = [p for p in live if p["spec"].get("nodeName") == node]
+        milli = sum(int(p["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1]) for p in on)
+        assert entry["requested"]["cpu"] == milli / 1000
+        assert entry["requested"]["pods"] == len(on) == entry["pods"]
+
+
+@given(_pods, _pods, st.lists(st.integers(0, 39), max_size=20))
+def test_a_tally_kept_up_from_changes_equals_one_made_afresh(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], deleted: list[int]
+) -> None:
+    # Pods created, changed (moved, finished) and deleted one by one sum up as a fresh listing does.
+    tally = Tally(before, 1)
+    for changed in after:
+        tally.put(changed)
+    gone = {f"p-{i}" for i in deleted}
+    for name in gone:
+        tally.remove(("ns", name))
+    now = {p["metadata"]["name"]: p for p in [*before, *after]}
+    fresh = Tally([p for name, p in now.items() if name not in gone], 1)
+    mine, theirs = tally.body(), fresh.body()
+    assert (mine["pods"], mine["pending"]) == (theirs["pods"], theirs["pending"])
+    assert mine["nodes"].keys() == theirs["nodes"].keys()
+    for node, entry in theirs["nodes"].items():
+        assert mine["nodes"][node]["requested"] == entry["requested"]
+        assert sorted(mine["nodes"][node]["names"]) == sorted(entry["names"]) or entry["pods"] > 8

@@ -244,6 +244,25 @@ def test_gpus_on_the_node_cards(make_cluster: Any, browser: Any) -> None:
     assert "A100" in text(browser, '[data-node="node-0"] h3')
 
 
+def test_the_cluster_view_reads_a_summary_not_every_pod(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=2)
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("web", cpu="1500m"))[0] == 201
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: "cpu\n1.5 / " in text(d, "#zones"))
+    assert "1 pod(s): default/web" in text(browser, "#zones")
+    fetched = "return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
+    paths = browser.execute_script(fetched)
+    assert "/kubesched/v1/cluster" in paths
+    assert "/api/v1/pods" not in paths
+    # Live: a pod placed after the first drawing shows up on its node's card.
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("api", cpu="250m"))[0] == 201
+    wait(browser, lambda d: "default/api" in text(d, "#zones"))
+    # The Pods view lists (and watches) every pod, from when it is first opened.
+    click(browser, '[data-view="pods"]')
+    wait(browser, lambda d: "default/api" in text(d, "#pod-table"))
+    assert "/api/v1/pods" in browser.execute_script(fetched)
+
+
 def test_names_and_annotations_are_shown_as_text(make_cluster: Any, browser: Any) -> None:
     cluster = make_cluster(nodes=1, scheduling_results=True)
     hostile = "<img src=x onerror=window.pwned=1>"

@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubesched.apiserver.cluster_summary import Summary, Tally
 from kubesched.apiserver.handlers.body import MAX_BODY
 from kubesched.apiserver.handlers.responses import error_response
 from kubesched.apiserver.replay import Replayer
@@ -84,6 +85,10 @@ class ApiServer:
         self.login_codes = LoginCodes(token)
         #: Runs the web UI's replays (``/kubesched/v1/replay``); None: 404.
         self.replayer: Replayer | None = None
+        #: The last summary the web UI's Cluster view was sent (``/kubesched/v1/cluster``).
+        self.cluster_summary: Summary | None = None
+        #: The pods' per-node sums behind it, kept up to date from the store's changes.
+        self.pod_tally: Tally | None = None
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:

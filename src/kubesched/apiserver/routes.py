@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from kubesched.apiserver import discovery, ui
+from kubesched.apiserver.cluster_summary import cluster_summary
 from kubesched.apiserver.handlers.binding import bind
 from kubesched.apiserver.handlers.body import body, raw_body
 from kubesched.apiserver.handlers.create import create
@@ -62,6 +63,8 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
     if parts[:2] == ["kubesched", "v1"]:
         if parts[2:] == ["decode"]:
             return await ui.decode(request)
+        if parts[2:] == ["cluster"]:
+            return await cluster_summary(server, request)
         if parts[2:] == ["replay"]:
             return await replay(server, request)
         if len(parts) == 4 and parts[2] == "config":

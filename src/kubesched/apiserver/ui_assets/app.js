@@ -125,30 +125,6 @@ function show(resource, v) {
   }
   return (Math.round(v * 100) / 100).toString();
 }
-// What a pod asks of its node, as kube-scheduler counts it: the containers' requests summed, at
-// least each init container's, plus the pod overhead. A limit without a request counts as the
-// request, as kube-apiserver's defaulting makes it.
-function containerRequests(c) {
-  const res = c.resources || {};
-  return { ...(res.limits || {}), ...(res.requests || {}) };
-}
-function podRequests(pod) {
-  if (pod._requests) return pod._requests;
-  const sum = {};
-  const spec = pod.spec || {};
-  for (const c of spec.containers || []) {
-    for (const [r, q] of Object.entries(containerRequests(c))) sum[r] = (sum[r] || 0) + quantity(q);
-  }
-  for (const c of spec.initContainers || []) {
-    for (const [r, q] of Object.entries(containerRequests(c))) sum[r] = Math.max(sum[r] || 0, quantity(q));
-  }
-  for (const [r, q] of Object.entries(spec.overhead || {})) sum[r] = (sum[r] || 0) + quantity(q);
-  sum.pods = 1;
-  pod._requests = sum;
-  return sum;
-}
-function finished(pod) { const p = (pod.status || {}).phase; return p === "Succeeded" || p === "Failed"; }
-
 function podStatus(pod) {
   const st = pod.status || {};
   if (pod.metadata.deletionTimestamp) return "Terminating";
@@ -187,7 +163,8 @@ function render() {
   else if (state.view === "queues") renderQueues();
   const ms = Math.round(performance.now() - started);
   lastRenderMs = ms;
-  $("status").textContent = `${items("nodes").length} nodes, ${items("pods").length} pods · rendered in ${ms} ms`;
+  const pods = state.informers.pods ? items("pods").length : summary.data ? summary.data.pods : "…";
+  $("status").textContent = `${items("nodes").length} nodes, ${pods} pods · rendered in ${ms} ms`;
   document.body.dataset.rendered = String(Date.now());
 }
 
@@ -201,17 +178,35 @@ function pager(target, page, total, onPage) {
 }
 
 // -- Cluster
+// The Cluster view draws from the server's summary (/kubesched/v1/cluster: per node the requests
+// of its pods, their count and first names; the pods waiting for a node), not from every pod: at
+// 50,000 pods the list alone is some 70 MB to send and decode. The summary is polled while the
+// view is shown; the server answers 304 while it has not changed and bounds its own cost.
+const summary = { data: null, timer: null, inFlight: false };
+const SUMMARY_POLL_MS = 1000;
+async function pollSummary() {
+  summary.timer = null;
+  if (!token || state.view !== "cluster") return;
+  if (!summary.inFlight) {
+    summary.inFlight = true;
+    try {
+      const rv = summary.data ? "?resourceVersion=" + encodeURIComponent(summary.data.resourceVersion) : "";
+      const res = await fetch("/kubesched/v1/cluster" + rv, {
+        headers: { Authorization: "Bearer " + token, Accept: "application/json" }, credentials: "omit",
+      });
+      if (res.status === 401) { signOut("the token was refused"); return; }
+      if (res.status === 200) { summary.data = await res.json(); scheduleRender(); }
+    } catch (e) { /* the server is away: try again at the next tick */ }
+    summary.inFlight = false;
+  }
+  if (!summary.timer && state.view === "cluster") summary.timer = setTimeout(pollSummary, SUMMARY_POLL_MS);
+}
 function nodeUsage() {
   const used = new Map();
   const podsOn = new Map();
-  for (const pod of items("pods")) {
-    const n = pod.spec.nodeName;
-    if (!n || finished(pod)) continue;
-    const u = used.get(n) || {};
-    for (const [r, v] of Object.entries(podRequests(pod))) u[r] = (u[r] || 0) + v;
-    used.set(n, u);
-    if (!podsOn.has(n)) podsOn.set(n, []);
-    podsOn.get(n).push(pod.metadata.namespace + "/" + pod.metadata.name);
+  for (const [n, entry] of Object.entries((summary.data || {}).nodes || {})) {
+    used.set(n, entry.requested);
+    podsOn.set(n, { names: entry.names, count: entry.pods });
   }
   return { used, podsOn };
 }
@@ -253,9 +248,9 @@ function renderCluster() {
   }
   for (const n of shown) {
     const z = groupOf(n);
-    zones.get(z).cards.push(nodeCard(n, used.get(n.metadata.name) || {}, podsOn.get(n.metadata.name) || []));
+    zones.get(z).cards.push(nodeCard(n, used.get(n.metadata.name) || {}, podsOn.get(n.metadata.name)));
   }
-  const pending = items("pods").filter((p) => !p.spec.nodeName && !finished(p)).length;
+  const pending = summary.data ? summary.data.pending : "…";
   $("cluster-summary").textContent = `${total} node(s) shown, ${pending} pod(s) waiting for a node`;
   $("zones").replaceChildren(...[...zones.entries()].sort().map(([z, zone]) => el("div", { class: "zone" },
     el("h2", {}, `${z}: ${zone.nodes} node(s) · `, ...["cpu", "memory", "nvidia.com/gpu", "pods"]
@@ -289,7 +284,7 @@ function grouping() {
   };
 }
 
-function nodeCard(node, used, pods, actions = true) {
+function nodeCard(node, used, pods = { names: [], count: 0 }, actions = true) {
   const alloc = node.status.allocatable || {};
   const ready = ((node.status.conditions || []).find((c) => c.type === "Ready") || {}).status === "True";
   const cordoned = !!node.spec.unschedulable;
@@ -313,8 +308,8 @@ function nodeCard(node, used, pods, actions = true) {
     bars,
     el("div", {}, (node.spec.taints || []).map((t) => el("span", { class: "badge taint" },
       `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`))),
-    el("div", { class: "pods-on" }, pods.length ? `${pods.length} pod(s): ` + pods.slice(0, 8).join(", ") +
-      (pods.length > 8 ? `, … ${pods.length - 8} more` : "") : "no pods"));
+    el("div", { class: "pods-on" }, pods.count ? `${pods.count} pod(s): ` + pods.names.slice(0, 8).join(", ") +
+      (pods.count > 8 ? `, … ${pods.count - 8} more` : "") : "no pods"));
 }
 
 async function cordon(name, on) {
@@ -342,7 +337,7 @@ function renderPods() {
   $("pod-table").replaceChildren(el("tr", {}, el("th", {}, "POD"), el("th", {}, "STATUS"), el("th", {}, "NODE"),
     el("th", {}, "REASON")), ...rows);
   pager($("pod-pager"), state.podPage, pods.length, (p) => { state.podPage = p; render(); });
-  const pod = state.selected && state.informers.pods.items.get(state.selected);
+  const pod = state.selected && state.informers.pods && state.informers.pods.items.get(state.selected);
   $("pod-detail").replaceChildren(...(pod ? podDetail(pod).filter(Boolean) : []));
 }
 
@@ -611,7 +606,7 @@ function drawReplay() {
   }
   const cards = tl.nodes.slice(0, PAGE).map((n) => nodeCard(
     { metadata: { name: n.name, labels: n.labels }, spec: {}, status: { allocatable: n.allocatable, conditions: [{ type: "Ready", status: "True" }] } },
-    used.get(n.name) || {}, podsOn.get(n.name) || [], false));
+    used.get(n.name) || {}, { names: podsOn.get(n.name) || [], count: (podsOn.get(n.name) || []).length }, false));
   $("replay-nodes").replaceChildren(el("h2", {}, `nodes (${tl.nodes.length}${tl.nodes.length > PAGE ? ", the first " + PAGE + " shown" : ""})`),
     el("div", { class: "nodes" }, cards));
   $("replay-waiting").replaceChildren(el("h2", {}, `${waiting.length} pod(s) waiting at t`),
@@ -670,10 +665,17 @@ function signOut(why) {
   sessionStorage.removeItem("kubesched-token");
   for (const i of Object.values(state.informers)) i.stop();
   state.informers = {};
+  summary.data = null;
+  if (summary.timer) { clearTimeout(summary.timer); summary.timer = null; }
   $("tabs").hidden = true; $("logout").hidden = true;
   for (const v of document.querySelectorAll(".view")) v.hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = why || "";
+}
+
+function startInformer(kind, path) {
+  state.informers[kind] = new Informer(path, scheduleRender);
+  state.informers[kind].run();
 }
 
 function showView(view) {
@@ -681,6 +683,9 @@ function showView(view) {
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.view === view);
   for (const v of document.querySelectorAll(".view")) v.hidden = v.id !== "view-" + view;
   if (view === "config") { loadConfig("scheduler"); loadConfig("batch"); }
+  // Every pod is listed and watched only once a view that shows pods one by one is opened.
+  if (view === "pods" && !state.informers.pods) startInformer("pods", "/api/v1/pods");
+  if (view === "cluster" && !summary.timer && !summary.inFlight) pollSummary();
   render();
 }
 
@@ -688,14 +693,11 @@ async function start() {
   try { await api("GET", "/api/v1/namespaces?limit=1"); } catch (e) { return; }
   $("login").hidden = true; $("tabs").hidden = false; $("logout").hidden = false;
   const paths = {
-    nodes: "/api/v1/nodes", pods: "/api/v1/pods",
+    nodes: "/api/v1/nodes",
     podgroups: "/apis/scheduling.volcano.sh/v1beta1/podgroups", queues: "/apis/scheduling.volcano.sh/v1beta1/queues",
     hypernodes: "/apis/topology.volcano.sh/v1alpha1/hypernodes",
   };
-  for (const [kind, path] of Object.entries(paths)) {
-    state.informers[kind] = new Informer(path, scheduleRender);
-    state.informers[kind].run();
-  }
+  for (const [kind, path] of Object.entries(paths)) startInformer(kind, path);
   showView(state.view);
 }
 

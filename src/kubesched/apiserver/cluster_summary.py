@@ -1,0 +1,193 @@
+"""``GET /kubesched/v1/cluster``: what the web UI's Cluster view draws, summed on the server.
+
+Drawing a cluster from the list of every pod means sending, decoding and walking every pod (about
+72 MB of JSON at 50,000 pods); the view needs only each node's requested resources, its pod count
+and a few pod names, and how many pods wait for a node. This answer holds just that, a few hundred
+bytes per busy node, as of a resourceVersion.
+
+The sums are kept per node and brought up to date from the store's recent changes when a summary
+is asked for (a walk over every pod only at the first, or when the changes since were dropped).
+One summary is shared by every client and reused until the store has changed *and* the last one is
+old enough that making another keeps the server's share of time spent on summaries under
+:data:`MAX_SHARE`, however often clients ask. An unchanged summary is answered without a body
+when the client already has it (``?resourceVersion=`` naming it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from kubesched.api.resources import pod_requests
+from kubesched.apiserver.handlers.responses import json_response
+from kubesched.errors import InputError
+from kubesched.registry.errors import method_not_allowed
+from kubesched.store.base import EventType
+from kubesched.store.sqlite import TooOld
+
+if TYPE_CHECKING:
+    from kubesched.apiserver.app import ApiServer
+
+#: At most this fraction of the server's time goes to computing summaries.
+MAX_SHARE = 0.02
+#: A summary is never recomputed more often than this (seconds).
+MIN_INTERVAL = 1.0
+#: Pod names listed per node (the rest are counted).
+NAMES_PER_NODE = 8
+#: Changes read from the store at a time.
+CHANGES_PAGE = 10_000
+
+
+@dataclass
+class Summary:
+    resource_version: int
+    body: dict[str, Any]
+    computed_at: float
+    cost: float
+
+
+def _contribution(pod: Mapping[str, Any]) -> tuple[str | None, dict[str, int]]:
+    """Where a pod counts: its node, ``""`` while it waits for one, None once it has finished;
+    and its requests (empty unless on a node)."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return None, {}
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName") or ""
+    if not node:
+        return "", {}
+    try:
+        requests, _ = pod_requests(spec)
+    except InputError:
+        requests = {}
+    return node, requests
+
+
+class Tally:
+    """Every pod's contribution and each node's sums, kept up to date from the store's changes, so
+    that a summary costs the changes since the last one rather than a walk over every pod."""
+
+    def __init__(self, pods: Sequence[Mapping[str, Any]], resource_version: int) -> None:
+        self.resource_version = resource_version
+        self.pods: dict[tuple[str, str], tuple[str | None, dict[str, int]]] = {}
+        self.requested: dict[str, dict[str, int]] = {}
+        #: Per node its pods' names in arrival order (a dict as an ordered set).
+        self.names: dict[str, dict[str, None]] = {}
+        self.pending = 0
+        for pod in pods:
+            self.put(pod)
+
+    @staticmethod
+    def _key(pod: Mapping[str, Any]) -> tuple[str, str]:
+        meta = pod.get("metadata") or {}
+        return (str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+    def put(self, pod: Mapping[str, Any]) -> None:
+        key = self._key(pod)
+        self.remove(key)
+        node, requests = _contribution(pod)
+        self.pods[key] = (node, requests)
+        if node == "":
+            self.pending += 1
+        elif node is not None:
+            summed = self.requested.setdefault(node, {})
+            for resource, value in requests.items():
+                summed[resource] = summed.get(resource, 0) + value
+            self.names.setdefault(node, {})[f"{key[0]}/{key[1]}"] = None
+
+    def remove(self, key: tuple[str, str]) -> None:
+        known = self.pods.pop(key, None)
+        if known is None:
+            return
+        node, requests = known
+        if node == "":
+            self.pending -= 1
+        elif node is not None:
+            summed = self.requested[node]
+            for resource, value in requests.items():
+                summed[resource] -= value
+            names = self.names[node]
+            del names[f"{key[0]}/{key[1]}"]
+            if not names:
+                del self.names[node]
+                del self.requested[node]
+
+    def body(self) -> dict[str, Any]:
+        nodes: dict[str, Any] = {}
+        for node, names in self.names.items():
+            requested: dict[str, Any] = dict(self.requested[node])
+            # The page shows CPU in cores; the sums are in milli-CPU.
+            if "cpu" in requested:
+                requested["cpu"] = requested["cpu"] / 1000
+            requested["pods"] = len(names)
+            first = [name for name, _ in zip(names, range(NAMES_PER_NODE), strict=False)]
+            nodes[node] = {"requested": requested, "pods": len(names), "names": first}
+        return {
+            "kind": "ClusterSummary",
+            "resourceVersion": str(self.resource_version),
+            "pods": len(self.pods),
+            "pending": self.pending,
+            "nodes": nodes,
+        }
+
+
+def summarize(pods: Sequence[Mapping[str, Any]], resource_version: int) -> dict[str, Any]:
+    """Per node: the requests of the pods bound to it that have not finished (CPU in cores, memory
+    in bytes, other resources in their units, and ``pods``), how many there are, and the first
+    names; plus the count of pods that wait for a node."""
+    return Tally(pods, resource_version).body()
+
+
+def _catch_up(server: ApiServer) -> Tally:
+    """The server's tally brought up to the store's latest published change; a fresh one from a
+    listing when there is none yet or the changes since it are no longer kept."""
+    store = server.store
+    tally: Tally | None = server.pod_tally
+    if tally is not None:
+        try:
+            while True:
+                changes = store.changes_since(tally.resource_version)
+                for event in changes:
+                    if event.kind == "Pod":
+                        if event.type == EventType.DELETED:
+                            tally.remove(Tally._key(event.obj))
+                        else:
+                            tally.put(event.obj)
+                    tally.resource_version = int(event.obj["metadata"]["resourceVersion"])
+                if len(changes) < CHANGES_PAGE:
+                    return tally
+        except TooOld:
+            pass
+    pods, rv = store.list_with_version("Pod")
+    tally = server.pod_tally = Tally(pods, rv)
+    return tally
+
+
+def _current(server: ApiServer) -> Summary:
+    now = time.monotonic()
+    known: Summary | None = server.cluster_summary
+    if known is not None:
+        if server.store.resource_version == known.resource_version:
+            return known
+        if now - known.computed_at < max(MIN_INTERVAL, known.cost / MAX_SHARE):
+            return known
+    started = time.perf_counter()
+    tally = _catch_up(server)
+    if known is not None and tally.resource_version == known.resource_version:
+        return known
+    summary = Summary(tally.resource_version, tally.body(), now, time.perf_counter() - started)
+    server.cluster_summary = summary
+    return summary
+
+
+async def cluster_summary(server: ApiServer, request: web.Request) -> web.Response:
+    if request.method != "GET":
+        raise method_not_allowed()
+    summary = _current(server)
+    if request.query.get("resourceVersion") == str(summary.resource_version):
+        return web.Response(status=304)
+    return json_response(summary.body, headers={"Cache-Control": "no-store"})
