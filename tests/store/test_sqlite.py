@@ -95,7 +95,7 @@ def test_history_is_trimmed_a_little_at_a_time(tmp_path):
     rvs = []
     for i in range(1000):
         rvs.append(int(store.create(_node(f"n{i}"))["metadata"]["resourceVersion"]))
-        assert len(store._history) <= 128 + 128 // 64
+        assert store.history_size <= 128 + 128 // 64
     # A watch resuming within the latest ``history`` changes gets all of them, an older one 410.
     assert _names(store.changes_since(rvs[-129])) == [f"n{i}" for i in range(872, 1000)]
     with pytest.raises(TooOld):

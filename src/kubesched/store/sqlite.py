@@ -517,6 +517,12 @@ class SqliteStore(MemoryStore):
         with self.lock:
             return super().list(kind), self._last_rv
 
+    @property
+    def history_size(self) -> int:
+        """Changes held for watches that resume from a resourceVersion."""
+        with self.lock:
+            return len(self._history)
+
     def changes_since(self, rv: int, limit: int = 10_000) -> builtins.list[WatchEvent]:
         """Changes made after ``rv``, oldest first; :class:`TooOld` if some were already dropped."""
         with self.lock:
