@@ -39,6 +39,8 @@ def test_short_soak_holds_only_the_live_pods(capsys) -> None:
         assert s["outcomes"] <= 1000
         assert s["pod_groups"] <= 1000 // 8
         assert s["rss_bytes"] > 0
+        # Reported beside resident memory, to tell objects kept from the allocator's fragmentation.
+        assert s["python_blocks"] > 0 and s["history"] > 0
 
 
 def test_soak_is_offered_beside_the_workloads() -> None:

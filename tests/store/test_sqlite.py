@@ -88,6 +88,21 @@ def test_changes_since_and_too_old(tmp_path):
     assert again.changes_since(again.resource_version) == []
 
 
+def test_history_is_trimmed_a_little_at_a_time(tmp_path):
+    """The watch history keeps its latest changes and not many more: trimmed now and then by half,
+    a long-lived server's memory grew with the allocator's fragmentation (bench soak)."""
+    store = SqliteStore(tmp_path / "s.db", history=128)
+    rvs = []
+    for i in range(1000):
+        rvs.append(int(store.create(_node(f"n{i}"))["metadata"]["resourceVersion"]))
+        assert store.history_size <= 128 + 128 // 64
+    # A watch resuming within the latest ``history`` changes gets all of them, an older one 410.
+    assert _names(store.changes_since(rvs[-129])) == [f"n{i}" for i in range(872, 1000)]
+    with pytest.raises(TooOld):
+        store.changes_since(rvs[-200])
+    store.close()
+
+
 # -- group commit ------------------------------------------------------------------------------
 
 

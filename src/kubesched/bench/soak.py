@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 import tempfile
 import time
 from collections import deque
@@ -54,6 +55,11 @@ class SoakSample:
     events: int
     #: Per-pod records both schedulers hold (outcomes): pods that exist, not pods seen.
     outcomes: int
+    #: Changes in the store's watch history.
+    history: int
+    #: Python's allocated memory blocks (``sys.getallocatedblocks``): level while resident memory
+    #: climbs means the allocator's fragmentation, not objects kept.
+    python_blocks: int
 
 
 @dataclass(slots=True)
@@ -302,6 +308,8 @@ def _sample(cluster: _Cluster, made: int, seconds: float) -> SoakSample:
         len(store.list("PodGroup")),
         len(store.list("Event")),
         outcomes,
+        store.history_size,
+        sys.getallocatedblocks(),
     )
 
 

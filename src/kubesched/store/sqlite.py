@@ -155,6 +155,8 @@ class SqliteStore(MemoryStore):
         self._last_rv = last
         self._rv = itertools.count(last + 1)
         self._max_history = history
+        #: Changes beyond ``history`` kept between trims (each trim moves the kept ones' pointers).
+        self._history_slack = max(1, history // 64)
         self._history_rvs: list[int] = []
         self._history: list[WatchEvent] = []
         #: Watches may start from any version after this one (older ones were dropped or predate
@@ -296,7 +298,11 @@ class SqliteStore(MemoryStore):
         rv = int(event.obj["metadata"]["resourceVersion"])
         self._history_rvs.append(rv)
         self._history.append(event)
-        if len(self._history) > 2 * self._max_history:
+        # Trimmed a little at a time rather than halved now and then: the memory of the changes
+        # dropped is reused at once by the changes that follow, so a long-lived server's memory
+        # stays level instead of growing through the allocator's fragmentation (a history freed a
+        # hundred thousand entries at a time leaves its pages half used by objects that live on).
+        if len(self._history) > self._max_history + self._history_slack:
             cut = len(self._history) - self._max_history
             self._oldest_rv = self._history_rvs[cut - 1]
             del self._history[:cut]
@@ -510,6 +516,12 @@ class SqliteStore(MemoryStore):
         """A consistent listing and the resourceVersion it is as of."""
         with self.lock:
             return super().list(kind), self._last_rv
+
+    @property
+    def history_size(self) -> int:
+        """Changes held for watches that resume from a resourceVersion."""
+        with self.lock:
+            return len(self._history)
 
     def changes_since(self, rv: int, limit: int = 10_000) -> builtins.list[WatchEvent]:
         """Changes made after ``rv``, oldest first; :class:`TooOld` if some were already dropped."""
