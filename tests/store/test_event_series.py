@@ -71,3 +71,30 @@ def test_controllers_events_aggregate_only_when_their_messages_match(tmp_path: P
         ("Created pod: b", 1),
     ]
     store.close()
+
+
+def test_the_series_followed_are_bounded_and_the_latest_still_aggregate(tmp_path: Path, monkeypatch) -> None:
+    """More distinct events within the window than the store follows: the least recently observed
+    series are let go (their next occurrence starts a new Event), the latest keep counting."""
+    import kubesched.store.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_SERIES_KEPT", 5)
+    clock = [1_700_000_000.0]
+    store = _store(tmp_path, clock)
+
+    def pod(i: int) -> dict[str, Any]:
+        return {**POD, "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"}}
+
+    for i in range(8):
+        clock[0] += 1
+        store.record_event(pod(i), "Warning", "FailedScheduling", "Scheduling", "n", "default-scheduler")
+    assert len(store._event_series) == 5
+    store.record_event(pod(7), "Warning", "FailedScheduling", "Scheduling", "n", "default-scheduler")
+    store.record_event(pod(0), "Warning", "FailedScheduling", "Scheduling", "n", "default-scheduler")
+    counts = sorted(
+        (e["regarding"]["name"], (e.get("series") or {}).get("count", 1)) for e in store.list("Event")
+    )
+    assert ("p7", 2) in counts  # still followed: joined its series
+    assert [c for name, c in counts if name == "p0"] == [1, 1]  # let go: a new Event
+    assert len(store._event_series) == 5
+    store.close()

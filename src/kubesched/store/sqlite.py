@@ -29,6 +29,7 @@ import itertools
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,7 +124,8 @@ class SqliteStore(MemoryStore):
         self._kind_listeners: list[Callable[[str], None]] = []
         #: Per isomorphic event (action, reason, reporter, object), the Event of its series and when
         #: it was last seen.
-        self._event_series: dict[tuple[Any, ...], tuple[str, float]] = {}
+        #: Each series' Event name and when it was last observed, least recently observed first.
+        self._event_series: OrderedDict[tuple[Any, ...], tuple[str, float]] = OrderedDict()
         self.path = Path(path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         # One process serves a database: holding its lock from the first write to close spares
@@ -471,15 +473,21 @@ class SqliteStore(MemoryStore):
                     self, {**existing, "series": {"count": count, "lastObservedTime": observed}}
                 )
                 self._event_series[key] = (series[0], now)
+                self._event_series.move_to_end(key)
                 return
-        if len(self._event_series) >= _SERIES_KEPT:
-            # Series that ended (nothing isomorphic within the window) are forgotten, as upstream's
-            # broadcaster finishes them.
-            self._event_series = {k: v for k, v in self._event_series.items() if now - v[1] <= SERIES_WINDOW}
+        # Series that ended (nothing isomorphic within the window) are forgotten, as upstream's
+        # broadcaster finishes them, and at most _SERIES_KEPT are followed (the least recently
+        # observed go first): each event costs the same however many came before it.
+        while self._event_series:
+            oldest = next(iter(self._event_series.values()))
+            if now - oldest[1] <= SERIES_WINDOW and len(self._event_series) < _SERIES_KEPT:
+                break
+            self._event_series.popitem(last=False)
         for _ in range(3):
             try:
                 super().record_event(regarding, event_type, reason, action, note, reporter)
                 self._event_series[key] = (self._last_event_name, now)
+                self._event_series.move_to_end(key)
                 return
             except AlreadyExists:
                 # Named after an event of an earlier run: skip past it.
