@@ -314,7 +314,15 @@ def test_lists_merge_as_the_kinds_schema_says() -> None:
     from kubesched.apiserver.openapi.schemas import builtin_schema
 
     schema = builtin_schema("", "v1", "Pod")
-    assert mf.list_semantics("ports", mf._child(mf._child(mf._child(schema, "spec"), "containers"), "ports"))
+    container = mf.field_schema(mf.field_schema(schema, "spec"), "containers") or {}
+    ports = mf.field_schema(mf.resolve(container.get("items")), "ports")
+    assert mf.list_semantics("ports", ports) == (mf.MAP, ("containerPort", "protocol"))
+    assert mf.list_semantics(
+        "tolerations", mf.field_schema(mf.field_schema(schema, "spec"), "tolerations")
+    ) == (
+        mf.ATOMIC,
+        (),
+    )
     first = mf.apply(
         None,
         _pod([{"containerPort": 80}], ["a.example/x"]),

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from kubesched.apiserver.openapi.schemas import resolve
-from kubesched.apiserver.patch import MERGE_KEYS, SET_LISTS
+from kubesched.apiserver.patch import MERGE_KEYS, SET_LISTS, field_schema
 from kubesched.registry.errors import ApiError
 
 Path = tuple[str, ...]
@@ -86,17 +86,6 @@ def list_semantics(field: str, schema: Schema) -> tuple[str, tuple[str, ...]]:
     return (SET, ()) if kind == SET else (ATOMIC, ())
 
 
-def _child(schema: Schema, key: str) -> Schema:
-    """The schema of ``key`` inside an object of ``schema`` (None once the schema is unknown)."""
-    if schema is None:
-        return None
-    props = schema.get("properties")
-    if isinstance(props, dict) and key in props:
-        return resolve(props[key])
-    extra = schema.get("additionalProperties")
-    return resolve(extra) if isinstance(extra, dict) else None
-
-
 def _items(schema: Schema) -> Schema:
     return None if schema is None else resolve(schema.get("items"))
 
@@ -111,7 +100,7 @@ def with_key_defaults(obj: Any, schema: Schema, field: str = "") -> Any:
     """``obj`` with the key fields its map lists' items leave out filled from the schema's
     defaults, as the object will hold them once defaulted."""
     if isinstance(obj, dict):
-        return {k: with_key_defaults(v, _child(schema, k), k) for k, v in obj.items()}
+        return {k: with_key_defaults(v, field_schema(schema, k), k) for k, v in obj.items()}
     if isinstance(obj, list) and schema is not None:
         kind, keys = list_semantics(field, schema)
         items = _items(schema)
@@ -131,11 +120,11 @@ def field_set(obj: Mapping[str, Any], schema: Schema = None) -> set[Path]:
     for key, value in obj.items():
         if key in _UNOWNED_TOP:
             continue
-        node = _child(schema, key)
+        node = field_schema(schema, key)
         if key == "metadata" and isinstance(value, dict):
             for mkey, mvalue in value.items():
                 if mkey not in _UNOWNED_METADATA:
-                    _walk(mvalue, ("f:metadata", f"f:{mkey}"), mkey, out, _child(node, mkey))
+                    _walk(mvalue, ("f:metadata", f"f:{mkey}"), mkey, out, field_schema(node, mkey))
             continue
         _walk(value, (f"f:{key}",), key, out, node)
     return out
@@ -172,7 +161,7 @@ def _value_step(value: Any) -> str:
 def _walk(value: Any, path: Path, field: str, out: set[Path], schema: Schema) -> None:
     if isinstance(value, dict) and value:
         for key, sub in value.items():
-            _walk(sub, (*path, f"f:{key}"), key, out, _child(schema, key))
+            _walk(sub, (*path, f"f:{key}"), key, out, field_schema(schema, key))
         return
     keyed = _keyed(field, value, schema)
     if keyed is not None:
@@ -182,7 +171,7 @@ def _walk(value: Any, path: Path, field: str, out: set[Path], schema: Schema) ->
             at = (*path, _item(keys, item, defaults))
             out.add((*at, "."))
             for sub_key, sub in item.items():
-                _walk(sub, (*at, f"f:{sub_key}"), sub_key, out, _child(items, sub_key))
+                _walk(sub, (*at, f"f:{sub_key}"), sub_key, out, field_schema(items, sub_key))
         return
     if isinstance(value, list) and list_semantics(field, schema)[0] != ATOMIC and not value:
         return  # an empty map or set list owns no item, and not the list itself
@@ -439,7 +428,7 @@ def _merge(live: Any, config: Any, field: str, schema: Schema) -> Any:
     if isinstance(config, dict) and isinstance(live, dict):
         out = dict(live)
         for key, value in config.items():
-            out[key] = _merge(live.get(key, _MISSING), value, key, _child(schema, key))
+            out[key] = _merge(live.get(key, _MISSING), value, key, field_schema(schema, key))
         return out
     kind, keys = list_semantics(field, schema)
     keyed = (

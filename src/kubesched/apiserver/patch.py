@@ -178,7 +178,7 @@ def strategic_merge_patch(target: Any, patch: Any, schema: dict[str, Any] | None
             out.pop(key, None)
             continue
         current = out.get(key)
-        field = _field_schema(schema, key)
+        field = field_schema(schema, key)
         if isinstance(value, list):
             strategy, merge_key = _list_strategy(schema, field, key)
             items = None if field is None else resolve(field.get("items"))
@@ -203,7 +203,7 @@ def strategic_merge_patch(target: Any, patch: Any, schema: dict[str, Any] | None
     return out
 
 
-def _field_schema(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+def field_schema(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
     """The schema of ``key`` in an object (a property, or a map's values)."""
     if schema is None:
         return None
