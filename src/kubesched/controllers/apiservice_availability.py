@@ -27,11 +27,10 @@ def available_condition(api_service: Mapping[str, Any], store: SqliteStore) -> t
         return "False", "ServiceNotFound", f'service/{name} in "{namespace}" is not present'
     endpoints = store.get("Endpoints", namespace, name) or {}
     if not any((subset or {}).get("addresses") for subset in endpoints.get("subsets") or []):
-        port_name = ""
         return (
             "False",
             "MissingEndpoints",
-            f'endpoints for service/{name} in "{namespace}" have no addresses with port name "{port_name}"',
+            f'endpoints for service/{name} in "{namespace}" have no addresses with port name ""',
         )
     return (
         "False",

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kubesched.batch.actions.util import PriorityQueue
+from kubesched.batch.actions.util import PriorityQueue, jobs_taking_part
 from kubesched.batch.conf import TOPOLOGY_AWARE_PREEMPTION, argument_bool, argument_int
 from kubesched.batch.job_info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kubesched.batch.session import Session
@@ -264,14 +264,7 @@ class PreemptAction:
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
         pending: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending():
-                continue
-            vr = ssn.job_valid(job)
-            if vr is not None and not vr.passed:
-                continue
-            if job.queue not in ssn.queues:
-                continue
+        for job, _ in jobs_taking_part(ssn):
             if not ssn.job_starving(job):
                 continue
             preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)

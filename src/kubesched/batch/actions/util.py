@@ -72,14 +72,10 @@ class StarvingJobs:
     jobs: list[JobInfo]
 
 
-def starving_jobs_by_queue(ssn: Session) -> StarvingJobs:
-    """Volcano's reclaim prologue: jobs still pending (not yet enqueued) and jobs the session's
-    JobValid rejects take no part; every other job's queue is visited, and its starving jobs are
-    the preemptors."""
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-    seen: set[str] = set()
-    by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    starving: list[JobInfo] = []
+def jobs_taking_part(ssn: Session) -> Iterator[tuple[JobInfo, QueueInfo]]:
+    """The jobs preemption and reclaim consider, with their queues, in the session's order: not
+    those still pending (not yet enqueued), those the session's JobValid rejects, or those of an
+    unknown queue."""
     for job in ssn.jobs.values():
         if job.is_pending():
             continue
@@ -87,8 +83,18 @@ def starving_jobs_by_queue(ssn: Session) -> StarvingJobs:
         if vr is not None and not vr.passed:
             continue
         queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
+        if queue is not None:
+            yield job, queue
+
+
+def starving_jobs_by_queue(ssn: Session) -> StarvingJobs:
+    """Volcano's reclaim prologue: the queue of every job taking part is visited, and its starving
+    jobs are the preemptors."""
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    seen: set[str] = set()
+    by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    starving: list[JobInfo] = []
+    for job, queue in jobs_taking_part(ssn):
         if queue.name not in seen:
             seen.add(queue.name)
             queues.push(queue)
