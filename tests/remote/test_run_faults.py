@@ -194,6 +194,11 @@ def _unsettled(cluster: Cluster, names: set[str]) -> dict[str, Any]:
         cond = _condition(p)
         if cond is None or cond.get("status") != "False" or not cond.get("message"):
             out[name] = cond
+        elif cond.get("reason") not in ("Unschedulable", "SchedulerError"):
+            # ``Schedulable`` (a gang member allocated while its gang waits for minAvailable) holds
+            # only until a session that sees the whole cluster again: a lost bind answer can leave
+            # the gang's node looking emptier than it is for one session.
+            out[name] = cond
     return out
 
 
