@@ -4,6 +4,7 @@ Also the Node a simulated kubelet registers."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import ipaddress
 import time
@@ -68,6 +69,15 @@ def host_ip(node: Obj | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _pod_network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """A node's pod CIDR parsed once: every pod started on the node reads it."""
+    try:
+        return ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return None
+
+
 class PodAddresses:
     """Each node's pod IPs, handed out from its pod CIDR one after the other (as the host-local
     IPAM plugin does: the network's first address is the gateway's), skipping those live pods
@@ -91,9 +101,8 @@ class PodAddresses:
         cidr = (spec.get("podCIDRs") or [spec.get("podCIDR")])[0]
         if not cidr:
             return None
-        try:
-            net = ipaddress.ip_network(str(cidr), strict=False)
-        except ValueError:
+        net = _pod_network(str(cidr))
+        if net is None:
             return None
         name = str(node["metadata"]["name"])
         used = self._used.setdefault(name, {})
