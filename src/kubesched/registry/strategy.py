@@ -98,6 +98,9 @@ class Strategy:
     field_paths: frozenset[str] = frozenset()
     #: The feature gate the kind is served behind (None: always served).
     feature_gate: str | None = None
+    #: Whether decoding a written body fills in the kind's defaults, as upstream's codec runs a
+    #: kind's registered defaulting functions on every decode (create, update and patch alike).
+    defaults_on_decode: bool = False
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
@@ -160,6 +163,8 @@ class Strategy:
         :meth:`validate` (upstream's decoding, conversion and defaulting of the served version): a
         field of the wrong type is a 400, and a kind whose served form differs from what is kept
         converts it here (a Secret's ``stringData`` goes into ``data``)."""
+        if self.defaults_on_decode:
+            self.defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         """The schedulers' own parser must accept what is stored: its complaint is a 422. A

@@ -54,13 +54,12 @@ def spec_causes(name: str, spec: Mapping[str, Any]) -> list[Cause]:
 class APIServiceStrategy(Strategy):
     columns: tuple[Column, ...] = (NAME, ("Service", "string", 0), ("Available", "string", 0), AGE)
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         service = (obj.get("spec") or {}).get("service")
         if isinstance(service, dict) and service.get("port") is None:
             service["port"] = 443
-
-    def decode(self, body: dict[str, Any]) -> None:
-        self.defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         name = str(body["metadata"].get("name", ""))

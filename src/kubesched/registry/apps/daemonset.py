@@ -161,11 +161,10 @@ class DaemonSetStrategy(PodTemplateStrategy):
         ("Selector", "string", 1),
     )
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         set_defaults(obj)
-
-    def decode(self, body: dict[str, Any]) -> None:
-        set_defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         causes = spec_causes(body.get("spec") or {})

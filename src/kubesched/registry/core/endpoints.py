@@ -21,14 +21,13 @@ class EndpointsStrategy(Strategy):
     top_fields = frozenset({"subsets"})
     columns: tuple[Column, ...] = (NAME, ("Endpoints", "string", 0), AGE)
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         for subset in _list(obj.get("subsets")):
             for port in _list(subset.get("ports")) if isinstance(subset, dict) else []:
                 if isinstance(port, dict) and not port.get("protocol"):
                     port["protocol"] = "TCP"
-
-    def decode(self, body: dict[str, Any]) -> None:
-        self.defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         causes: list[Cause] = []

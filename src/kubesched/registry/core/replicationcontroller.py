@@ -62,6 +62,8 @@ class ReplicationControllerStrategy(PodTemplateStrategy):
         ("Selector", "string", 1),
     )
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         set_defaults(obj)
 
@@ -69,9 +71,6 @@ class ReplicationControllerStrategy(PodTemplateStrategy):
         super().prepare_for_create(obj)
         # The status a new controller starts with (``replicas`` is never omitted upstream).
         obj["status"] = {"replicas": 0}
-
-    def decode(self, body: dict[str, Any]) -> None:
-        set_defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         causes = spec_causes(body.get("spec") or {})

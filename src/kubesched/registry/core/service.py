@@ -91,11 +91,10 @@ class ServiceStrategy(Strategy):
         ("Selector", "string", 1),
     )
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         set_defaults(obj)
-
-    def decode(self, body: dict[str, Any]) -> None:
-        set_defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         causes = validate_spec(body.get("spec") or {})

@@ -27,14 +27,13 @@ class EndpointSliceStrategy(Strategy):
         AGE,
     )
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         ports = obj.get("ports")
         for port in ports if isinstance(ports, list) else []:
             if isinstance(port, dict) and not port.get("protocol"):
                 port["protocol"] = "TCP"
-
-    def decode(self, body: dict[str, Any]) -> None:
-        self.defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         causes: list[Cause] = []

@@ -77,11 +77,10 @@ class RoleBindingStrategy(Strategy):
     )
     role_kinds: tuple[str, ...] = ("Role", "ClusterRole")
 
+    defaults_on_decode = True
+
     def defaults(self, obj: dict[str, Any]) -> None:
         set_defaults(obj)
-
-    def decode(self, body: dict[str, Any]) -> None:
-        set_defaults(body)
 
     def validate(self, body: dict[str, Any]) -> None:
         res = self.resource
