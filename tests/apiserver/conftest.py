@@ -136,6 +136,23 @@ def cluster(make_cluster: Any) -> Cluster:
     return c
 
 
+#: An aggregated API's registration whose Service does not exist (kube-aggregator's sample
+#: apiserver): available False with ServiceNotFound.
+WARDLE_API_SERVICE: dict[str, Any] = {
+    "apiVersion": "apiregistration.k8s.io/v1",
+    "kind": "APIService",
+    "metadata": {"name": "v1alpha1.wardle.k8s.io"},
+    "spec": {
+        "insecureSkipTLSVerify": True,
+        "group": "wardle.k8s.io",
+        "groupPriorityMinimum": 1000,
+        "versionPriority": 15,
+        "service": {"name": "api", "namespace": "wardle"},
+        "version": "v1alpha1",
+    },
+}
+
+
 def pod(name: str, namespace: str = "default", cpu: str = "100m", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

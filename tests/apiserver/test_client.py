@@ -8,6 +8,7 @@ import pytest
 
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes import client, config, watch  # noqa: E402
+from tests.apiserver.conftest import WARDLE_API_SERVICE  # noqa: E402
 
 
 def test_python_client_lists_and_watches(make_cluster):
@@ -196,19 +197,7 @@ def test_python_client_stores_rbac_objects_and_api_services(make_cluster):
     assert refused.value.status == 422 and "verbs must contain at least one value" in refused.value.body
 
     registration = client.ApiregistrationV1Api(api_client)
-    service = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": "v1alpha1.wardle.k8s.io"},
-        "spec": {
-            "insecureSkipTLSVerify": True,
-            "group": "wardle.k8s.io",
-            "groupPriorityMinimum": 1000,
-            "versionPriority": 15,
-            "service": {"name": "api", "namespace": "wardle"},
-            "version": "v1alpha1",
-        },
-    }
+    service = WARDLE_API_SERVICE
     registration.create_api_service(service)
     with pytest.raises(client.ApiException) as again:
         registration.create_api_service(service)

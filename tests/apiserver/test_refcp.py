@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from tests.apiserver.conftest import WARDLE_API_SERVICE
 
 REFCP = Path(__file__).resolve().parents[3] / "shared" / "refcp"
 REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
@@ -351,19 +352,7 @@ def _kinds_scenario(server) -> list:
     server.request("DELETE", f"{bindings}/read-pods")
     server.request("DELETE", f"{roles}/pod-reader")
 
-    api_service = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": "v1alpha1.wardle.k8s.io"},
-        "spec": {
-            "insecureSkipTLSVerify": True,
-            "group": "wardle.k8s.io",
-            "groupPriorityMinimum": 1000,
-            "versionPriority": 15,
-            "service": {"name": "api", "namespace": "wardle"},
-            "version": "v1alpha1",
-        },
-    }
+    api_service = WARDLE_API_SERVICE
     services = "/apis/apiregistration.k8s.io/v1/apiservices"
     record(server.request("POST", services, api_service), "spec.service")
     record(server.request("POST", services, api_service))
