@@ -15,12 +15,13 @@ demo: $(BIN)/kubesched
 	$(BIN)/kubesched simulate examples/quickstart --seed 1
 
 lint: $(BIN)/kubesched
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/lint-imports
 
 typecheck: $(BIN)/kubesched
 	$(BIN)/mypy src
+	$(BIN)/mypy --strict bench
 
 unit: $(BIN)/kubesched
 	$(BIN)/pytest

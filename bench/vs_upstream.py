@@ -1,0 +1,365 @@
+"""Side by side with the real control plane on this machine (``../shared/refcp``: kube-apiserver,
+etcd and kube-scheduler v1.20.2).
+
+``scheduler``: one API server (refcp's kube-apiserver and etcd), 1,000 nodes, then the same pods
+scheduled (a) by kube-scheduler and (b) by ``kubesched run``, both with their client rate limits
+lifted the same way (QPS and burst 5,000). Reports pods/s from the first create to the last bind
+seen on a watch, the scheduler process's CPU seconds per pod and its peak resident memory, and
+what the API server and etcd spent per pod meanwhile.
+
+``serve``: the same load (``kubesched.apiserver.loadgen``) against the real plane (kube-apiserver,
+etcd, kube-scheduler with lifted limits) and against ``kubesched serve``: pods/s end to end and
+the CPU per pod of all the server-side processes.
+
+Each round starts a fresh plane (an empty etcd) or a fresh ``serve``; the sides alternate round by
+round so that the machine's load falls on both alike. Run from the repository root:
+
+    python bench/vs_upstream.py scheduler --rounds 3
+    python bench/vs_upstream.py serve --rounds 3
+
+It needs refcp built (``../shared/refcp/build.sh``) and nothing else using its ports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from kubesched.apiserver.loadgen import run_load
+
+ROOT = Path(__file__).resolve().parents[1]
+REFCP = ROOT.parent / "shared" / "refcp"
+REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: Both schedulers' client limits, lifted the same way.
+QPS = 5000
+
+
+# -- processes ----------------------------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def refcp_pid(name: str) -> int:
+    return int((REF_DIR / "run" / f"{name}.pid").read_text().strip())
+
+
+def refcp_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for line in (REF_DIR / "env.sh").read_text().splitlines():
+        if line.startswith("export ") and "=" in line:
+            key, _, value = line[len("export ") :].partition("=")
+            env[key] = shlex.split(value)[0] if value else ""
+    return env
+
+
+@contextmanager
+def refcp(*, scheduler: bool) -> Iterator[dict[str, str]]:
+    args = [str(REFCP / "start.sh")]
+    env = dict(os.environ, REF_DIR=str(REF_DIR))
+    if scheduler:
+        args.append("--scheduler")
+        env["REF_SCHEDULER_ARGS"] = f"--kube-api-qps {QPS} --kube-api-burst {QPS}"
+    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL)
+    try:
+        yield refcp_env()
+    finally:
+        subprocess.run([str(REFCP / "stop.sh")], check=False, env=env, stdout=subprocess.DEVNULL)
+
+
+@contextmanager
+def process(
+    args: list[str], log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- the cluster --------------------------------------------------------------------------------------
+def node(name: str) -> dict[str, Any]:
+    alloc = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": alloc,
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
+    }
+
+
+@dataclass
+class Api:
+    base: str
+    token: str
+    ca: str
+
+    def session(self, connections: int = 16) -> aiohttp.ClientSession:
+        ctx = ssl.create_default_context(cafile=self.ca)
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        return aiohttp.ClientSession(
+            headers=headers, connector=aiohttp.TCPConnector(ssl=ctx, limit=connections)
+        )
+
+
+async def create_nodes(api: Api, count: int, clients: int = 8) -> None:
+    async with api.session(clients) as session:
+
+        async def create(names: list[str]) -> None:
+            for name in names:
+                async with session.post(f"{api.base}/api/v1/nodes", data=orjson.dumps(node(name))) as resp:
+                    if resp.status != 201:
+                        raise RuntimeError(f"node {name}: {resp.status} {await resp.text()}")
+
+        names = [f"node-{i}" for i in range(count)]
+        await asyncio.gather(*(create(names[i::clients]) for i in range(clients)))
+
+
+async def probe(api: Api, timeout: float = 120.0) -> None:
+    """Wait until the scheduler binds a pod: its informers are synced and it is taking pods."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "pause"}]},
+    }
+    path = f"{api.base}/api/v1/namespaces/default/pods"
+    async with api.session(2) as session:
+        deadline = time.monotonic() + timeout
+        while True:
+            async with session.post(path, data=orjson.dumps(body)) as resp:
+                if resp.status in (201, 409):
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("the API server does not take pods")
+            await asyncio.sleep(0.5)
+        while time.monotonic() < deadline:
+            async with session.get(f"{path}/probe") as resp:
+                if ((await resp.json()).get("spec") or {}).get("nodeName"):
+                    break
+            await asyncio.sleep(0.2)
+        else:
+            raise RuntimeError("the scheduler bound nothing")
+        async with session.delete(f"{path}/probe") as resp:
+            await resp.read()
+
+
+# -- one measured load --------------------------------------------------------------------------------
+@dataclass
+class Run:
+    side: str
+    pods_per_second: float
+    create_rate: float
+    #: Milliseconds of CPU per pod, per process watched.
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+    peak_mib: float = 0.0
+
+
+def measured_load(
+    side: str, api: Api, pids: dict[str, int], pods: int, clients: int, peak_of: str | None
+) -> Run:
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    result = asyncio.run(run_load(api.base, api.token, api.ca, pods=pods, clients=clients, timeout=600))
+    after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    if result.failed:
+        raise RuntimeError(f"{side}: {result.failed} creates failed")
+    cpu = {name: 1000 * (after[name] - before[name]) / pods for name in pids}
+    peak = peak_rss_mib(pids[peak_of]) if peak_of else 0.0
+    return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak)
+
+
+def kube_scheduler_round(nodes: int, pods: int, clients: int) -> Run:
+    with refcp(scheduler=True) as env:
+        api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
+        asyncio.run(create_nodes(api, nodes))
+        asyncio.run(probe(api))
+        pids = {
+            "scheduler": refcp_pid("kube-scheduler"),
+            "apiserver": refcp_pid("kube-apiserver"),
+            "etcd": refcp_pid("etcd"),
+        }
+        return measured_load("kube-scheduler", api, pids, pods, clients, "scheduler")
+
+
+def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> Run:
+    with refcp(scheduler=False) as env:
+        api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
+        asyncio.run(create_nodes(api, nodes))
+        grant_kubesched_role()
+        args = [
+            sys.executable, "-m", "kubesched.cli", "run",
+            "--kubeconfig", str(REF_DIR / "run" / "scheduler.kubeconfig"),
+            "--no-leader-elect", "--secure-port", "0",
+            "--kube-api-qps", str(QPS), "--kube-api-burst", str(QPS),
+        ]  # fmt: skip
+        with process(args, log_dir / "kubesched-run.log") as proc:
+            asyncio.run(probe(api))
+            pids = {
+                "scheduler": proc.pid,
+                "apiserver": refcp_pid("kube-apiserver"),
+                "etcd": refcp_pid("etcd"),
+            }
+            return measured_load("kubesched run", api, pids, pods, clients, "scheduler")
+
+
+def grant_kubesched_role() -> None:
+    """kubesched reads more kinds than v1.20's ``system:kube-scheduler`` role lists (Namespaces,
+    PriorityClasses, CSIDrivers, VolumeAttachments, ...): the identity both schedulers use gets
+    deploy/rbac.yaml's ClusterRole as well."""
+    kubectl = [str(REF_DIR / "bin" / "kubectl"), "--kubeconfig", str(REF_DIR / "kubeconfig")]
+    quiet = {"check": True, "stdout": subprocess.DEVNULL}
+    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "deploy" / "rbac.yaml")], **quiet)  # type: ignore[call-overload]
+    bind = [
+        "create",
+        "clusterrolebinding",
+        "kubesched-bench",
+        "--clusterrole=kubesched",
+        "--user=system:kube-scheduler",
+    ]
+    subprocess.run([*kubectl, *bind], **quiet)  # type: ignore[call-overload]
+
+
+def real_plane_round(nodes: int, pods: int, clients: int) -> Run:
+    with refcp(scheduler=True) as env:
+        api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
+        asyncio.run(create_nodes(api, nodes))
+        asyncio.run(probe(api))
+        pids = {
+            "apiserver": refcp_pid("kube-apiserver"),
+            "etcd": refcp_pid("etcd"),
+            "scheduler": refcp_pid("kube-scheduler"),
+        }
+        return measured_load("kube-apiserver + etcd + kube-scheduler", api, pids, pods, clients, None)
+
+
+def serve_round(nodes: int, pods: int, clients: int, log_dir: Path, port: int) -> Run:
+    data = Path(tempfile.mkdtemp(prefix="serve-", dir=log_dir))
+    args = [
+        sys.executable,
+        "-m",
+        "kubesched.cli",
+        "serve",
+        "--nodes",
+        str(nodes),
+        "--data-dir",
+        str(data),
+        "--port",
+        str(port),
+    ]
+    with process(args, log_dir / "serve.log") as proc:
+        deadline = time.monotonic() + 120
+        while not (data / "kubeconfig").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"serve did not start: see {log_dir / 'serve.log'}")
+            time.sleep(0.2)
+        api = Api(f"https://127.0.0.1:{port}", (data / "token").read_text().strip(), str(data / "ca.crt"))
+        asyncio.run(probe(api))
+        return measured_load("kubesched serve", api, {"serve": proc.pid}, pods, clients, None)
+
+
+# -- the report ---------------------------------------------------------------------------------------
+def row(run: Run) -> str:
+    cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run.cpu_ms.items())
+    peak = f" | {run.peak_mib:.0f}" if run.peak_mib else ""
+    return f"| {run.side} | {run.pods_per_second:.0f} | {run.create_rate:.0f} | {cpu}{peak} |"
+
+
+def summary(runs: list[Run]) -> list[str]:
+    out = []
+    sides = list(dict.fromkeys(r.side for r in runs))
+    for side in sides:
+        mine = [r for r in runs if r.side == side]
+        rates = [r.pods_per_second for r in mine]
+        cpu = [sum(r.cpu_ms.get(k, 0.0) for k in ("scheduler", "serve") if k in r.cpu_ms) for r in mine]
+        total = [sum(r.cpu_ms.values()) for r in mine]
+        out.append(
+            f"{side}: median {statistics.median(rates):.0f} pods/s ({', '.join(f'{x:.0f}' for x in rates)}); "
+            f"scheduler/serve CPU {statistics.median(cpu):.2f} ms/pod; "
+            f"all watched processes {statistics.median(total):.2f} ms/pod"
+        )
+    if len(sides) == 2:
+        a, b = ([r.pods_per_second for r in runs if r.side == s] for s in sides)
+        out.append(
+            f"ratio {sides[1]} / {sides[0]}: {statistics.median(b) / statistics.median(a):.2f}x pods/s"
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("scheduler", "serve"))
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each side, alternated")
+    parser.add_argument("--port", type=int, default=16480, help="serve's port (serve mode)")
+    args = parser.parse_args()
+    if not (REF_DIR / "bin" / "kube-apiserver").exists():
+        raise SystemExit(f"refcp is not built in {REF_DIR}: run ../shared/refcp/build.sh")
+    log_dir = Path(tempfile.mkdtemp(prefix="vs-upstream-"))
+    runs: list[Run] = []
+    columns = ["side", "pods/s end to end", "create rate", "CPU ms per pod"]
+    if args.mode == "scheduler":
+        columns.append("scheduler peak MiB")
+    print("| " + " | ".join(columns) + " |")
+    print("| --- " * len(columns) + "|")
+    for _ in range(args.rounds):
+        pair: list[Callable[[], Run]]
+        if args.mode == "scheduler":
+            pair = [
+                lambda: kube_scheduler_round(args.nodes, args.pods, args.clients),
+                lambda: kubesched_run_round(args.nodes, args.pods, args.clients, log_dir),
+            ]
+        else:
+            pair = [
+                lambda: real_plane_round(args.nodes, args.pods, args.clients),
+                lambda: serve_round(args.nodes, args.pods, args.clients, log_dir, args.port),
+            ]
+        for measure in pair:
+            run = measure()
+            runs.append(run)
+            print(row(run), flush=True)
+    print()
+    for line in summary(runs):
+        print(line)
+    print(f"(logs in {log_dir}; load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
