@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shlex
 import signal
 import ssl
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -189,19 +191,44 @@ class Run:
     #: Milliseconds of CPU per pod, per process watched.
     cpu_ms: dict[str, float] = field(default_factory=dict)
     peak_mib: float = 0.0
+    #: Requests per pod the API server answered during the load, by verb and resource
+    #: (kube-apiserver's ``apiserver_request_total``; empty for a server without it).
+    requests: dict[str, float] = field(default_factory=dict)
+
+
+async def request_counts(api: Api) -> Counter[str]:
+    """kube-apiserver's count of the requests it answered, by verb and resource/subresource."""
+    async with api.session(1) as session, session.get(f"{api.base}/metrics") as resp:
+        if resp.status != 200:
+            return Counter()
+        text = await resp.text()
+    counts: Counter[str] = Counter()
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line.rpartition(" ")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels_text))
+        resource = labels.get("resource", "")
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        counts[f"{labels.get('verb', '')} {resource}"] += int(float(value))
+    return counts
 
 
 def measured_load(
     side: str, api: Api, pids: dict[str, int], pods: int, clients: int, peak_of: str | None
 ) -> Run:
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    requests_before = asyncio.run(request_counts(api))
     result = asyncio.run(run_load(api.base, api.token, api.ca, pods=pods, clients=clients, timeout=600))
     after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    requests = asyncio.run(request_counts(api)) - requests_before
     if result.failed:
         raise RuntimeError(f"{side}: {result.failed} creates failed")
     cpu = {name: 1000 * (after[name] - before[name]) / pods for name in pids}
     peak = peak_rss_mib(pids[peak_of]) if peak_of else 0.0
-    return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak)
+    per_pod = {key: n / pods for key, n in requests.most_common() if n / pods >= 0.01}
+    return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak, per_pod)
 
 
 def kube_scheduler_round(nodes: int, pods: int, clients: int) -> Run:
@@ -313,6 +340,10 @@ def summary(runs: list[Run]) -> list[str]:
             f"scheduler/serve CPU {statistics.median(cpu):.2f} ms/pod; "
             f"all watched processes {statistics.median(total):.2f} ms/pod"
         )
+        requests = mine[-1].requests
+        if requests:
+            listed = ", ".join(f"{key} {n:.2f}" for key, n in requests.items())
+            out.append(f"  API requests per pod (last run, all clients): {listed}")
     if len(sides) == 2:
         a, b = ([r.pods_per_second for r in runs if r.side == s] for s in sides)
         out.append(

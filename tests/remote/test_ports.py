@@ -283,13 +283,14 @@ def test_events_never_block_and_overflow_is_dropped(
                 await asyncio.sleep(0.01)
             return await client.request(method, path, **kw)
 
-    ports = RemotePorts(client, loop_thread, events_client=Slow(), event_queue=3, event_workers=1)
+    ports = RemotePorts(client, loop_thread, events_client=Slow(), event_queue=3)
     created = _create(cluster, pod("web-1"))
     for i in range(10):
         ports.record(created, "Normal", "Scheduled", "Binding", f"n{i}", "s")
-    # At most one in the worker's hands and three queued; the rest dropped, and recording
-    # returned without waiting for any of them.
-    assert _until(lambda: ports.events.dropped >= 6)
+    # Three on their way to the server; the rest dropped, and recording returned without waiting
+    # for any of them.
+    assert _until(lambda: ports.events.dropped == 7)
+    assert ports.events.pending == 3
     gate.set()
     ports.close()
     assert ports.events.sent + ports.events.dropped == 10

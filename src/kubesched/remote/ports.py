@@ -192,7 +192,6 @@ class RemotePorts:
         identity: str | None = None,
         timeout: float = 60.0,
         event_queue: int = 1000,
-        event_workers: int = 4,
         now: Callable[[], datetime.datetime] = _utcnow,
         retry_interval: tuple[float, float] = (0.5, 10.0),
     ) -> None:
@@ -204,7 +203,7 @@ class RemotePorts:
         self.now = now
         #: Where events come from (upstream ``reportingInstance`` is the controller and this).
         self.identity = identity or socket.gethostname()
-        self.events = EventSink(events_client or client, loop, capacity=event_queue, workers=event_workers)
+        self.events = EventSink(events_client or client, loop, capacity=event_queue)
         #: Kinds whose CRD has no status subresource (their status is patched on the object).
         self._without_status_subresource: set[str] = set() if self.features.pod_group_status else {"PodGroup"}
         #: The first and the longest pause between tries of the condition writes not yet taken.
@@ -754,11 +753,13 @@ def _note(text: str) -> str:
 
 
 class EventSink:
-    """Events sent in the background by a few workers on the client's loop, from a bounded queue:
-    recording one never waits on the server. When the queue is full the event is dropped, counted
-    in :attr:`dropped` and logged (the first, then every hundredth)."""
+    """Events sent in the background on the client's loop, each as soon as it is recorded (as
+    client-go's events broadcaster starts one goroutine per event, paced only by the client's rate
+    limiter): recording one never waits on the server. At most ``capacity`` events wait on the
+    server at once; past that an event is dropped, counted in :attr:`dropped` and logged (the first,
+    then every hundredth)."""
 
-    def __init__(self, client: Api, loop: Loop, *, capacity: int = 1000, workers: int = 4) -> None:
+    def __init__(self, client: Api, loop: Loop, *, capacity: int = 1000) -> None:
         self.client = client
         self.loop = loop
         self.capacity = capacity
@@ -766,28 +767,26 @@ class EventSink:
         self.failed = 0
         self.dropped = 0
         self._lock = threading.Lock()
-        self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
-        self._workers: list[asyncio.Task[None]] = []
-        self._nworkers = workers
+        #: The events on their way, touched only on the client's loop.
+        self._sending: set[asyncio.Task[None]] = set()
         self._closed = False
 
     def send(self, path: str, event: dict[str, Any]) -> None:
         if self._closed:
             return
         try:
-            self.loop.loop.call_soon_threadsafe(self._put, path, event)
+            self.loop.loop.call_soon_threadsafe(self._start, path, event)
         except RuntimeError:
             self._drop("the client's event loop is closed")
 
-    def _put(self, path: str, event: dict[str, Any]) -> None:
-        """On the loop: start the workers on first use; queue the event or drop it."""
-        if self._queue is None:
-            self._queue = asyncio.Queue(self.capacity)
-            self._workers = [asyncio.create_task(self._work()) for _ in range(self._nworkers)]
-        try:
-            self._queue.put_nowait((path, event))
-        except asyncio.QueueFull:
+    def _start(self, path: str, event: dict[str, Any]) -> None:
+        """On the loop: send the event, or drop it while ``capacity`` are on their way."""
+        if len(self._sending) >= self.capacity:
             self._drop(f"{self.capacity} events are waiting to be sent")
+            return
+        task = asyncio.create_task(self._send(path, event))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     def _drop(self, why: str) -> None:
         with self._lock:
@@ -796,39 +795,31 @@ class EventSink:
         if dropped == 1 or dropped % 100 == 0:
             log.warning("dropping an event (%d dropped so far): %s", dropped, why)
 
-    async def _work(self) -> None:
-        queue = self._queue
-        assert queue is not None
-        while True:
-            path, event = await queue.get()
-            try:
-                await self.client.request("POST", path, body=event)
-                self.sent += 1
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                # Upstream drops an event the server refuses: it is not worth a retry loop.
-                self.failed += 1
-                meta = event.get("metadata") or {}
-                log.info("event %s/%s not recorded: %s", meta.get("namespace"), meta.get("name"), exc)
-            finally:
-                queue.task_done()
+    async def _send(self, path: str, event: dict[str, Any]) -> None:
+        try:
+            await self.client.request("POST", path, body=event)
+            self.sent += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Upstream drops an event the server refuses: it is not worth a retry loop.
+            self.failed += 1
+            meta = event.get("metadata") or {}
+            log.info("event %s/%s not recorded: %s", meta.get("namespace"), meta.get("name"), exc)
 
     async def _drain(self, timeout: float) -> None:
-        queue = self._queue
-        if queue is not None:
-            try:
-                await asyncio.wait_for(queue.join(), timeout)
-            except TimeoutError:
-                log.warning("%d event(s) not sent before stopping", queue.qsize())
-        for task in self._workers:
-            task.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
-        self._workers = []
+        if not self._sending:
+            return
+        _, unsent = await asyncio.wait(set(self._sending), timeout=timeout)
+        if unsent:
+            log.warning("%d event(s) not sent before stopping", len(unsent))
+            for task in unsent:
+                task.cancel()
+            await asyncio.gather(*unsent, return_exceptions=True)
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize() if self._queue is not None else 0
+        return len(self._sending)
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is queued (for at most ``timeout`` seconds), then stop the workers."""
