@@ -1,0 +1,134 @@
+"""Files for ``kubesched experiment topology --report DIR``: ``summary.csv`` (one row per arm),
+``table.md`` (the side-by-side table), ``jobs.csv`` (one row per job and arm, with the nodes, leaves
+and spines its pods were bound in) and three plots: how many leaves each multi-pod job spanned, the
+distributions of queueing delay and completion time, and the cluster over time. Plots use
+matplotlib's Agg backend, as the other reports do."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from kubesched.sim.gang_experiment import ArmResult
+from kubesched.sim.gang_report import delays_figure, timeline_figure
+from kubesched.sim.topology_experiment import (
+    ARMS,
+    TOPOLOGY_COLUMNS,
+    Fabric,
+    domains,
+    markdown_table,
+    topology_rows,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["write_report"]
+
+COLORS: Final = {"none": "tab:red", "plugin": "tab:orange", "soft": "tab:blue", "hard": "tab:green"}
+JOB_COLUMNS: Final = (
+    "arm",
+    "job",
+    "pods",
+    "gpus",
+    "arrival_s",
+    "duration_s",
+    "start_s",
+    "end_s",
+    "queueing_s",
+    "state",
+    "leaves",
+    "spines",
+    "nodes",
+)
+
+
+def _fmt(value: Any) -> Any:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.3f}"
+    return "" if value is None else value
+
+
+def write_csv(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = topology_rows(results, fabric)
+    with (out / "summary.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(TOPOLOGY_COLUMNS)
+        for row in rows:
+            values = row.as_dict()
+            writer.writerow([_fmt(values[c]) for c in TOPOLOGY_COLUMNS])
+    (out / "table.md").write_text(markdown_table(rows), encoding="utf-8")
+    with (out / "jobs.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(JOB_COLUMNS)
+        for r in results:
+            for j in r.jobs:
+                placed = bool(j.placement)
+                writer.writerow(
+                    [
+                        _fmt(v)
+                        for v in (
+                            r.arm,
+                            j.name,
+                            j.pods,
+                            j.gpus,
+                            j.arrival,
+                            j.duration,
+                            j.start,
+                            j.end,
+                            j.queueing_delay,
+                            j.state,
+                            domains(j, fabric.leaf_of) if placed else None,
+                            domains(j, fabric.spine_of) if placed else None,
+                            " ".join(j.placement),
+                        )
+                    ]
+                )
+
+
+def leaves_figure(results: Sequence[ArmResult], fabric: Fabric) -> Figure:
+    """Share of the started multi-pod jobs per number of leaves their pods spanned, per arm."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    counts = [[domains(j, fabric.leaf_of) for j in r.jobs if j.placement and j.pods > 1] for r in results]
+    most = max((max(c, default=0) for c in counts), default=0)
+    width = 0.8 / max(1, len(results))
+    xs = list(range(1, most + 1))
+    for k, (r, leaves) in enumerate(zip(results, counts, strict=True)):
+        ys = [100.0 * leaves.count(x) / len(leaves) if leaves else 0.0 for x in xs]
+        ax.bar(
+            [x + (k - (len(results) - 1) / 2) * width for x in xs],
+            ys,
+            width,
+            label=ARMS.get(r.arm, r.arm),
+            color=COLORS.get(r.arm),
+        )
+    ax.set_xticks(xs)
+    ax.set_xlabel("leaves spanned by one multi-pod job")
+    ax.set_ylabel("multi-pod jobs (%)")
+    ax.legend(fontsize="small")
+    ax.set_title(f"{fabric.leaves} leaves, {fabric.gpus} GPUs: leaves per job")
+    return fig
+
+
+def write_report(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> list[Path]:
+    """Write the CSV files, the table and the plots; returns the files written."""
+    write_csv(results, fabric, out)
+    written = [out / "summary.csv", out / "table.md", out / "jobs.csv"]
+    for name, fig in (
+        ("leaves", leaves_figure(results, fabric)),
+        ("delays", delays_figure(results, ARMS, COLORS)),
+        ("timeline", timeline_figure(results, ARMS, COLORS)),
+    ):
+        path = out / f"topology_{name}.png"
+        fig.savefig(path, dpi=110)
+        written.append(path)
+    return written
