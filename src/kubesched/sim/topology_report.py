@@ -1,7 +1,8 @@
 """Files for ``kubesched experiment topology --report DIR``: ``summary.csv`` (one row per arm),
 ``table.md`` (the side-by-side table), ``jobs.csv`` (one row per job and arm, with the nodes, leaves
-and spines its pods were bound in) and three plots: how many leaves each multi-pod job spanned, the
-distributions of queueing delay and completion time, and the cluster over time. Plots use
+and spines its pods were bound in) and three plots: how many leaves each multi-pod job spanned beside
+the queueing delay of those jobs, the distributions of queueing delay and completion time of all
+jobs, and the cluster over time. Plots use
 matplotlib's Agg backend, as the other reports do."""
 
 from __future__ import annotations
@@ -91,31 +92,36 @@ def write_csv(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> None:
 
 
 def leaves_figure(results: Sequence[ArmResult], fabric: Fabric) -> Figure:
-    """Share of the started multi-pod jobs per number of leaves their pods spanned, per arm."""
+    """Left: share of the started multi-pod jobs per number of leaves their pods spanned. Right: the
+    queueing delay of the multi-pod jobs (CDF over them all, log minutes), one series per arm."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+    fig = Figure(figsize=(10.0, 3.8), layout="constrained")
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
+    ax, wait = fig.subplots(1, 2)
     counts = [[domains(j, fabric.leaf_of) for j in r.jobs if j.placement and j.pods > 1] for r in results]
     most = max((max(c, default=0) for c in counts), default=0)
     width = 0.8 / max(1, len(results))
     xs = list(range(1, most + 1))
     for k, (r, leaves) in enumerate(zip(results, counts, strict=True)):
+        label, color = ARMS.get(r.arm, r.arm), COLORS.get(r.arm, f"C{k % 10}")
         ys = [100.0 * leaves.count(x) / len(leaves) if leaves else 0.0 for x in xs]
-        ax.bar(
-            [x + (k - (len(results) - 1) / 2) * width for x in xs],
-            ys,
-            width,
-            label=ARMS.get(r.arm, r.arm),
-            color=COLORS.get(r.arm),
-        )
+        ax.bar([x + (k - (len(results) - 1) / 2) * width for x in xs], ys, width, label=label, color=color)
+        multi = [j for j in r.jobs if j.pods > 1]
+        waits = sorted(max(j.queueing_delay, 1.0) / 60.0 for j in multi if j.queueing_delay is not None)
+        if waits:
+            ys = [100.0 * (i + 1) / len(multi) for i in range(len(waits))]
+            wait.step(waits, ys, where="post", label=label, color=color, linewidth=1.2)
     ax.set_xticks(xs)
     ax.set_xlabel("leaves spanned by one multi-pod job")
     ax.set_ylabel("multi-pod jobs (%)")
-    ax.legend(fontsize="small")
     ax.set_title(f"{fabric.leaves} leaves, {fabric.gpus} GPUs: leaves per job")
+    wait.set_xscale("log")
+    wait.set_xlabel("queueing delay of multi-pod jobs (min, ≥ 1 s)")
+    wait.set_ylabel("multi-pod jobs (%)")
+    wait.grid(alpha=0.3)
+    wait.legend(loc="lower right", fontsize="small")
     return fig
 
 
