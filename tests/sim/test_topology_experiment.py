@@ -31,7 +31,9 @@ from kubesched.sim.topology_experiment import (
     load_fabric,
     markdown_table,
     nearest_rank,
+    pooled_rows,
     run_topology_arm,
+    seed_table,
     topology_rows,
     two_tier_fabric,
 )
@@ -163,6 +165,23 @@ def test_rows_count_leaves_from_placements_and_waits_by_nearest_rank() -> None:
     )
 
 
+def test_several_seeds_are_pooled_per_arm() -> None:
+    fabric = small_fabric()
+    one = [JobResult("x", 0.0, 60.0, 2, 16, start=0.0, end=60.0, placement=("gpu-00", "gpu-01"))]
+    two = [JobResult("x", 0.0, 60.0, 2, 16, start=30.0, end=90.0, placement=("gpu-01", "gpu-02"))]
+    results = [ArmResult("soft", "philly", 64, one, seed=1), ArmResult("soft", "philly", 64, two, seed=2)]
+    rows = topology_rows(results, fabric)
+    assert [r.seeds for r in rows] == [(1,), (2,)]
+    (pooled,) = pooled_rows(rows)
+    assert (pooled.seeds, pooled.jobs, pooled.done, pooled.multi_pod_jobs) == ((1, 2), 2, 2, 2)
+    assert pooled.leaves_hist == {1: 1, 2: 1}
+    assert (pooled.leaves_mean, pooled.one_leaf_pct) == (1.5, 50.0)
+    assert (pooled.wait_mean_s, pooled.wait_p95_s, pooled.makespan_s) == (15.0, 15.0, 75.0)
+    lines = seed_table(rows).splitlines()
+    assert lines[2].startswith("| soft | 1 | 1.00 | 100.0 | 0.0 | 0.0 |")
+    assert lines[3].startswith("| soft | 2 | 2.00 | 0.0 | 0.5 | 0.5 |")
+
+
 def test_nearest_rank() -> None:
     assert math.isnan(nearest_rank([], 0.5))
     assert nearest_rank([3.0], 0.95) == 3.0
@@ -257,6 +276,25 @@ def test_cli_experiment_topology_prints_the_table_and_writes_the_report(tmp_path
     assert len(jobs) == 30 and all(j["leaves"] for j in jobs)
     for plot in ("leaves", "delays", "timeline"):
         assert (out / f"topology_{plot}.png").stat().st_size > 0
+
+
+def test_cli_experiment_topology_runs_each_arm_once_per_seed(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "topology"
+    code = main(
+        [
+            "experiment", "topology", "--philly", str(DATA / "philly_fabric.csv"), "--philly-skip", "0",
+            "--arms", "none,hard", "--seeds", "1-2", "--report", str(out),
+        ]
+    )  # fmt: skip
+    assert code == EXIT_OK
+    text = capsys.readouterr().out
+    assert "averaged over seeds 1-2" in text and "| hard | 20/20 | 10 |" in text
+    assert "| none | 2 |" in text and "4 runs (2 arms x 2 seeds)" in text
+    with (out / "summary.csv").open() as f:
+        rows = [(r["arm"], r["seeds"]) for r in csv.DictReader(f)]
+    per_seed = [("none", "1"), ("hard", "1"), ("none", "2"), ("hard", "2")]
+    assert rows == [*per_seed, ("none", "1 2"), ("hard", "1 2")]
+    assert "| arm | seed |" in (out / "table.md").read_text()
 
 
 def test_cli_experiment_topology_refuses_an_unknown_arm(capsys) -> None:  # type: ignore[no-untyped-def]

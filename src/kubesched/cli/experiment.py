@@ -154,7 +154,12 @@ def _add_topology_parser(exp_sub: Any) -> None:
         help="divide arrivals once more by this (default: the fabric's GPUs / 256, the load per GPU "
         "of experiment gangs' 32 nodes)",
     )
-    topo.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
+    topo.add_argument(
+        "--seeds",
+        default="1",
+        help="the simulations' seeds, N-M or a comma list (default 1); several: each arm once per "
+        "seed, the table pooled over them and the spread per seed below it",
+    )
     topo.add_argument("--report", metavar="DIR", help="write summary.csv, table.md, jobs.csv and plots here")
     topo.set_defaults(func=cmd_experiment_topology)
 
@@ -328,7 +333,9 @@ def cmd_experiment_topology(args: argparse.Namespace) -> int:
         ARMS,
         load_fabric,
         markdown_table,
+        pooled_rows,
         run_topology_arm,
+        seed_table,
         topology_rows,
     )
 
@@ -352,19 +359,24 @@ def cmd_experiment_topology(args: argparse.Namespace) -> int:
         max_gpus=fabric.gpus,
         speedup=speedup,
     )
+    seeds = list(dict.fromkeys(_seeds(args.seeds)))
     started = time.perf_counter()
-    results = [run_topology_arm(arm, jobs, fabric, seed=args.seed) for arm in arms]
+    results = [run_topology_arm(arm, jobs, fabric, seed=seed) for seed in seeds for arm in arms]
     wall = time.perf_counter() - started
     multi = sum(1 for j in jobs if len(j.workers) > 1)
+    pooled = f"; counts summed and numbers averaged over seeds {args.seeds}" if len(seeds) > 1 else ""
     print(
         f"Philly: {len(jobs)} multi-GPU jobs ({multi} of several pods) on {len(fabric.nodes)} nodes, "
-        f"{fabric.gpus} GPUs, {fabric.leaves} leaves; times in minutes of virtual time\n"
+        f"{fabric.gpus} GPUs, {fabric.leaves} leaves; times in minutes of virtual time{pooled}\n"
     )
-    print(markdown_table(topology_rows(results, fabric)))
+    rows = topology_rows(results, fabric)
+    print(markdown_table(pooled_rows(rows)))
+    if len(seeds) > 1:
+        print(seed_table(rows))
     for r in results:
         for warning in r.warnings:
             print(f"warning: {r.arm}: {warning}")
-    print(f"{len(results)} arms in {wall:.1f} s")
+    print(f"{len(results)} runs ({len(arms)} arms x {len(seeds)} seeds) in {wall:.1f} s")
     if args.report:
         from kubesched.sim.topology_report import write_report
 

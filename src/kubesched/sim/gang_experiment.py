@@ -369,6 +369,8 @@ class ArmResult:
     wall_seconds: float = 0.0
     cycles: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: The simulation's seed.
+    seed: int = 0
     #: The virtual clock's reading when the run began: ``times`` and the jobs' times count from it.
     origin: float = 0.0
     #: The simulation itself, when the caller asked to keep it (to read its store afterwards).
@@ -520,6 +522,7 @@ def run_arm(
         [JobResult(j.name, j.arrival, j.duration, len(j.workers), j.gpus) for j in jobs],
     )
     recorder = _Recorder(sim, jobs, cluster, result)
+    result.seed = seed
     result.origin = recorder.origin
     if keep_simulation:
         result.simulation = sim

@@ -47,7 +47,9 @@ __all__ = [
     "load_fabric",
     "markdown_table",
     "nearest_rank",
+    "pooled_rows",
     "run_topology_arm",
+    "seed_table",
     "topology_rows",
     "two_tier_fabric",
 ]
@@ -302,7 +304,10 @@ def domains(job: JobResult, of: Mapping[str, str]) -> int:
 
 @dataclass(frozen=True)
 class TopologyRow:
+    """One arm's numbers, for one seed or pooled over several (:func:`pooled_rows`)."""
+
     arm: str
+    seeds: tuple[int, ...]
     jobs: int
     done: int
     pending: int
@@ -322,13 +327,15 @@ class TopologyRow:
     wall_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        out = {c: getattr(self, c) for c in TOPOLOGY_COLUMNS if c != "leaves_hist"}
+        out = {c: getattr(self, c) for c in TOPOLOGY_COLUMNS if c not in ("seeds", "leaves_hist")}
+        out["seeds"] = " ".join(map(str, self.seeds))
         out["leaves_hist"] = " ".join(f"{k}:{v}" for k, v in sorted(self.leaves_hist.items()))
         return out
 
 
 TOPOLOGY_COLUMNS: Final = (
     "arm",
+    "seeds",
     "jobs",
     "done",
     "pending",
@@ -362,6 +369,7 @@ def topology_rows(results: Sequence[ArmResult], fabric: Fabric) -> list[Topology
         rows.append(
             TopologyRow(
                 arm=r.arm,
+                seeds=(r.seed,),
                 jobs=len(r.jobs),
                 done=sum(1 for j in r.jobs if j.end is not None),
                 pending=len(r.jobs) - len(started),
@@ -381,6 +389,57 @@ def topology_rows(results: Sequence[ArmResult], fabric: Fabric) -> list[Topology
             )
         )
     return rows
+
+
+#: Pooled over seeds as sums: counts. Every other number is the mean of the seeds' values.
+_SUMMED: Final = ("jobs", "done", "pending", "multi_pod_jobs")
+
+
+def pooled_rows(rows: Sequence[TopologyRow]) -> list[TopologyRow]:
+    """One row per arm (in the order first seen) over all its seeds: counts and the leaves
+    histogram summed, every other number the mean of the seeds' (a percentile: the mean of the
+    seeds' percentiles)."""
+    by_arm: dict[str, list[TopologyRow]] = {}
+    for row in rows:
+        by_arm.setdefault(row.arm, []).append(row)
+    out = []
+    for arm, group in by_arm.items():
+        hist: Counter[int] = Counter()
+        for row in group:
+            hist.update(row.leaves_hist)
+        values: dict[str, Any] = {}
+        for name in TOPOLOGY_COLUMNS:
+            if name in ("arm", "seeds", "leaves_hist"):
+                continue
+            seen = [getattr(row, name) for row in group]
+            if name in _SUMMED:
+                values[name] = sum(seen)
+            else:
+                values[name] = _mean([v for v in seen if not math.isnan(v)])
+        seeds = tuple(s for row in group for s in row.seeds)
+        out.append(TopologyRow(arm=arm, seeds=seeds, leaves_hist=dict(sorted(hist.items())), **values))
+    return out
+
+
+def seed_table(rows: Sequence[TopologyRow]) -> str:
+    """The spread over seeds: one line per arm and seed, the leaves and the waits (minutes)."""
+
+    def num(value: float, digits: int = 1) -> str:
+        return "" if math.isnan(value) else f"{value:.{digits}f}"
+
+    lines = [
+        "| arm | seed | leaves mean | on one leaf % | wait mean | wait p95 | multi-pod wait mean "
+        "| multi-pod wait p95 | GPU busy % |",
+        "| --- |" + " ---: |" * 8,
+    ]
+    for row in sorted(rows, key=lambda r: (list(ARMS).index(r.arm) if r.arm in ARMS else 99, r.seeds)):
+        lines.append(
+            f"| {row.arm} | {' '.join(map(str, row.seeds))} | {num(row.leaves_mean, 2)} "
+            f"| {num(row.one_leaf_pct)} | {num(row.wait_mean_s / 60)} | {num(row.wait_p95_s / 60)} "
+            f"| {num(row.multi_wait_mean_s / 60)} | {num(row.multi_wait_p95_s / 60)} "
+            f"| {num(row.gpu_busy_pct)} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def markdown_table(rows: Sequence[TopologyRow]) -> str:

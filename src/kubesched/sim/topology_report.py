@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesched.sim.gang_experiment import ArmResult
+from kubesched.sim.gang_experiment import ArmResult, JobResult
 from kubesched.sim.gang_report import delays_figure, timeline_figure
 from kubesched.sim.topology_experiment import (
     ARMS,
@@ -21,6 +21,8 @@ from kubesched.sim.topology_experiment import (
     Fabric,
     domains,
     markdown_table,
+    pooled_rows,
+    seed_table,
     topology_rows,
 )
 
@@ -32,6 +34,7 @@ __all__ = ["write_report"]
 COLORS: Final = {"none": "tab:red", "plugin": "tab:orange", "soft": "tab:blue", "hard": "tab:green"}
 JOB_COLUMNS: Final = (
     "arm",
+    "seed",
     "job",
     "pods",
     "gpus",
@@ -56,13 +59,18 @@ def _fmt(value: Any) -> Any:
 def write_csv(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = topology_rows(results, fabric)
+    pooled = pooled_rows(rows)
+    several = len(pooled) < len(rows)
     with (out / "summary.csv").open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(TOPOLOGY_COLUMNS)
-        for row in rows:
+        for row in [*rows, *pooled] if several else rows:
             values = row.as_dict()
             writer.writerow([_fmt(values[c]) for c in TOPOLOGY_COLUMNS])
-    (out / "table.md").write_text(markdown_table(rows), encoding="utf-8")
+    table = markdown_table(pooled)
+    if several:
+        table += "\n" + seed_table(rows)
+    (out / "table.md").write_text(table, encoding="utf-8")
     with (out / "jobs.csv").open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(JOB_COLUMNS)
@@ -74,6 +82,7 @@ def write_csv(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> None:
                         _fmt(v)
                         for v in (
                             r.arm,
+                            r.seed,
                             j.name,
                             j.pods,
                             j.gpus,
@@ -93,22 +102,28 @@ def write_csv(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> None:
 
 def leaves_figure(results: Sequence[ArmResult], fabric: Fabric) -> Figure:
     """Left: share of the started multi-pod jobs per number of leaves their pods spanned. Right: the
-    queueing delay of the multi-pod jobs (CDF over them all, log minutes), one series per arm."""
+    queueing delay of the multi-pod jobs (CDF over them all, log minutes), one series per arm, its
+    seeds pooled."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10.0, 3.8), layout="constrained")
     FigureCanvasAgg(fig)
     ax, wait = fig.subplots(1, 2)
-    counts = [[domains(j, fabric.leaf_of) for j in r.jobs if j.placement and j.pods > 1] for r in results]
+    by_arm: dict[str, list[JobResult]] = {}
+    for r in results:
+        by_arm.setdefault(r.arm, []).extend(r.jobs)
+    counts = [
+        [domains(j, fabric.leaf_of) for j in jobs if j.placement and j.pods > 1] for jobs in by_arm.values()
+    ]
     most = max((max(c, default=0) for c in counts), default=0)
-    width = 0.8 / max(1, len(results))
+    width = 0.8 / max(1, len(by_arm))
     xs = list(range(1, most + 1))
-    for k, (r, leaves) in enumerate(zip(results, counts, strict=True)):
-        label, color = ARMS.get(r.arm, r.arm), COLORS.get(r.arm, f"C{k % 10}")
+    for k, (arm, leaves) in enumerate(zip(by_arm, counts, strict=True)):
+        label, color = ARMS.get(arm, arm), COLORS.get(arm, f"C{k % 10}")
         ys = [100.0 * leaves.count(x) / len(leaves) if leaves else 0.0 for x in xs]
-        ax.bar([x + (k - (len(results) - 1) / 2) * width for x in xs], ys, width, label=label, color=color)
-        multi = [j for j in r.jobs if j.pods > 1]
+        ax.bar([x + (k - (len(by_arm) - 1) / 2) * width for x in xs], ys, width, label=label, color=color)
+        multi = [j for j in by_arm[arm] if j.pods > 1]
         waits = sorted(max(j.queueing_delay, 1.0) / 60.0 for j in multi if j.queueing_delay is not None)
         if waits:
             ys = [100.0 * (i + 1) / len(multi) for i in range(len(waits))]
@@ -126,13 +141,15 @@ def leaves_figure(results: Sequence[ArmResult], fabric: Fabric) -> Figure:
 
 
 def write_report(results: Sequence[ArmResult], fabric: Fabric, out: Path) -> list[Path]:
-    """Write the CSV files, the table and the plots; returns the files written."""
+    """Write the CSV files, the table and the plots; returns the files written. The delays and the
+    timeline plots show the first seed's runs."""
     write_csv(results, fabric, out)
+    first = [r for r in results if r.seed == results[0].seed] if results else []
     written = [out / "summary.csv", out / "table.md", out / "jobs.csv"]
     for name, fig in (
         ("leaves", leaves_figure(results, fabric)),
-        ("delays", delays_figure(results, ARMS, COLORS)),
-        ("timeline", timeline_figure(results, ARMS, COLORS)),
+        ("delays", delays_figure(first, ARMS, COLORS)),
+        ("timeline", timeline_figure(first, ARMS, COLORS)),
     ):
         path = out / f"topology_{name}.png"
         fig.savefig(path, dpi=110)
