@@ -309,7 +309,10 @@ def _manifests(
 
 
 def _zone_gpus(cluster: ClusterShape) -> int:
-    """GPUs of the smallest zone (by the nodes' zone label)."""
+    """GPUs of a full zone of a :class:`GangCluster`; of another cluster, its smallest zone (by the
+    nodes' zone label)."""
+    if isinstance(cluster, GangCluster):
+        return cluster.gpus_per_node * cluster.nodes_per_rack * cluster.racks_per_zone
     per_zone: dict[str, int] = {}
     for node in cluster.node_objects():
         zone = str(node["metadata"]["labels"].get(ZONE_LABEL, ""))
