@@ -1,6 +1,7 @@
 """``kubesched experiment``: reproduce a published scheduling experiment (``fgd``: the FGD paper's
 GPU-sharing experiment on the Alibaba 2023 trace) or run one of our own (``gangs``: one gang
-workload through the default profile, the Workload API's gangs and Volcano's)."""
+workload through the default profile, the Workload API's gangs and Volcano's; ``topology``: the
+Philly replay on a spine/leaf fabric with and without Volcano's network-topology-aware placement)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def add_parser(sub: Any) -> None:
     fgd.add_argument("--out", required=True, metavar="DIR", help="where the CSV files, plots and report go")
     fgd.set_defaults(func=cmd_experiment_fgd)
     _add_gangs_parser(exp_sub)
+    _add_topology_parser(exp_sub)
 
 
 def _add_gangs_parser(exp_sub: Any) -> None:
@@ -109,6 +111,57 @@ def _add_gangs_parser(exp_sub: Any) -> None:
     )
     gangs.add_argument("--report", metavar="DIR", help="write summary.csv, jobs.csv and plots here")
     gangs.set_defaults(func=cmd_experiment_gangs)
+
+
+def _add_topology_parser(exp_sub: Any) -> None:
+    topo = exp_sub.add_parser(
+        "topology",
+        help="the Philly replay on a spine/leaf fabric of HyperNodes, with and without Volcano's "
+        "network-topology-aware placement (see docs/experiments.md)",
+    )
+    topo.add_argument("--philly", required=True, metavar="CSV", help="the Philly per-job table (philly.csv)")
+    topo.add_argument(
+        "--fabric",
+        metavar="FILE",
+        help="Nodes and HyperNodes (a manifest file or folder); default: the 64-node, 8-leaf, "
+        "2-spine fabric of examples/fabric",
+    )
+    topo.add_argument(
+        "--arms",
+        default="none,soft,hard",
+        metavar="A1,A2",
+        help="comma list of none (default conf, no job topology), plugin (network-topology-aware, "
+        "no job topology), soft and hard (network-topology-aware, multi-pod jobs with that "
+        "networkTopology mode); default: none,soft,hard",
+    )
+    topo.add_argument("--philly-jobs", type=int, default=500, help="Philly multi-GPU jobs (default 500)")
+    topo.add_argument(
+        "--philly-skip",
+        type=int,
+        default=4750,
+        help="multi-GPU jobs to skip first (default 4750, as experiment gangs)",
+    )
+    topo.add_argument(
+        "--time-scale",
+        type=float,
+        default=60.0,
+        help="divide Philly's arrivals and durations by this (default 60: a trace hour is a minute)",
+    )
+    topo.add_argument(
+        "--speedup",
+        type=float,
+        default=None,
+        help="divide arrivals once more by this (default: the fabric's GPUs / 256, the load per GPU "
+        "of experiment gangs' 32 nodes)",
+    )
+    topo.add_argument(
+        "--seeds",
+        default="1",
+        help="the simulations' seeds, N-M or a comma list (default 1); several: each arm once per "
+        "seed, the table pooled over them and the spread per seed below it",
+    )
+    topo.add_argument("--report", metavar="DIR", help="write summary.csv, table.md, jobs.csv and plots here")
+    topo.set_defaults(func=cmd_experiment_topology)
 
 
 def _seeds(text: str) -> list[int]:
@@ -268,5 +321,65 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
         from kubesched.sim.gang_report import write_report
 
         written = write_report(results, Path(args.report))
+        print(f"wrote {len(written)} files to {args.report}")
+    return EXIT_OK
+
+
+def cmd_experiment_topology(args: argparse.Namespace) -> int:
+    import time
+
+    from kubesched.sim.gang_experiment import philly_jobs
+    from kubesched.sim.topology_experiment import (
+        ARMS,
+        load_fabric,
+        markdown_table,
+        pooled_rows,
+        run_topology_arm,
+        seed_table,
+        topology_rows,
+    )
+
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    for arm in arms:
+        if arm not in ARMS:
+            raise InputError(f"--arms: unknown arm {arm!r}; known: {', '.join(ARMS)}")
+    if args.time_scale <= 0:
+        raise InputError(f"--time-scale: must be above 0, got {args.time_scale}")
+    if args.speedup is not None and args.speedup <= 0:
+        raise InputError(f"--speedup: must be above 0, got {args.speedup}")
+    if not Path(args.philly).is_file():
+        raise InputError("no such file", file=str(args.philly))
+    fabric = load_fabric(Path(args.fabric) if args.fabric else None)
+    speedup = args.speedup if args.speedup is not None else fabric.gpus / 256
+    jobs = philly_jobs(
+        Path(args.philly),
+        jobs=_positive(args.philly_jobs, "--philly-jobs"),
+        skip=max(0, args.philly_skip),
+        time_scale=args.time_scale,
+        max_gpus=fabric.gpus,
+        speedup=speedup,
+    )
+    seeds = list(dict.fromkeys(_seeds(args.seeds)))
+    started = time.perf_counter()
+    results = [run_topology_arm(arm, jobs, fabric, seed=seed) for seed in seeds for arm in arms]
+    wall = time.perf_counter() - started
+    multi = sum(1 for j in jobs if len(j.workers) > 1)
+    pooled = f"; counts summed and numbers averaged over seeds {args.seeds}" if len(seeds) > 1 else ""
+    print(
+        f"Philly: {len(jobs)} multi-GPU jobs ({multi} of several pods) on {len(fabric.nodes)} nodes, "
+        f"{fabric.gpus} GPUs, {fabric.leaves} leaves; times in minutes of virtual time{pooled}\n"
+    )
+    rows = topology_rows(results, fabric)
+    print(markdown_table(pooled_rows(rows)))
+    if len(seeds) > 1:
+        print(seed_table(rows))
+    for r in results:
+        for warning in r.warnings:
+            print(f"warning: {r.arm}: {warning}")
+    print(f"{len(results)} runs ({len(arms)} arms x {len(seeds)} seeds) in {wall:.1f} s")
+    if args.report:
+        from kubesched.sim.topology_report import write_report
+
+        written = write_report(results, fabric, Path(args.report))
         print(f"wrote {len(written)} files to {args.report}")
     return EXIT_OK

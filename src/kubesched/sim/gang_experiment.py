@@ -26,16 +26,16 @@ import math
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kubesched.api.annotations import ANNOTATION_ARRIVAL, ANNOTATION_GROUP, VOLCANO_API
 from kubesched.api.durations import format_duration
 from kubesched.api.manifests import LoadResult, ManifestObject
 from kubesched.api.scheduling_groups import POD_GROUP_STORE_KIND
-from kubesched.batch.conf import BATCH_SCHEDULER_NAME
+from kubesched.batch.conf import BATCH_SCHEDULER_NAME, BatchConf
 from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.errors import InputError
 from kubesched.framework.config import config_from_dict
@@ -49,6 +49,7 @@ __all__ = [
     "ARMS",
     "DEFAULT_ARMS",
     "ArmResult",
+    "ClusterShape",
     "GangCluster",
     "Job",
     "JobResult",
@@ -89,6 +90,16 @@ class Job:
     @property
     def gpus(self) -> int:
         return sum(self.workers)
+
+
+class ClusterShape(Protocol):
+    """What an arm needs of a cluster: its GPUs and its Node objects, whose ``kubesched.io/rack`` and
+    ``topology.kubernetes.io/zone`` labels are the domains a job's spread is counted in."""
+
+    @property
+    def gpus(self) -> int: ...
+
+    def node_objects(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -241,9 +252,19 @@ def _pod(job: Job, index: int, arm: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def _manifests(cluster: GangCluster, jobs: Sequence[Job], arm: str) -> LoadResult:
-    zone_gpus = cluster.gpus_per_node * cluster.nodes_per_rack * cluster.racks_per_zone
+#: A Volcano job's ``spec.networkTopology`` (None: the job has none).
+NetworkTopology = Callable[[Job], dict[str, Any] | None]
+
+
+def _manifests(
+    cluster: ClusterShape,
+    jobs: Sequence[Job],
+    arm: str,
+    extra: Sequence[dict[str, Any]] = (),
+    network_topology: NetworkTopology | None = None,
+) -> LoadResult:
     objs: list[tuple[str, dict[str, Any]]] = [("Node", n) for n in cluster.node_objects()]
+    objs.extend((str(obj["kind"]), obj) for obj in extra)
     if arm == "volcano":
         for queue in dict.fromkeys(j.queue for j in jobs):
             objs.append(
@@ -260,7 +281,7 @@ def _manifests(cluster: GangCluster, jobs: Sequence[Job], arm: str) -> LoadResul
     for job in jobs:
         if arm in ("workload-gang", "workload-gang-zone"):
             spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": len(job.workers)}}}
-            if arm == "workload-gang-zone" and job.gpus <= zone_gpus:
+            if arm == "workload-gang-zone" and job.gpus <= _zone_gpus(cluster):
                 spec["schedulingConstraints"] = {"topology": [{"key": ZONE_LABEL}]}
             group = {
                 "apiVersion": "scheduling.k8s.io/v1alpha2",
@@ -270,17 +291,33 @@ def _manifests(cluster: GangCluster, jobs: Sequence[Job], arm: str) -> LoadResul
             }
             objs.append((POD_GROUP_STORE_KIND, group))
         elif arm == "volcano":
+            vspec: dict[str, Any] = {"minMember": len(job.workers), "queue": job.queue}
+            topology = network_topology(job) if network_topology is not None else None
+            if topology is not None:
+                vspec["networkTopology"] = topology
             vgroup = {
                 "apiVersion": VOLCANO_API,
                 "kind": "PodGroup",
                 "metadata": {"name": job.name, "namespace": NAMESPACE},
-                "spec": {"minMember": len(job.workers), "queue": job.queue},
+                "spec": vspec,
             }
             objs.append(("PodGroup", vgroup))
         objs.extend(("Pod", _pod(job, i, arm)) for i in range(len(job.workers)))
     return LoadResult(
         [ManifestObject(kind, obj, f"<experiment gangs: {arm}>", i) for i, (kind, obj) in enumerate(objs)]
     )
+
+
+def _zone_gpus(cluster: ClusterShape) -> int:
+    """GPUs of a full zone of a :class:`GangCluster`; of another cluster, its smallest zone (by the
+    nodes' zone label)."""
+    if isinstance(cluster, GangCluster):
+        return cluster.gpus_per_node * cluster.nodes_per_rack * cluster.racks_per_zone
+    per_zone: dict[str, int] = {}
+    for node in cluster.node_objects():
+        zone = str(node["metadata"]["labels"].get(ZONE_LABEL, ""))
+        per_zone[zone] = per_zone.get(zone, 0) + int(node["status"]["allocatable"].get(GPU, 0))
+    return min(per_zone.values(), default=0)
 
 
 @dataclass
@@ -297,6 +334,8 @@ class JobResult:
     racks: int = 0
     zones: int = 0
     nodes: int = 0
+    #: Where its pods were bound when it started, one node name per pod (in pod order).
+    placement: tuple[str, ...] = ()
 
     @property
     def queueing_delay(self) -> float | None:
@@ -333,6 +372,12 @@ class ArmResult:
     wall_seconds: float = 0.0
     cycles: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: The simulation's seed.
+    seed: int = 0
+    #: The virtual clock's reading when the run began: ``times`` and the jobs' times count from it.
+    origin: float = 0.0
+    #: The simulation itself, when the caller asked to keep it (to read its store afterwards).
+    simulation: Simulation | None = field(default=None, repr=False)
 
     @property
     def makespan(self) -> float:
@@ -357,7 +402,9 @@ class _Recorder:
     """Follows binds and deletes of the experiment's pods; starts a job (schedules its pods' ends)
     when its last pod is bound."""
 
-    def __init__(self, sim: Simulation, jobs: Sequence[Job], cluster: GangCluster, result: ArmResult) -> None:
+    def __init__(
+        self, sim: Simulation, jobs: Sequence[Job], cluster: ClusterShape, result: ArmResult
+    ) -> None:
         self.sim = sim
         self.jobs = {j.name: j for j in jobs}
         self.results = {r.name: r for r in result.jobs}
@@ -419,7 +466,11 @@ class _Recorder:
         self.partial_gpus -= job.gpus - gpus
         self.busy += job.gpus
         res.start = now - self.origin
-        nodes = {str((p.get("spec") or {}).get("nodeName")) for p in pods.values()}
+        res.placement = tuple(
+            str((pods[name].get("spec") or {}).get("nodeName"))
+            for name in sorted(pods, key=lambda n: int(n.rsplit("-", 1)[1]))
+        )
+        nodes = set(res.placement)
         res.nodes = len(nodes)
         res.racks = len({self.node_rack[n].get(RACK_LABEL) for n in nodes})
         res.zones = len({self.node_rack[n].get(ZONE_LABEL) for n in nodes})
@@ -429,9 +480,24 @@ class _Recorder:
 
 
 def run_arm(
-    arm: str, jobs: Sequence[Job], cluster: GangCluster, *, workload: str = "", seed: int = 0
+    arm: str,
+    jobs: Sequence[Job],
+    cluster: ClusterShape,
+    *,
+    workload: str = "",
+    seed: int = 0,
+    label: str = "",
+    batch_conf: BatchConf | None = None,
+    extra: Sequence[dict[str, Any]] = (),
+    network_topology: NetworkTopology | None = None,
+    keep_simulation: bool = False,
 ) -> ArmResult:
-    """Run ``jobs`` on ``cluster`` through one arm until every job ends or nothing more can happen."""
+    """Run ``jobs`` on ``cluster`` through one arm until every job ends or nothing more can happen.
+
+    For the ``volcano`` arm, ``batch_conf`` replaces Volcano's default conf, ``extra`` objects
+    (HyperNodes, say) are loaded with the nodes, and ``network_topology`` gives each job's
+    PodGroup its ``spec.networkTopology``. ``label`` names the result's arm (default: ``arm``);
+    ``keep_simulation`` keeps the simulation on the result."""
     if arm not in ARMS:
         raise InputError(f"unknown arm {arm!r}; known: {', '.join(ARMS)}")
     registry = default_registry()
@@ -449,18 +515,22 @@ def run_arm(
         config,
         registry,
         seed=seed,
-        batch_conf=default_batch_conf() if arm == "volcano" else None,
+        batch_conf=(batch_conf or default_batch_conf()) if arm == "volcano" else None,
         volume_controllers=False,
     )
     result = ArmResult(
-        arm,
+        label or arm,
         workload,
         cluster.gpus,
         [JobResult(j.name, j.arrival, j.duration, len(j.workers), j.gpus) for j in jobs],
     )
     recorder = _Recorder(sim, jobs, cluster, result)
+    result.seed = seed
+    result.origin = recorder.origin
+    if keep_simulation:
+        result.simulation = sim
     recorder.sample()
-    sim.load(_manifests(cluster, jobs, arm))
+    sim.load(_manifests(cluster, jobs, arm, extra, network_topology))
     # Long enough for every job to run one after another; a run ends earlier when nothing can
     # change any more (every job ended, or what is left can never be placed).
     horizon = max(j.arrival for j in jobs) + sum(j.duration for j in jobs) + 3600.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,25 +98,34 @@ def write_csv(results: Sequence[ArmResult], out: Path) -> None:
                 )
 
 
-def _steps(ax: Axes, r: ArmResult, series: Sequence[int], scale: float) -> None:
+def _steps(
+    ax: Axes, r: ArmResult, series: Sequence[int], scale: float, labels: Mapping[str, str], color: str | None
+) -> None:
     hours = [t / 3600.0 for t in r.times]
     ax.step(
         hours,
         [v * scale for v in series],
         where="post",
-        label=ARMS[r.arm],
-        color=_COLORS.get(r.arm),
+        label=labels.get(r.arm, r.arm),
+        color=color,
         linewidth=1.1,
     )
 
 
-def timeline_figure(results: Sequence[ArmResult]) -> Figure:
+def _color(r: ArmResult, k: int, colors: Mapping[str, str] | None) -> str:
+    """The arm's colour: the gang arms' own, else the k-th of matplotlib's cycle."""
+    return (colors or _COLORS).get(r.arm) or f"C{k % 10}"
+
+
+def timeline_figure(
+    results: Sequence[ArmResult], labels: Mapping[str, str] = ARMS, colors: Mapping[str, str] | None = None
+) -> Figure:
     """Busy GPUs (% of the cluster, in started jobs) and pods of unstarted jobs holding GPUs."""
     fig = _figure(9.0, 5.5)
     busy, partial = fig.subplots(2, 1, sharex=True)
-    for r in results:
-        _steps(busy, r, r.busy, 100.0 / r.total_gpus)
-        _steps(partial, r, r.partial_pods, 1.0)
+    for k, r in enumerate(results):
+        _steps(busy, r, r.busy, 100.0 / r.total_gpus, labels, _color(r, k, colors))
+        _steps(partial, r, r.partial_pods, 1.0, labels, _color(r, k, colors))
     busy.set_ylabel("GPUs busy in running jobs (%)")
     busy.set_ylim(0, 105)
     busy.legend(loc="lower right", fontsize="small")
@@ -127,22 +136,26 @@ def timeline_figure(results: Sequence[ArmResult]) -> Figure:
     return fig
 
 
-def _cdf(ax: Axes, values: Sequence[float], r: ArmResult) -> None:
+def _cdf(ax: Axes, values: Sequence[float], r: ArmResult, label: str, color: str) -> None:
     xs = sorted(v / 60.0 for v in values)
     if not xs:
         return
     ys = [100.0 * (i + 1) / len(r.jobs) for i in range(len(xs))]
-    ax.step(xs, ys, where="post", label=ARMS[r.arm], color=_COLORS.get(r.arm), linewidth=1.2)
+    ax.step(xs, ys, where="post", label=label, color=color, linewidth=1.2)
 
 
-def delays_figure(results: Sequence[ArmResult]) -> Figure:
+def delays_figure(
+    results: Sequence[ArmResult], labels: Mapping[str, str] = ARMS, colors: Mapping[str, str] | None = None
+) -> Figure:
     """CDFs (of all jobs: a job that never ended keeps its curve below 100 %) of completion time and
     queueing delay, log-scaled minutes."""
     fig = _figure(9.0, 3.8)
     jct, wait = fig.subplots(1, 2, sharey=True)
-    for r in results:
-        _cdf(jct, [j.completion_time for j in r.jobs if j.completion_time is not None], r)
-        _cdf(wait, [max(j.queueing_delay, 1.0) for j in r.jobs if j.queueing_delay is not None], r)
+    for k, r in enumerate(results):
+        label, color = labels.get(r.arm, r.arm), _color(r, k, colors)
+        _cdf(jct, [j.completion_time for j in r.jobs if j.completion_time is not None], r, label, color)
+        waits = [max(j.queueing_delay, 1.0) for j in r.jobs if j.queueing_delay is not None]
+        _cdf(wait, waits, r, label, color)
     for ax, what in ((jct, "job completion time (min)"), (wait, "queueing delay (min, ≥ 1 s)")):
         ax.set_xscale("log")
         ax.set_xlabel(what)
