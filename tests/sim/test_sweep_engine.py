@@ -188,3 +188,19 @@ def test_cli_unreachable_cluster_is_a_located_error(
     )  # fmt: skip
     assert code == 2
     assert "--cluster" in capsys.readouterr().err
+
+
+def test_local_workers_keep_mallocs_dynamic_mmap_threshold(engine: SweepEngine) -> None:
+    # Dask's default MALLOC_TRIM_THRESHOLD_ makes every large NumPy temporary a fresh mmap.
+    assert set(engine.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == {None}
+
+
+def test_cli_on_an_existing_cluster(engine: SweepEngine, tmp_path: Path) -> None:
+    nodes, pods = _write_trace(tmp_path, 40, 300)
+    out = tmp_path / "fgd"
+    address = engine.client.scheduler.address
+    args = ["experiment", "fgd", "--nodes", str(nodes), "--pod-list", str(pods), "--policies", "FGD"]
+    assert main([*args, "--seeds", "1-2", "--cluster", address, "--out", str(out)]) == 0
+    assert pq.read_table(out / "cells.parquet").num_rows == 2
+    # The sweep's client is gone; the cluster and its workers stay.
+    assert engine.workers == 2

@@ -5,6 +5,7 @@ workload through the default profile, the Workload API's gangs and Volcano's).""
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,8 @@ def cmd_experiment_fgd(args: argparse.Namespace) -> int:
         raise InputError(f"--workers: must be at least 1, got {args.workers}")
     through = "dra" if args.dra else "scheduler" if args.scheduler else "kernel"
     out = Path(args.resume or args.out)
+    # Dask logs every connection at INFO on a handler of its own; -v's level applies to it too.
+    logging.getLogger("distributed").setLevel(logging.getLogger().getEffectiveLevel())
     started = time.perf_counter()
     results = run_grid(
         Path(args.nodes),

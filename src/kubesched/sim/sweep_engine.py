@@ -37,13 +37,17 @@ class SweepEngine:
     """A Dask distributed client for one sweep: ``with SweepEngine(workers=2) as engine: ...``.
 
     ``address``: an existing scheduler (``tcp://host:8786``); without it a local cluster of
-    ``workers`` processes (default: one per core) is started and stopped with the engine."""
+    ``workers`` processes (default: one per core) is started and stopped with the engine; ``profile``
+    turns its workers' statistical profiler (the dashboard's) back on."""
 
-    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+    def __init__(
+        self, address: str | None = None, workers: int | None = None, *, profile: bool = False
+    ) -> None:
         if workers is not None and workers < 1:
             raise InputError(f"must be at least 1, got {workers}", field="--workers")
         self.address = address
         self.requested_workers = workers
+        self.profile = profile
         self._cluster: Any = None
         self._client: Any = None
 
@@ -66,15 +70,27 @@ class SweepEngine:
             except (OSError, TimeoutError, ValueError) as exc:
                 raise InputError(f"cannot reach the Dask scheduler: {exc}", field="--cluster") from None
             return
+        import dask
+
         n = self.requested_workers or os.cpu_count() or 1
-        self._cluster = LocalCluster(  # type: ignore[no-untyped-call]
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            # The dashboard on any free port: a sweep on a shared machine must not need 8787.
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        )
+        # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, which also fixes glibc's mmap
+        # threshold: every NumPy temporary above 128 KiB is then mapped and unmapped afresh, and a
+        # cell ran about a quarter slower (docs/experiments.md). Cells hold little memory.
+        # No statistical profiler: nobody reads a sweep's dashboard profile, and its thread would
+        # take the GIL from the cell every 10 ms.
+        settings = {
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+            "distributed.worker.profile.enabled": self.profile,
+        }
+        with dask.config.set(settings):
+            self._cluster = LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                # The dashboard on any free port: a sweep on a shared machine must not need 8787.
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
         self._client = Client(self._cluster)  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
