@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import os
 import signal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubesched.cli import main
 from kubesched.errors import InputError
 from kubesched.sim.gpu_cells import CellResult, load_cluster, load_pod_list
 from kubesched.sim.gpu_experiment import run_cell, run_grid
-from kubesched.sim.sweep_engine import SweepEngine
+from kubesched.sim.sweep_engine import ParquetCells, SweepEngine
 
 MODELS = ("T4", "P100", "V100M16", "A10")
 POLICIES = ["Random", "BestFit", "FGD"]
@@ -204,3 +208,19 @@ def test_cli_on_an_existing_cluster(engine: SweepEngine, tmp_path: Path) -> None
     assert pq.read_table(out / "cells.parquet").num_rows == 2
     # The sweep's client is gone; the cluster and its workers stay.
     assert engine.workers == 2
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.sets(st.text(min_size=1, max_size=40), min_size=1, max_size=6))
+def test_parquet_cells_keep_one_file_per_key(tmp_path: Path, keys: set[str]) -> None:
+    schema = pa.schema([("key", pa.string()), ("value", pa.int64())])
+    directory = tmp_path / f"cells-{uuid.uuid4().hex}"
+    cells = ParquetCells(directory, schema)
+    for i, key in enumerate(sorted(keys)):
+        cells.write(key, {"key": key, "value": i})
+    assert len(list(directory.glob("*.parquet"))) == len(keys)
+    assert cells.done([*keys, "not written"]) == keys
+    assert {cells.read(k)["key"] for k in keys} == keys
+    # A new sweep in the same directory starts empty; a resumed one keeps them.
+    assert ParquetCells(directory, schema, resume=True).done(keys) == keys
+    assert ParquetCells(directory, schema).done(keys) == set()

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -153,9 +153,6 @@ class SweepEngine:
             self.client.cancel(futures, force=True)
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9._=-]+")
-
-
 class ParquetCells:
     """A directory of finished cells, one Parquet file of one row each, named by the cell's key.
 
@@ -173,7 +170,8 @@ class ParquetCells:
                 old.unlink()
 
     def path_of(self, key: str) -> Path:
-        return self.directory / f"{_SAFE.sub('_', key)}.parquet"
+        # Percent-encoded: one file per key, whatever characters a pod list's name has.
+        return self.directory / f"{quote(key, safe='')}.parquet"
 
     def done(self, keys: Iterable[str]) -> set[str]:
         """The ``keys`` whose cell is already written."""
