@@ -224,3 +224,22 @@ def test_parquet_cells_keep_one_file_per_key(tmp_path: Path, keys: set[str]) -> 
     # A new sweep in the same directory starts empty; a resumed one keeps them.
     assert ParquetCells(directory, schema, resume=True).done(keys) == keys
     assert ParquetCells(directory, schema).done(keys) == set()
+
+
+def test_inputs_are_shipped_once_not_per_cell(
+    engine: SweepEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nodes, pods = _write_trace(tmp_path, 40, 300)
+    _, other = _write_trace(tmp_path, 40, 200, name="other")
+    shared: list[str] = []
+    share = engine.share
+
+    def counting(value: object) -> object:
+        shared.append(type(value).__name__)
+        return share(value)
+
+    monkeypatch.setattr(engine, "share", counting)
+    got = run_grid(nodes, [pods, other], POLICIES, [1, 2, 3], engine=engine, progress=lambda d, t, s: None)
+    assert len(got) == 18
+    # The cluster once, and each pod list with its typical pods once, for all 18 cells.
+    assert sorted(shared) == ["Cluster", "PodList", "PodList", "TypicalPods", "TypicalPods"]
