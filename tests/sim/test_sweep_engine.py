@@ -129,6 +129,24 @@ def test_a_worker_killed_mid_sweep_loses_no_cell(engine: SweepEngine, tmp_path: 
         _same(a, b)
 
 
+def test_the_only_worker_killed_mid_sweep_loses_no_cell(tmp_path: Path) -> None:
+    nodes, pods = _write_trace(tmp_path, 300, 3000)
+    seeds = [1, 2]
+    killed: list[int] = []
+    with SweepEngine(workers=1) as alone:
+
+        def progress(done: int, total: int, started: float) -> None:
+            if done == 1 and not killed:
+                killed.extend(alone.worker_pids().values())
+                os.kill(killed[0], signal.SIGKILL)
+
+        # The inputs the worker held went with it; they are made again for the new worker.
+        got = run_grid(nodes, [pods], POLICIES, seeds, engine=alone, progress=progress)
+    assert killed
+    for a, b in zip(got, _inline(nodes, pods, seeds), strict=True):
+        _same(a, b)
+
+
 def test_resume_runs_only_the_missing_cells(engine: SweepEngine, tmp_path: Path) -> None:
     nodes, pods = _write_trace(tmp_path, 40, 300)
     out = tmp_path / "cells.parquet"

@@ -78,9 +78,12 @@ class SweepEngine:
         # cell ran about a quarter slower (docs/experiments.md). Cells hold little memory.
         # No statistical profiler: nobody reads a sweep's dashboard profile, and its thread would
         # take the GIL from the cell every 10 ms.
+        # No active memory manager: it would drop the copies of the inputs that workers hold
+        # between two of their cells, and they would travel again.
         settings = {
             "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
             "distributed.worker.profile.enabled": self.profile,
+            "distributed.scheduler.active-memory-manager.start": False,
         }
         with dask.config.set(settings):
             self._cluster = LocalCluster(  # type: ignore[no-untyped-call]
@@ -117,9 +120,13 @@ class SweepEngine:
         return dict(self.client.run(os.getpid))
 
     def share(self, value: Any) -> Any:
-        """A future of ``value`` held by every worker: pass it to :meth:`run`'s cells in place of the
-        value, which then travels once per worker, not once per cell."""
-        return self.client.scatter(value, broadcast=True, hash=False)
+        """A future of ``value``: pass it to :meth:`run`'s cells in place of the value, which then
+        travels to each worker once (with its first cell that reads it), not once per cell."""
+        # A task that returns the value rather than scattered data: the scheduler keeps the task,
+        # so when every worker holding the value is gone (the only worker killed) it is made again
+        # where the next cell runs; scattered data would be lost with them, and the sweep with it.
+        key = f"input-{type(value).__name__}-{uuid.uuid4().hex}"
+        return self.client.submit(_itself, value, key=key, pure=False)
 
     def run(
         self,
@@ -151,6 +158,10 @@ class SweepEngine:
             # Results are dropped from the workers' memory, and a sweep stopped early (an error,
             # ^C) leaves nothing running on a shared cluster.
             self.client.cancel(futures, force=True)
+
+
+def _itself(value: Any) -> Any:
+    return value
 
 
 class ParquetCells:
