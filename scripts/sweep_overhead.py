@@ -2,7 +2,11 @@
 process) and through the engine with one worker (so both run one cell at a time), alternated
 ``--rounds`` times; with ``--ray``, the same cells as Ray tasks on one worker too.
 
-    python scripts/sweep_overhead.py --trace ../shared/traces/alibaba-gpu-2023 --rounds 3 --ray
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+        python scripts/sweep_overhead.py --trace ../shared/traces/alibaba-gpu-2023 --rounds 3 --ray
+
+Dask's and Ray's workers run NumPy's BLAS on one thread (a sweep has a worker per core); the
+variables give the inline arm the same, or it would use every core for part of each cell.
 
 Each cell times itself (``CellResult.seconds``), so the wall time of a round minus the time spent
 inside its cells is what the engine added (submitting, shipping inputs and results, scheduling),
