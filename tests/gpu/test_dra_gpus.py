@@ -429,7 +429,7 @@ def test_cli_experiment_fgd_through_claims(tmp_path: Path) -> None:
     nodes, pods = _files(tmp_path, SHARED_PODS)
     out = tmp_path / "exp"
     args = ["experiment", "fgd", "--nodes", str(nodes), "--pod-list", str(pods), "--policies", "BestFit"]
-    assert main([*args, "--seeds", "1", "--jobs", "1", "--dra", "--out", str(out)]) == 0
+    assert main([*args, "--seeds", "1", "--workers", "1", "--dra", "--out", str(out)]) == 0
     with (out / "unallocated.csv").open() as f:
         assert [row["policy"] for row in csv.DictReader(f)] == ["BestFit"]
     assert main([*args, "--node-sample", "0", "--out", str(out)]) == 2

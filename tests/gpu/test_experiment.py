@@ -59,7 +59,7 @@ def test_every_policy_runs_and_nothing_is_over_committed(files: tuple[Path, Path
 
 def test_grid_writes_the_table(files: tuple[Path, Path], tmp_path: Path) -> None:
     nodes, pods = files
-    results = run_grid(nodes, [pods], ["BestFit", "FGD"], [1, 2], jobs=1, progress=lambda d, t, s: None)
+    results = run_grid(nodes, [pods], ["BestFit", "FGD"], [1, 2], workers=1, progress=lambda d, t, s: None)
     assert [(r.policy, r.seed) for r in results] == [("BestFit", 1), ("BestFit", 2), ("FGD", 1), ("FGD", 2)]
     write_csv(results, tmp_path / "out")
     with (tmp_path / "out" / "unallocated.csv").open() as f:
@@ -74,7 +74,7 @@ def test_cli_experiment_fgd(files: tuple[Path, Path], tmp_path: Path) -> None:
     code = main(
         [
             "experiment", "fgd", "--nodes", str(nodes), "--pod-list", str(pods),
-            "--policies", "Random,FGD", "--seeds", "1-2", "--jobs", "1", "--out", str(out),
+            "--policies", "Random,FGD", "--seeds", "1-2", "--workers", "1", "--out", str(out),
         ]
     )  # fmt: skip
     assert code == 0

@@ -6,6 +6,7 @@ Philly replay on a spine/leaf fabric with and without Volcano's network-topology
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,20 @@ def add_parser(sub: Any) -> None:
         help="comma list of Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD (default: all)",
     )
     fgd.add_argument("--seeds", default="42-51", help="seeds, N-M or a comma list (default 42-51)")
-    fgd.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    fgd.add_argument(
+        "--workers",
+        "--jobs",
+        dest="workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes of the local Dask cluster the cells run on (default: all cores)",
+    )
+    fgd.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the cells on this existing Dask scheduler (tcp://host:8786) instead of a local cluster",
+    )
     fgd.add_argument(
         "--tie-break",
         choices=("name", "random"),
@@ -59,7 +73,15 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="keep every N-th node of the list (the pods are tuned to that smaller cluster; default 1)",
     )
-    fgd.add_argument("--out", required=True, metavar="DIR", help="where the CSV files, plots and report go")
+    outs = fgd.add_mutually_exclusive_group(required=True)
+    outs.add_argument(
+        "--out", metavar="DIR", help="where the cells (cells.parquet/), CSV files, plots and report go"
+    )
+    outs.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="as --out, keeping the cells already in DIR/cells.parquet/ and running only the others",
+    )
     fgd.set_defaults(func=cmd_experiment_fgd)
     _add_gangs_parser(exp_sub)
     _add_topology_parser(exp_sub)
@@ -192,20 +214,27 @@ def cmd_experiment_fgd(args: argparse.Namespace) -> int:
             raise InputError("no such file", file=str(path))
     if args.node_sample < 1:
         raise InputError(f"--node-sample: must be at least 1, got {args.node_sample}")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers: must be at least 1, got {args.workers}")
     through = "dra" if args.dra else "scheduler" if args.scheduler else "kernel"
+    out = Path(args.resume or args.out)
+    # Dask logs every connection at INFO on a handler of its own; -v's level applies to it too.
+    logging.getLogger("distributed").setLevel(logging.getLogger().getEffectiveLevel())
     started = time.perf_counter()
     results = run_grid(
         Path(args.nodes),
         [Path(p) for p in args.pod_list],
         policies,
         _seeds(args.seeds),
-        jobs=args.jobs,
+        workers=args.workers,
         tie_break=args.tie_break,
         path=through,
         every=args.node_sample,
+        cluster=args.cluster,
+        out=out / "cells.parquet",
+        resume=args.resume is not None,
     )
     wall = time.perf_counter() - started
-    out = Path(args.out)
     write_csv(results, out)
     report = write_report(out, results, wall)
     placed = {"kernel": "", "scheduler": ", through the scheduler", "dra": ", through ResourceClaims"}

@@ -26,17 +26,27 @@ minutes. Scores are cached per (pod shape, node) and recomputed only for nodes t
 from __future__ import annotations
 
 import csv
-import os
-import sys
+import json
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
+from kubesched.errors import InputError
 from kubesched.gpu.frag import PodShape, TypicalPods, frag_of, typical_pods
 from kubesched.gpu.policies import POLICIES, NodeState, choose_cards, normalize, score_nodes, tag_column
 from kubesched.sim.gpu_cells import (
@@ -50,8 +60,18 @@ from kubesched.sim.gpu_cells import (
     sample_cluster,
     tune_order,
 )
+from kubesched.sim.sweep_engine import ParquetCells, SweepEngine
 
-__all__ = ["PAPER_UNALLOCATED", "PATHS", "run_cell", "run_grid", "summary", "write_csv"]
+__all__ = [
+    "CELL_SCHEMA",
+    "PAPER_UNALLOCATED",
+    "PATHS",
+    "cell_key",
+    "run_cell",
+    "run_grid",
+    "summary",
+    "write_csv",
+]
 
 #: The paper's "unallocated GPU % at 100 % arrived" for the default pod list (mean of 10 seeds).
 PAPER_UNALLOCATED: dict[str, float] = {
@@ -199,53 +219,118 @@ def run_cell(
 
 # -- the grid ---------------------------------------------------------------------------------------
 
-_CACHE: dict[str, Any] = {}
-
-
 #: How a cell places its pods: the policies' kernels on the card state (the default), the
 #: scheduler with annotated pods, or the scheduler with pods asking through ResourceClaims
 #: (:mod:`kubesched.sim.gpu_experiment_scheduler`).
 PATHS = ("kernel", "scheduler", "dra")
 
+#: One row per cell of the sweep's Parquet output (``cells.parquet/``): the cell, the settings it ran
+#: with (a resumed sweep must not mix settings), its counts and its two curves over arrived 0..130 %
+#: (NaN where no pod landed).
+CELL_SCHEMA = pa.schema(
+    [
+        ("pod_list", pa.string()),
+        ("policy", pa.string()),
+        ("seed", pa.int64()),
+        ("nodes", pa.string()),
+        ("path", pa.string()),
+        ("tie_break", pa.string()),
+        ("node_sample", pa.int64()),
+        ("pods_tried", pa.int64()),
+        ("pods_failed", pa.int64()),
+        ("seconds", pa.float64()),
+        ("unallocated_gpu_pct_at_100", pa.float64()),
+        ("alloc_pct", pa.list_(pa.float64())),
+        ("frag_pct", pa.list_(pa.float64())),
+        ("extra", pa.string()),
+    ]
+)
+
+#: The columns a resumed sweep's cells must share with the sweep, and the option that sets each.
+_SETTINGS = {
+    "nodes": "--nodes",
+    "path": "--scheduler/--dra",
+    "tie_break": "--tie-break",
+    "node_sample": "--node-sample",
+}
+
+
+def cell_key(pod_list: str, policy: str, seed: int) -> str:
+    return f"{pod_list}__{policy}__{seed}"
+
+
+def _row(r: CellResult, settings: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "pod_list": r.pod_list,
+        "policy": r.policy,
+        "seed": r.seed,
+        **settings,
+        "pods_tried": r.pods,
+        "pods_failed": r.failed,
+        "seconds": r.seconds,
+        "unallocated_gpu_pct_at_100": r.unallocated_at_100,
+        "alloc_pct": r.alloc_at.tolist(),
+        "frag_pct": r.frag_at.tolist(),
+        "extra": json.dumps(r.extra, sort_keys=True),
+    }
+
+
+def _result(row: dict[str, Any]) -> CellResult:
+    return CellResult(
+        pod_list=row["pod_list"],
+        policy=row["policy"],
+        seed=row["seed"],
+        pods=row["pods_tried"],
+        failed=row["pods_failed"],
+        seconds=row["seconds"],
+        alloc_at=np.array(row["alloc_pct"], dtype=np.float64),
+        frag_at=np.array(row["frag_pct"], dtype=np.float64),
+        extra=json.loads(row["extra"]),
+    )
+
 
 def _cell(
-    node_list: str,
-    pod_list: str,
+    cluster: Cluster,
+    pods: PodList,
+    tp: TypicalPods,
     policy: str,
     seed: int,
     tie_break: str = "name",
     path: str = "kernel",
-    every: int = 1,
 ) -> CellResult:
-    # Each worker loads a file once and keeps it for the cells that follow.
-    key_c, key_p = f"c:{node_list}:{every}", f"p:{pod_list}"
-    if key_c not in _CACHE:
-        _CACHE[key_c] = sample_cluster(load_cluster(Path(node_list)), every)
-    if key_p not in _CACHE:
-        _CACHE[key_p] = load_pod_list(Path(pod_list))
-    cluster: Cluster = _CACHE[key_c]
-    pods: PodList = _CACHE[key_p]
-    key_t = f"t:{pod_list}"
-    if key_t not in _CACHE:
-        _CACHE[key_t] = typical_pods(pods.shapes, cluster.models)
+    """One cell, as a task of the sweep engine; the cluster, the pod list and its typical pods are the
+    engine's shared inputs."""
     if path == "kernel":
-        return run_cell(cluster, pods, policy, seed, _CACHE[key_t], tie_break)
+        return run_cell(cluster, pods, policy, seed, tp, tie_break)
     # The scheduler's stack is loaded only by workers that place pods through it.
     from kubesched.sim.gpu_experiment_scheduler import run_cell_scheduled
 
-    return run_cell_scheduled(cluster, pods, policy, seed, _CACHE[key_t], tie_break, claims=path == "dra")
+    return run_cell_scheduled(cluster, pods, policy, seed, tp, tie_break, claims=path == "dra")
 
 
-def _progress(done: int, total: int, started: float, out: Any) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    elapsed = time.perf_counter() - started
-    eta = elapsed / done * (total - done) if done else 0.0
-    bar = "#" * filled + "-" * (width - filled)
-    out.write(f"\r[{bar}] {done}/{total} cells  {elapsed:6.0f}s elapsed  ~{eta:4.0f}s left")
-    if done == total:
-        out.write("\n")
-    out.flush()
+class _Bar:
+    """The sweep's progress bar on stderr: cells done, elapsed, time left."""
+
+    def __init__(self) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("cells"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._task: TaskID | None = None
+
+    def __call__(self, done: int, total: int, started: float) -> None:
+        if self._task is None:
+            self._task = self._progress.add_task("sweep", total=total)
+            self._progress.start()
+        self._progress.update(self._task, completed=done)
+
+    def stop(self) -> None:
+        self._progress.stop()
 
 
 def run_grid(
@@ -253,42 +338,111 @@ def run_grid(
     pod_lists: Sequence[Path],
     policies: Sequence[str],
     seeds: Sequence[int],
-    jobs: int | None = None,
+    workers: int | None = None,
     progress: Callable[[int, int, float], None] | None = None,
     tie_break: str = "name",
     path: str = "kernel",
     every: int = 1,
+    *,
+    engine: SweepEngine | None = None,
+    cluster: str | None = None,
+    out: Path | None = None,
+    resume: bool = False,
 ) -> list[CellResult]:
-    """Every (pod list, policy, seed) cell, in parallel over ``jobs`` processes (all cores by default);
-    ``path`` (:data:`PATHS`) says how pods are placed, ``every`` keeps every n-th node."""
+    """Every (pod list, policy, seed) cell, as tasks of the sweep engine: ``engine`` when given, else
+    one started for this grid (on the Dask scheduler at ``cluster``, or a local cluster of
+    ``workers`` processes, one per core by default). ``path`` (:data:`PATHS`) says how pods are
+    placed, ``every`` keeps every n-th node. With ``out`` each cell is written to that Parquet
+    directory as it finishes (:data:`CELL_SCHEMA`), and ``resume`` takes the cells already there
+    instead of running them again."""
     if path not in PATHS:
         raise ValueError(f"unknown path {path!r}; known: {', '.join(PATHS)}")
     for policy in policies:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
-    # FGD cells are the slowest: start them first so the pool ends evenly.
-    cells = sorted(
-        ((str(pl), pol, s) for pl in pod_lists for pol in policies for s in seeds),
-        key=lambda cell: cell[1] != "FGD",
-    )
+    stems: dict[str, Path] = {}
+    for pl in pod_lists:
+        if pl.stem in stems and stems[pl.stem] != pl:
+            raise InputError(
+                f"two pod lists named {pl.stem!r}: {stems[pl.stem]} and {pl}", field="--pod-list"
+            )
+        stems[pl.stem] = pl
+    settings: dict[str, Any] = {
+        "nodes": node_list.name,
+        "path": path,
+        "tie_break": tie_break,
+        "node_sample": every,
+    }
+    keys = {
+        cell_key(pl.stem, pol, s): (pl, pol, s) for pl in stems.values() for pol in policies for s in seeds
+    }
+    sink = ParquetCells(out, CELL_SCHEMA, resume=resume) if out is not None else None
+    results: dict[str, CellResult] = {}
+    if sink is not None and resume:
+        for key in sink.done(keys):
+            row = sink.read(key)
+            for col, flag in _SETTINGS.items():
+                if row[col] != settings[col]:
+                    raise InputError(
+                        f"this cell was run with {col} {row[col]!r}, the sweep asks {settings[col]!r}",
+                        file=str(sink.path_of(key)),
+                        field=flag,
+                    )
+            results[key] = _result(row)
+    todo = [k for k in keys if k not in results]
     started = time.perf_counter()
-    report = progress or (lambda d, t, s: _progress(d, t, s, sys.stderr))
-    jobs = jobs or os.cpu_count() or 1
-    results: list[CellResult] = []
-    report(0, len(cells), started)
-    if jobs == 1:
-        for cell in cells:
-            results.append(_cell(str(node_list), *cell, tie_break, path, every))
-            report(len(results), len(cells), started)
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_cell, str(node_list), *cell, tie_break, path, every) for cell in cells]
-            for fut in as_completed(futures):
-                results.append(fut.result())
-                report(len(results), len(cells), started)
+    bar = _Bar() if progress is None else None
+    report = progress or bar or (lambda d, t, s: None)
+    own = engine is None
+    eng = engine or SweepEngine(cluster, workers)
+    try:
+        report(len(results), len(keys), started)
+        if todo:
+            if own:
+                eng.start()
+            for key, result in eng.run(
+                _cell, _cells(eng, node_list, every, todo, keys, tie_break, path), _fgd_first(keys)
+            ):
+                if sink is not None:
+                    sink.write(key, _row(result, settings))
+                results[key] = result
+                report(len(results), len(keys), started)
+    finally:
+        if own:
+            eng.close()
+        if bar is not None:
+            bar.stop()
     order = {p: i for i, p in enumerate(POLICIES)}
-    results.sort(key=lambda r: (r.pod_list, order[r.policy], r.seed))
-    return results
+    return sorted(results.values(), key=lambda r: (r.pod_list, order[r.policy], r.seed))
+
+
+def _fgd_first(keys: dict[str, tuple[Path, str, int]]) -> Callable[[str], int]:
+    # FGD cells are the slowest: start them first so the workers end evenly.
+    return lambda key: 1 if keys[key][1] == "FGD" else 0
+
+
+def _cells(
+    engine: SweepEngine,
+    node_list: Path,
+    every: int,
+    todo: Sequence[str],
+    keys: dict[str, tuple[Path, str, int]],
+    tie_break: str,
+    path: str,
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """The arguments of each cell to run. The inputs are read here, once, and shared with every
+    worker; a pod list is read when its first cell is submitted, so the workers start on the first
+    list while the next ones load."""
+    cluster = sample_cluster(load_cluster(node_list), every)
+    cluster_f = engine.share(cluster)
+    shared: dict[Path, tuple[Any, Any]] = {}
+    for key in todo:
+        pl, policy, seed = keys[key]
+        if pl not in shared:
+            pods = load_pod_list(pl)
+            shared[pl] = (engine.share(pods), engine.share(typical_pods(pods.shapes, cluster.models)))
+        pods_f, tp_f = shared[pl]
+        yield key, (cluster_f, pods_f, tp_f, policy, seed, tie_break, path)
 
 
 def write_csv(results: Sequence[CellResult], out: Path) -> None:

@@ -1,0 +1,207 @@
+"""Sweeps of independent cells (one simulation each) as tasks of Dask distributed, with each finished
+cell written at once as Parquet.
+
+:class:`SweepEngine` is a Dask client: by default on a local cluster it starts itself (one worker
+process per core, one thread each, since a cell is single-threaded Python and NumPy), or on an
+existing cluster at a scheduler's address (``tcp://host:8786``). Inputs every cell reads (a cluster,
+a pod list) go to every worker once through :meth:`SweepEngine.share` and are passed to the cells as
+futures, so no cell carries them. A worker that dies mid-cell (killed, out of memory) is replaced by
+its nanny and the scheduler runs its cells again on a live worker; a cell that fails by itself
+(an exception) is not retried: it would fail again.
+
+:class:`ParquetCells` is the output: a directory of Parquet files, one per finished cell, each written
+under a temporary name and renamed, so a sweep stopped at any point leaves only whole cells and a
+later run can skip them (``--resume``). The directory reads as one table
+(``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from kubesched.errors import InputError
+
+__all__ = ["ParquetCells", "SweepEngine"]
+
+
+class SweepEngine:
+    """A Dask distributed client for one sweep: ``with SweepEngine(workers=2) as engine: ...``.
+
+    ``address``: an existing scheduler (``tcp://host:8786``); without it a local cluster of
+    ``workers`` processes (default: one per core) is started and stopped with the engine; ``profile``
+    turns its workers' statistical profiler (the dashboard's) back on."""
+
+    def __init__(
+        self, address: str | None = None, workers: int | None = None, *, profile: bool = False
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise InputError(f"must be at least 1, got {workers}", field="--workers")
+        self.address = address
+        self.requested_workers = workers
+        self.profile = profile
+        self._cluster: Any = None
+        self._client: Any = None
+
+    def __enter__(self) -> SweepEngine:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        # Imported here: the engine's import costs about a second that no other command pays.
+        from distributed import Client, LocalCluster
+
+        if self._client is not None:
+            return
+        if self.address is not None:
+            try:
+                self._client = Client(self.address, timeout="10s")  # type: ignore[no-untyped-call]
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise InputError(f"cannot reach the Dask scheduler: {exc}", field="--cluster") from None
+            return
+        import dask
+
+        n = self.requested_workers or os.cpu_count() or 1
+        # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, which also fixes glibc's mmap
+        # threshold: every NumPy temporary above 128 KiB is then mapped and unmapped afresh, and a
+        # cell ran about a quarter slower (docs/experiments.md). Cells hold little memory.
+        # No statistical profiler: nobody reads a sweep's dashboard profile, and its thread would
+        # take the GIL from the cell every 10 ms.
+        # No active memory manager: it would drop the copies of the inputs that workers hold
+        # between two of their cells, and they would travel again.
+        settings = {
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+            "distributed.worker.profile.enabled": self.profile,
+            "distributed.scheduler.active-memory-manager.start": False,
+        }
+        with dask.config.set(settings):
+            self._cluster = LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                # The dashboard on any free port: a sweep on a shared machine must not need 8787.
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
+        self._client = Client(self._cluster)  # type: ignore[no-untyped-call]
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise RuntimeError("the sweep engine is not started")
+        return self._client
+
+    @property
+    def workers(self) -> int:
+        """Workers connected now."""
+        return len(self.client.scheduler_info()["workers"])
+
+    def worker_pids(self) -> dict[str, int]:
+        """Process id of each worker, by its address."""
+        return dict(self.client.run(os.getpid))
+
+    def share(self, value: Any) -> Any:
+        """A future of ``value``: pass it to :meth:`run`'s cells in place of the value, which then
+        travels to each worker once (with its first cell that reads it), not once per cell."""
+        # A task that returns the value rather than scattered data: the scheduler keeps the task,
+        # so when every worker holding the value is gone (the only worker killed) it is made again
+        # where the next cell runs; scattered data would be lost with them, and the sweep with it.
+        key = f"input-{type(value).__name__}-{uuid.uuid4().hex}"
+        return self.client.submit(_itself, value, key=key, pure=False)
+
+    def run(
+        self,
+        fn: Callable[..., Any],
+        cells: Iterable[tuple[str, tuple[Any, ...]]],
+        priority: Callable[[str], int] | None = None,
+    ) -> Iterator[tuple[str, Any]]:
+        """``fn(*args)`` for each cell ``(key, args)`` as a task; yields ``(key, result)`` as each cell
+        finishes, every key exactly once. Higher ``priority(key)`` starts first."""
+        from distributed import as_completed
+
+        token = uuid.uuid4().hex[:8]
+        names: dict[str, str] = {}
+        futures = []
+        for key, args in cells:
+            fut = self.client.submit(
+                fn,
+                *args,
+                key=f"cell-{token}-{key}",
+                pure=False,
+                priority=priority(key) if priority else 0,
+            )
+            names[fut.key] = key
+            futures.append(fut)
+        try:
+            for fut in as_completed(futures):  # type: ignore[no-untyped-call]
+                yield names[fut.key], fut.result()
+        finally:
+            # Results are dropped from the workers' memory, and a sweep stopped early (an error,
+            # ^C) leaves nothing running on a shared cluster.
+            self.client.cancel(futures, force=True)
+
+
+def _itself(value: Any) -> Any:
+    return value
+
+
+class ParquetCells:
+    """A directory of finished cells, one Parquet file of one row each, named by the cell's key.
+
+    ``resume=False`` empties the directory's cells first (a new sweep); ``resume=True`` keeps them,
+    and :meth:`done` says which cells need not run again."""
+
+    def __init__(self, directory: Path, schema: pa.Schema, resume: bool = False) -> None:
+        self.directory = directory
+        self.schema = schema
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.tmp"):
+            stale.unlink()
+        if not resume:
+            for old in directory.glob("*.parquet"):
+                old.unlink()
+
+    def path_of(self, key: str) -> Path:
+        # Percent-encoded: one file per key, whatever characters a pod list's name has.
+        return self.directory / f"{quote(key, safe='')}.parquet"
+
+    def done(self, keys: Iterable[str]) -> set[str]:
+        """The ``keys`` whose cell is already written."""
+        return {k for k in keys if self.path_of(k).is_file()}
+
+    def write(self, key: str, row: Mapping[str, Any]) -> None:
+        path = self.path_of(key)
+        tmp = path.with_name(path.name + ".tmp")
+        table = pa.Table.from_pylist([dict(row)], schema=self.schema)
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+
+    def read(self, key: str) -> dict[str, Any]:
+        path = self.path_of(key)
+        try:
+            rows = pq.read_table(path, schema=self.schema).to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(f"not a cell of this sweep: {exc}", file=str(path)) from None
+        if len(rows) != 1:
+            raise InputError(f"expected one cell, found {len(rows)} rows", file=str(path))
+        row: dict[str, Any] = rows[0]
+        return row
