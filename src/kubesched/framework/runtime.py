@@ -40,6 +40,7 @@ from kubesched.framework.interfaces import (
     QueueSortKey,
     QueueSortPlugin,
     ReservePlugin,
+    RowFilterPlugin,
     ScoreNormalizer,
     ScorePlugin,
 )
@@ -175,6 +176,13 @@ class Framework:
         #: search, as DynamicResources' allocation): name → their ``filter_candidates``.
         self._candidate_filters = {
             pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
+        }
+        #: Filter plugins that can judge a few rows alone (in-tree ones only: an out-of-tree
+        #: plugin's answers are checked, which needs its whole-table result): name → ``filter_rows``.
+        self._row_filters = {
+            pl.name: pl.filter_rows
+            for pl in self.filter
+            if isinstance(pl, RowFilterPlugin) and is_in_tree(type(pl))
         }
         #: Their positions among the Filters, last first.
         self._candidate_filter_indices = [
@@ -411,6 +419,51 @@ class Framework:
                 pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
             ) from exc
         return res
+
+    def rows_walk_possible(self, state: CycleState) -> bool:
+        """Whether :meth:`run_filters_on_rows` gives this cycle's verdicts: not while pods are
+        nominated (a node with nominated pods is judged twice, over every row), nor while a
+        Filter that searches per node is active (it stops along the cycle's walk itself)."""
+        return not len(self._nominator) and (
+            not self._candidate_filters or self._walk_limited_filter(state) < 0
+        )
+
+    def run_filters_on_rows(
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: IntArray,
+        candidates: BoolArray,
+        whole: dict[int, BoolArray],
+    ) -> BoolArray | None:
+        """Whether each of ``rows`` passes every Filter (None: all of them do), as
+        :meth:`run_filters` would judge it. A plugin that cannot judge rows alone runs over every
+        candidate once per cycle; ``whole`` keeps those verdicts (filter index → mask) for the
+        cycle's next chunk."""
+        ok: BoolArray | None = None
+        row_filters = self._row_filters
+        skipped = state.skip_filter_plugins
+        for i, pl in enumerate(self.filter):
+            if pl.name in skipped:
+                continue
+            judge = row_filters.get(pl.name)
+            verdict: BoolArray | None
+            if judge is not None:
+                try:
+                    verdict = judge(state, pod, table, rows)
+                except Exception as exc:
+                    raise _plugin_error(
+                        pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
+                    ) from exc
+            else:
+                passed = whole.get(i)
+                if passed is None:
+                    passed = whole[i] = self._run_filter(pl, state, pod, table, candidates).passed
+                verdict = None if passed is all_true(table.capacity) else passed[rows]
+            if verdict is not None:
+                ok = verdict if ok is None else np.logical_and(ok, verdict)
+        return ok
 
     def _walk_limited_filter(self, state: CycleState) -> int:
         """The index of the Filter that may stop at the end of the cycle's walk (-1: none): the
