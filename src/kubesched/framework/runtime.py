@@ -178,12 +178,11 @@ class Framework:
             pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
         }
         #: Filter plugins that can judge a few rows alone (in-tree ones only: an out-of-tree
-        #: plugin's answers are checked, which needs its whole-table result): name → ``filter_rows``.
-        self._row_filters = {
-            pl.name: pl.filter_rows
-            for pl in self.filter
-            if isinstance(pl, RowFilterPlugin) and is_in_tree(type(pl))
-        }
+        #: plugin's answers are checked, which needs its whole-table result). Their
+        #: ``filter_rows`` is looked up per call, as the metrics' timers replace it in sampled cycles.
+        self._row_filters = frozenset(
+            pl.name for pl in self.filter if isinstance(pl, RowFilterPlugin) and is_in_tree(type(pl))
+        )
         #: Their positions among the Filters, last first.
         self._candidate_filter_indices = [
             i for i in range(len(self.filter) - 1, -1, -1) if self.filter[i].name in self._candidate_filters
@@ -447,11 +446,10 @@ class Framework:
         for i, pl in enumerate(self.filter):
             if pl.name in skipped:
                 continue
-            judge = row_filters.get(pl.name)
             verdict: BoolArray | None
-            if judge is not None:
+            if pl.name in row_filters:
                 try:
-                    verdict = judge(state, pod, table, rows)
+                    verdict = pl.filter_rows(state, pod, table, rows)  # type: ignore[attr-defined]
                 except Exception as exc:
                     raise _plugin_error(
                         pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
