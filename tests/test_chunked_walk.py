@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import FitError
+from kubesched.framework.interfaces import RowFilterPlugin
 from kubesched.framework.runtime import Framework
 from kubesched.sim.simulation import Simulation
 
@@ -203,3 +205,33 @@ def test_a_cycle_where_few_nodes_fit_judges_every_row_for_its_message() -> None:
         "0/300 nodes are available: 300 node(s) were unschedulable.",
         3,
     )
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(cycles(), st.randoms(use_true_random=False))
+def test_each_filter_judges_rows_as_it_judges_the_whole_table(
+    case: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any], int], rng: Any
+) -> None:
+    nodes, placed, obj, _ = case
+    sim = cluster(nodes, placed)
+    sched = sim.scheduler
+    fwk = sched.profiles["default-scheduler"]
+    table = sched.snapshot.table
+    state = CycleState()
+    the_pod = Pod.from_dict(obj)
+    _, status, _ = fwk.run_pre_filter(state, the_pod, sched.snapshot)
+    if status is not None:
+        return
+    order = table.order.tolist()
+    rows = np.array(rng.sample(order, rng.randint(1, len(order))), dtype=np.int64)
+    judged = 0
+    for pl in fwk.filter:
+        if pl.name in state.skip_filter_plugins or not isinstance(pl, RowFilterPlugin):
+            continue
+        whole = pl.filter_nodes(state, the_pod, table).passed[rows]
+        verdict = pl.filter_rows(state, the_pod, table, rows)
+        assert whole.all() if verdict is None else verdict.tolist() == whole.tolist(), pl.name
+        judged += 1
+    assert judged >= 2  # NodeUnschedulable and NodeResourcesFit at least

@@ -68,5 +68,8 @@ class NodeUnschedulable:
     def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
         if tolerates_any(pod.tolerations, UNSCHEDULABLE_TAINT):
             return None
-        passed: BoolArray = ~table.unschedulable[rows]
+        cordoned = table.unschedulable[rows]
+        if not cordoned.any():
+            return None
+        passed: BoolArray = ~cordoned
         return passed
