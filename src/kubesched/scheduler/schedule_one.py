@@ -167,11 +167,14 @@ def batch_hint(sched: Scheduler, fwk: Framework, state: CycleState, pod: Pod) ->
         rows = np.zeros(table.capacity, dtype=np.bool_)
         rows[slot] = True
         try:
-            # One row's verdict: the Filters that can judge it alone need not look at the others.
-            ok = fwk.run_filters_on_rows(state, pod, table, np.array([slot], dtype=np.int64), rows, {})
+            if fwk.rows_walk_possible(state):
+                # One row's verdict: the Filters that can judge it alone need not read the others.
+                ok = fwk.run_filters_on_rows(state, pod, table, np.array([slot], dtype=np.int64), rows, {})
+                return ok is not None and not bool(ok[0])
+            passed, _, _ = fwk.run_filters(state, pod, table, rows)
         except (FrameworkError, KeyError, ValueError):
             return False  # an error is not a rejection (upstream IsRejected)
-        return ok is not None and not bool(ok[0])
+        return not bool(passed[slot])
 
     batch = sched.batches[fwk.profile_name]
     sched._signature = batch.sign(pod)
