@@ -162,11 +162,11 @@ def run_workload(
         sim.driver.run(DEFAULT_HORIZON)
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
-    measured = [
+    tried = [
         o for uid, o in sim.scheduler.outcomes.items() if uid not in before and (o.namespace, o.name) in names
     ]
-    scheduled = sum(1 for o in measured if o.status == "Scheduled")
-    decisions = [(f"{o.namespace}/{o.name}", o.node or "", o.status, o.message) for o in measured]
+    scheduled = sum(1 for o in tried if o.status == "Scheduled")
+    decisions = [(f"{o.namespace}/{o.name}", o.node or "", o.status, o.message) for o in tried]
     return BenchResult(
         workload, nodes, existing_pods, pods, scheduled, elapsed, cpu_seconds=cpu, decisions=decisions
     )
