@@ -6,19 +6,23 @@ over every node."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Pod
+from kubesched.framework.config import config_from_dict
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import FitError
 from kubesched.framework.interfaces import RowFilterPlugin
 from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Status
+from kubesched.runtime.plugin_loading import plugin_registry, register
 from kubesched.sim.simulation import Simulation
 
+API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 ZONE = "topology.kubernetes.io/zone"
 TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
 
@@ -235,3 +239,36 @@ def test_each_filter_judges_rows_as_it_judges_the_whole_table(
         assert whole.all() if verdict is None else verdict.tolist() == whole.tolist(), pl.name
         judged += 1
     assert judged >= 2  # NodeUnschedulable and NodeResourcesFit at least
+
+
+class OddOut:
+    """A Filter written one node at a time (adapted by kubesched): odd-numbered nodes fail."""
+
+    name: ClassVar[str] = "OddOut"
+    calls: ClassVar[list[str]] = []
+
+    def filter(self, state: Any, pod: Any, info: Any) -> Status | None:
+        OddOut.calls.append(info.node.name)
+        return None if int(info.node.name[1:]) % 2 == 0 else Status.unschedulable("node(s) are odd")
+
+
+def test_a_per_node_filter_is_called_only_for_the_nodes_the_walk_reaches() -> None:
+    registry = plugin_registry(use_entry_points=False)
+    register(registry, OddOut)
+    profile = {"schedulerName": "default-scheduler", "plugins": {"filter": {"enabled": [{"name": "OddOut"}]}}}
+    config = config_from_dict({**API, "profiles": [profile]}, registry)
+    sim = Simulation(config, registry)
+    for i in range(2000):
+        sim.store.create(node(i, "4", cordoned=False, tainted=False, ssd=False))
+    sched = sim.scheduler
+    sched.informers.pump()
+    sched.cache.update_snapshot(sched.snapshot)
+    the_pod = pod("100m", ssd=False, tolerate=False, pinned=None, spread=False)
+    OddOut.calls.clear()
+    walked = find(sim, the_pod, 11, every_row=False)
+    reached = len(OddOut.calls)
+    OddOut.calls.clear()
+    assert walked == find(sim, the_pod, 11, every_row=True)
+    # Upstream calls a Filter plugin for the nodes it evaluates: 680 of every other node wanted.
+    assert len(walked[0]) == 680
+    assert reached < 2000 == len(OddOut.calls)

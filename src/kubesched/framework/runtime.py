@@ -45,6 +45,7 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
 )
 from kubesched.framework.nominated_pods import NominatedColumns, PodNominator
+from kubesched.framework.out_of_tree import ADAPTED_FILTER_ROWS
 from kubesched.framework.plugin_instances import build_plugins
 from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.framework.status import Code, Status
@@ -177,11 +178,15 @@ class Framework:
         self._candidate_filters = {
             pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
         }
-        #: Filter plugins that can judge a few rows alone (in-tree ones only: an out-of-tree
-        #: plugin's answers are checked, which needs its whole-table result). Their
-        #: ``filter_rows`` is looked up per call, as the metrics' timers replace it in sampled cycles.
+        #: Filter plugins that can judge a few rows alone: in-tree ones, and per-node ones through
+        #: their adapter (a vectorized out-of-tree plugin's answers are checked, which needs its
+        #: whole-table result). Their ``filter_rows`` is looked up per call, as the metrics' timers
+        #: replace it in sampled cycles.
         self._row_filters = frozenset(
-            pl.name for pl in self.filter if isinstance(pl, RowFilterPlugin) and is_in_tree(type(pl))
+            pl.name
+            for pl in self.filter
+            if isinstance(pl, RowFilterPlugin)
+            and (is_in_tree(type(pl)) or getattr(type(pl), "filter_rows", None) is ADAPTED_FILTER_ROWS)
         )
         #: Their positions among the Filters, last first.
         self._candidate_filter_indices = [
