@@ -439,6 +439,13 @@ def test_bench_json_and_feature_gates(capsys) -> None:
     assert code == EXIT_BAD_INPUT and "unknown feature gate" in err
 
 
+@pytest.mark.parametrize("workload", ["per-node-plugin", "extender"])
+def test_bench_extension_workloads_run_from_the_command_line(capsys, workload: str) -> None:
+    code, out, err = run_main(capsys, "bench", workload, "--nodes", "4", "--pods", "5")
+    assert code == EXIT_OK, err
+    assert "scheduled=5" in out
+
+
 def test_bench_writes_its_decisions(capsys, tmp_path) -> None:
     path = tmp_path / "decisions.tsv"
     args = (
