@@ -439,6 +439,41 @@ def test_bench_json_and_feature_gates(capsys) -> None:
     assert code == EXIT_BAD_INPUT and "unknown feature gate" in err
 
 
+@pytest.mark.parametrize("workload", ["per-node-plugin", "extender"])
+def test_bench_extension_workloads_run_from_the_command_line(capsys, workload: str) -> None:
+    code, out, err = run_main(capsys, "bench", workload, "--nodes", "4", "--pods", "5")
+    assert code == EXIT_OK, err
+    assert "scheduled=5" in out
+
+
+def test_bench_writes_its_decisions(capsys, tmp_path) -> None:
+    path = tmp_path / "decisions.tsv"
+    args = (
+        "bench",
+        "basic",
+        "--nodes",
+        "20",
+        "--existing-pods",
+        "2",
+        "--pods",
+        "6",
+        "--decisions",
+        str(path),
+    )
+    code, _, _ = run_main(capsys, *args)
+    assert code == EXIT_OK
+    lines = [line.split("\t") for line in path.read_text().splitlines()]
+    # The measured pods only, in the order tried, each on a node of the cluster.
+    assert [pod for pod, *_ in lines] == [f"default/pod-{i}" for i in range(6)]
+    assert all(status == "Scheduled" and node.startswith("node-") for _, node, status, _ in lines)
+    # The same seed decides the same way.
+    first = path.read_text()
+    assert run_main(capsys, *args)[0] == EXIT_OK
+    assert path.read_text() == first
+    code, _, err = run_main(capsys, "bench", "basic", "--decisions", str(tmp_path / "no" / "such" / "dir"))
+    assert code == EXIT_BAD_INPUT and "--decisions" in err
+
+
 def test_simulate_takes_feature_gates(capsys, tmp_path) -> None:
     path = write(tmp_path, "c.yaml", _TINY)
     code, out, _ = run(capsys, path, "-q", "-o", "json", "--feature-gates", "OpportunisticBatching=false")

@@ -147,6 +147,16 @@ def test_extension_points_are_timed_every_cycle_and_plugins_only_in_sampled_ones
     assert 0 <= counted < 20
 
 
+def test_filters_judging_chunks_of_rows_are_timed_too() -> None:
+    # 200 nodes: a cycle judges the Filters over the rows its walk reaches, not over every node.
+    nodes = [make_node(f"n{i}") for i in range(200)]
+    _, always = run([*nodes, *(make_pod(f"p{i}") for i in range(20))], sample_percent=100)
+    plugin = "scheduler_plugin_execution_duration_seconds_count"
+    text = always.exposition()
+    assert sample(text, plugin, plugin="NodeResourcesFit", extension_point="Filter", status="Success") == 20
+    assert sample(text, plugin, plugin="TaintToleration", extension_point="Filter", status="Success") == 20
+
+
 def test_metrics_do_not_change_decisions() -> None:
     objects = [make_node(f"n{i}", cpu="2") for i in range(5)] + [
         make_pod(f"p{i}", cpu="300m") for i in range(25)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.framework.config import API_VERSION, KIND, config_from_dict
@@ -30,6 +30,9 @@ class BenchResult:
     cpu_seconds: float = 0.0
     #: Extra lines a workload reports (the gang workload: per-session times).
     details: str = ""
+    #: Each measured pod tried, in the order first tried: (namespace/name, node or "", status,
+    #: message) — what ``--decisions`` writes, to compare two builds' decisions.
+    decisions: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     @property
     def pods_per_second(self) -> float:
@@ -159,9 +162,11 @@ def run_workload(
         sim.driver.run(DEFAULT_HORIZON)
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
-    scheduled = sum(
-        1
-        for uid, o in sim.scheduler.outcomes.items()
-        if uid not in before and o.status == "Scheduled" and (o.namespace, o.name) in names
+    tried = [
+        o for uid, o in sim.scheduler.outcomes.items() if uid not in before and (o.namespace, o.name) in names
+    ]
+    scheduled = sum(1 for o in tried if o.status == "Scheduled")
+    decisions = [(f"{o.namespace}/{o.name}", o.node or "", o.status, o.message) for o in tried]
+    return BenchResult(
+        workload, nodes, existing_pods, pods, scheduled, elapsed, cpu_seconds=cpu, decisions=decisions
     )
-    return BenchResult(workload, nodes, existing_pods, pods, scheduled, elapsed, cpu_seconds=cpu)

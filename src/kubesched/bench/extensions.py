@@ -87,7 +87,13 @@ def _timed(sim: Simulation, nodes: int, existing: int, pods: int) -> tuple[int, 
     return done, elapsed
 
 
-def run_per_node_plugin(nodes: int = 1000, existing_pods: int = 0, pods: int = 2000, seed: int = 0) -> Any:
+def run_per_node_plugin(
+    nodes: int = 1000,
+    existing_pods: int = 0,
+    pods: int = 2000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> Any:
 
     registry = _registry()
     times: dict[str, tuple[int, float]] = {}
@@ -95,7 +101,8 @@ def run_per_node_plugin(nodes: int = 1000, existing_pods: int = 0, pods: int = 2
     for _ in range(2):
         for name in ("VectorizedBench", "PerNodeBench"):
             enabled = {"multiPoint": {"enabled": [{"name": name}]}}
-            config = config_from_dict({**API, "profiles": [{"plugins": enabled}]}, registry)
+            doc = {**API, "profiles": [{"plugins": enabled}], "featureGates": dict(feature_gates or {})}
+            config = config_from_dict(doc, registry)
             run = _timed(Simulation(config, registry, seed=seed), nodes, existing_pods, pods)
             times[name] = min(times.get(name, run), run, key=lambda r: r[1])
     done, per_node = times["PerNodeBench"]
@@ -132,7 +139,13 @@ class _Extender(BaseHTTPRequestHandler):
         pass
 
 
-def run_extender(nodes: int = 100, existing_pods: int = 0, pods: int = 1000, seed: int = 0) -> Any:
+def run_extender(
+    nodes: int = 100,
+    existing_pods: int = 0,
+    pods: int = 1000,
+    seed: int = 0,
+    feature_gates: dict[str, bool] | None = None,
+) -> Any:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Extender)
     server.daemon_threads = True
@@ -147,10 +160,14 @@ def run_extender(nodes: int = 100, existing_pods: int = 0, pods: int = 1000, see
             "weight": 1,
             "nodeCacheCapable": True,
         }
+        gates = {"featureGates": dict(feature_gates or {})}
         _, plain = _timed(
-            Simulation(config_from_dict(API, registry), registry, seed=seed), nodes, existing_pods, pods
+            Simulation(config_from_dict({**API, **gates}, registry), registry, seed=seed),
+            nodes,
+            existing_pods,
+            pods,
         )
-        config = config_from_dict({**API, "extenders": [extender]}, registry)
+        config = config_from_dict({**API, **gates, "extenders": [extender]}, registry)
         done, with_ext = _timed(Simulation(config, registry, seed=seed), nodes, existing_pods, pods)
     finally:
         server.shutdown()

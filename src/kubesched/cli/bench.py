@@ -45,6 +45,14 @@ def add_parser(sub: Any) -> None:
         "--all", action="store_true", help="run every workload of the suite and print one table"
     )
     bench.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    bench.add_argument(
+        "--decisions",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write each measured pod's node, status and message to FILE (tab-separated, one pod a "
+        "line, in the order tried), to compare the decisions of two builds",
+    )
     soak = bench.add_argument_group("soak", "memory over a long life (docs/performance.md)")
     soak.add_argument(
         "--live", type=positive_flag, default=4000, help="soak: pods kept alive while the others come and go"
@@ -63,9 +71,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_all(args, gates)
     if args.workload == "soak":
         return _soak(args)
+    if args.decisions is not None:
+        # Checked before the run, which may take minutes: a path that cannot be written is bad input.
+        try:
+            args.decisions.open("w", encoding="utf-8").close()
+        except OSError as exc:
+            print(f"kubesched bench: --decisions {args.decisions}: {exc.strerror}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     fn = WORKLOADS[args.workload]
     sizes = {"nodes": args.nodes, "existing_pods": args.existing_pods, "pods": args.pods}
     res = fn(**{k: v for k, v in sizes.items() if v is not None}, seed=args.seed, feature_gates=gates)
+    if args.decisions is not None:
+        _write_decisions(args.decisions, res.decisions)
     if res.scheduled != res.measured_pods:
         print(f"warning: only {res.scheduled}/{res.measured_pods} pods were scheduled", file=sys.stderr)
     if args.json:
@@ -95,6 +112,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if res.details:
         print(res.details)
     return EXIT_OK
+
+
+def _write_decisions(path: Path, decisions: list[tuple[str, str, str, str]]) -> None:
+    # A message may span lines (a preemption's reasons): escaped so that one pod stays one line.
+    with path.open("w", encoding="utf-8") as out:
+        for pod, node, status, message in decisions:
+            text = message.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+            out.write(f"{pod}\t{node}\t{status}\t{text}\n")
 
 
 def _soak(args: argparse.Namespace) -> int:

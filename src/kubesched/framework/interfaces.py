@@ -95,6 +95,20 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class RowFilterPlugin(Plugin, Protocol):
+    """A Filter plugin that can also judge a few rows without looking at the others: the cycle
+    evaluates Filters in chunks of rows from its rotating start and stops once it has found enough
+    feasible nodes, so that a cycle costs about ``numFeasibleNodesToFind`` rows, not the whole
+    table. ``filter_rows`` answers, for each of ``rows`` (node slots), whether ``filter_nodes``
+    would pass it, or None when it passes all of them. Only the verdict is asked: a cycle that
+    needs the reasons (no node fits, explain) runs ``filter_nodes`` over every row."""
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray
+    ) -> BoolArray | None: ...
+
+
+@runtime_checkable
 class CandidateFilterPlugin(Plugin, Protocol):
     """A Filter plugin whose verdict costs a search per node: the framework calls
     ``filter_candidates`` with the nodes that no earlier Filter plugin rejected (``candidates``)

@@ -30,7 +30,7 @@ from kubesched.errors import InputError
 from kubesched.framework.interfaces import extension_points_of
 from kubesched.framework.registry import PluginSpec
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import FilterResult, IntArray, NodeFailure
+from kubesched.framework.types import BoolArray, FilterResult, IntArray, NodeFailure
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ def adapt(cls: type) -> type:
     namespace: dict[str, Any] = {"__module__": cls.__module__, "__doc__": cls.__doc__}
     if per_node_filter:
         namespace["filter_nodes"] = _filter_nodes
+        namespace["filter_rows"] = _filter_rows
     if per_node_score:
         namespace["score_nodes"] = _score_nodes
     return type(cls.__name__, (cls,), namespace)
@@ -87,6 +88,30 @@ def _filter_nodes(self: Any, state: Any, pod: Any, table: Any) -> FilterResult:
             mask = failures.setdefault((reason, unresolvable), np.zeros(table.capacity, dtype=np.bool_))
             mask[slot] = True
     return FilterResult(passed, [NodeFailure(r, m, u) for (r, u), m in failures.items()])
+
+
+def _filter_rows(self: Any, state: Any, pod: Any, table: Any, rows: IntArray) -> BoolArray:
+    """Per-node Filter on the rows a cycle's walk reaches: one ``filter`` call each, as upstream
+    calls a Filter plugin only for the nodes it evaluates."""
+    infos = _node_infos(self)
+    passed = np.zeros(len(rows), dtype=np.bool_)
+    for i, slot in enumerate(rows.tolist()):
+        info = infos.get(table.names[slot])
+        if info is None:
+            continue
+        status = self.filter(state, pod, info)
+        if status is None or status.code == Code.SUCCESS:
+            passed[i] = True
+            continue
+        if not isinstance(status, Status):
+            raise TypeError(f"filter returned {type(status).__name__}, not a Status or None")
+        if status.code == Code.ERROR:
+            raise RuntimeError(f"node {table.names[slot]}: {status.message}")
+    return passed
+
+
+#: The per-node adapter's row judge: its verdicts are built here, so they need no check.
+ADAPTED_FILTER_ROWS = _filter_rows
 
 
 def _score_nodes(self: Any, state: Any, pod: Any, table: Any, slots: IntArray) -> IntArray:

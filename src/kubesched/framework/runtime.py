@@ -40,10 +40,12 @@ from kubesched.framework.interfaces import (
     QueueSortKey,
     QueueSortPlugin,
     ReservePlugin,
+    RowFilterPlugin,
     ScoreNormalizer,
     ScorePlugin,
 )
 from kubesched.framework.nominated_pods import NominatedColumns, PodNominator
+from kubesched.framework.out_of_tree import ADAPTED_FILTER_ROWS
 from kubesched.framework.plugin_instances import build_plugins
 from kubesched.framework.registry import Registry, is_in_tree
 from kubesched.framework.status import Code, Status
@@ -176,6 +178,16 @@ class Framework:
         self._candidate_filters = {
             pl.name: pl.filter_candidates for pl in self.filter if isinstance(pl, CandidateFilterPlugin)
         }
+        #: Filter plugins that can judge a few rows alone: in-tree ones, and per-node ones through
+        #: their adapter (a vectorized out-of-tree plugin's answers are checked, which needs its
+        #: whole-table result). Their ``filter_rows`` is looked up per call, as the metrics' timers
+        #: replace it in sampled cycles.
+        self._row_filters = frozenset(
+            pl.name
+            for pl in self.filter
+            if isinstance(pl, RowFilterPlugin)
+            and (is_in_tree(type(pl)) or getattr(type(pl), "filter_rows", None) is ADAPTED_FILTER_ROWS)
+        )
         #: Their positions among the Filters, last first.
         self._candidate_filter_indices = [
             i for i in range(len(self.filter) - 1, -1, -1) if self.filter[i].name in self._candidate_filters
@@ -411,6 +423,50 @@ class Framework:
                 pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
             ) from exc
         return res
+
+    def rows_walk_possible(self, state: CycleState) -> bool:
+        """Whether :meth:`run_filters_on_rows` gives this cycle's verdicts: not while pods are
+        nominated (a node with nominated pods is judged twice, over every row), nor while a
+        Filter that searches per node is active (it stops along the cycle's walk itself)."""
+        return not len(self._nominator) and (
+            not self._candidate_filters or self._walk_limited_filter(state) < 0
+        )
+
+    def run_filters_on_rows(
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: IntArray,
+        candidates: BoolArray,
+        whole: dict[int, BoolArray],
+    ) -> BoolArray | None:
+        """Whether each of ``rows`` passes every Filter (None: all of them do), as
+        :meth:`run_filters` would judge it. A plugin that cannot judge rows alone runs over every
+        candidate once per cycle; ``whole`` keeps those verdicts (filter index → mask) for the
+        cycle's next chunk."""
+        ok: BoolArray | None = None
+        row_filters = self._row_filters
+        skipped = state.skip_filter_plugins
+        for i, pl in enumerate(self.filter):
+            if pl.name in skipped:
+                continue
+            verdict: BoolArray | None
+            if pl.name in row_filters:
+                try:
+                    verdict = pl.filter_rows(state, pod, table, rows)  # type: ignore[attr-defined]
+                except Exception as exc:
+                    raise _plugin_error(
+                        pl, ExtensionPoint.FILTER, f"running {_quoted(pl.name)} filter plugin: {exc}"
+                    ) from exc
+            else:
+                passed = whole.get(i)
+                if passed is None:
+                    passed = whole[i] = self._run_filter(pl, state, pod, table, candidates).passed
+                verdict = None if passed is all_true(table.capacity) else passed[rows]
+            if verdict is not None:
+                ok = verdict if ok is None else np.logical_and(ok, verdict)
+        return ok
 
     def _walk_limited_filter(self, state: CycleState) -> int:
         """The index of the Filter that may stop at the end of the cycle's walk (-1: none): the

@@ -54,7 +54,7 @@ PLUGIN_POINTS: dict[str, tuple[tuple[str, str], ...]] = {
         ("add_pod", "PreFilterExtensionAddPod"),
         ("remove_pod", "PreFilterExtensionRemovePod"),
     ),
-    "filter": (("filter_nodes", "Filter"),),
+    "filter": (("filter_nodes", "Filter"), ("filter_rows", "Filter")),
     "post_filter": (("post_filter", "PostFilter"),),
     "pre_score": (("pre_score", "PreScore"),),
     "reserve": (("reserve", "Reserve"), ("unreserve", "Unreserve")),

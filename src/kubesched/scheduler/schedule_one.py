@@ -167,6 +167,10 @@ def batch_hint(sched: Scheduler, fwk: Framework, state: CycleState, pod: Pod) ->
         rows = np.zeros(table.capacity, dtype=np.bool_)
         rows[slot] = True
         try:
+            if fwk.rows_walk_possible(state):
+                # One row's verdict: the Filters that can judge it alone need not read the others.
+                ok = fwk.run_filters_on_rows(state, pod, table, np.array([slot], dtype=np.int64), rows, {})
+                return ok is not None and not bool(ok[0])
             passed, _, _ = fwk.run_filters(state, pod, table, rows)
         except (FrameworkError, KeyError, ValueError):
             return False  # an error is not a rejection (upstream IsRejected)
@@ -239,6 +243,20 @@ def find_nodes_that_fit(
         # found will do (upstream hasScoring, hasExtenderFilters).
         to_find = min(to_find, 1)
     start = sched.next_start_node_index % n if n else 0
+    if to_find < n and sched.explain is None and not sched.extenders and fwk.rows_walk_possible(state):
+        # Most cycles find their nodes near the start: judge rows in chunks along the walk and
+        # stop there. Only a cycle that would walk every row (too few nodes fit; the diagnosis
+        # then needs every row's reasons) falls through to the evaluation of all rows.
+        try:
+            walked = _walk_in_chunks(fwk, state, pod, table, candidates, nodes, start, to_find)
+        except PluginError:
+            raise
+        except (FrameworkError, KeyError, ValueError) as exc:
+            raise SchedulingError(f"running Filter plugins: {exc}") from exc
+        if walked is not None:
+            feasible, num_processed = walked
+            sched.next_start_node_index = (sched.next_start_node_index + num_processed) % num_all
+            return feasible, num_processed
     # Filters that search per node stop where the walk below will stop, as upstream's
     # stops evaluating nodes once it has found enough feasible ones.
     walk = FilterWalk(nodes, start, to_find, all_true(table.capacity)) if to_find < n else None
@@ -324,6 +342,16 @@ def evaluate_nominated_node(
         return None
     rows = np.zeros(table.capacity, dtype=np.bool_)
     rows[slot] = True
+    if sched.explain is None and not sched.extenders and fwk.rows_walk_possible(state):
+        # Only the verdict counts here: the Filters that can judge the one row alone need not look
+        # at the others (no nominated pod to add, no explain detail to record).
+        try:
+            ok = fwk.run_filters_on_rows(state, pod, table, np.array([slot], dtype=np.int64), rows, {})
+        except PluginError:
+            raise
+        except (FrameworkError, KeyError, ValueError) as exc:
+            raise SchedulingError(f"running Filter plugins: {exc}") from exc
+        return np.array([slot], dtype=np.int64) if ok is None or ok[0] else None
     try:
         passed, results, failed_by = fwk.run_filters_with_nominated_pods(state, pod, table, rows)
     except PluginError:
@@ -498,6 +526,61 @@ def _walk_from_start(
         chosen = np.concatenate((positions[split:], positions[:split])) if split else positions
     num_processed = (int(chosen[-1]) - start) % n + 1 if len(positions) > to_find else n
     return nodes[chosen], num_processed
+
+
+#: Rows judged beyond the expected need, so that a chunk is seldom a few rows short.
+_CHUNK_SLACK = 16
+
+
+def _walk_in_chunks(
+    fwk: Framework,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    candidates: BoolArray,
+    nodes: IntArray,
+    start: int,
+    to_find: int,
+) -> tuple[IntArray, int] | None:
+    """What :func:`_walk_from_start` finds over the Filters' verdicts on every row, judging only
+    the rows the walk reaches: chunks of ``nodes`` from ``start`` (wrapping round), each sized by
+    the share of rows that passed so far, until one feasible node beyond ``to_find`` is seen (the
+    walk then stopped at the ``to_find``-th). None when the walk would process every node (too
+    few pass), or looks like it will: the caller evaluates every row then, as its diagnosis needs."""
+    n = len(nodes)
+    need = to_find + 1
+    whole: dict[int, BoolArray] = {}
+    found: list[IntArray] = []
+    count = 0
+    pos = 0
+    size = need + need // 8 + _CHUNK_SLACK
+    while pos < n:
+        size = min(size, n - pos)
+        lo = start + pos if start + pos < n else start + pos - n
+        hi = lo + size
+        rows = nodes[lo:hi] if hi <= n else np.concatenate((nodes[lo:], nodes[: hi - n]))
+        ok = fwk.run_filters_on_rows(state, pod, table, rows, candidates, whole)
+        hits = np.arange(pos, pos + size) if ok is None else np.flatnonzero(ok) + pos
+        if len(hits):
+            found.append(hits)
+            count += len(hits)
+        pos += size
+        if count >= need:
+            positions = (found[0] if len(found) == 1 else np.concatenate(found))[:to_find]
+            chosen = positions + start
+            chosen[chosen >= n] -= n
+            return nodes[chosen], int(positions[-1]) + 1
+        if count:
+            # Rows still to judge at the share that passed so far.
+            ahead = (need - count) * pos // count
+            if pos + ahead >= n:
+                return None
+            size = ahead + ahead // 4 + _CHUNK_SLACK
+        elif 2 * pos >= n:
+            return None
+        else:
+            size *= 4
+    return None
 
 
 def _slots(table: NodeTable, names: list[str]) -> IntArray:

@@ -13,9 +13,11 @@ from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
+    IntArray,
     QueueingHint,
 )
 
@@ -50,3 +52,12 @@ class NodeName:
         if slot is not None:
             failing[slot] = False
         return FilterResult.reject(failing, ERR_REASON, unresolvable=True)
+
+    def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
+        if not pod.node_name:
+            return None
+        slot = table.slot_of.get(pod.node_name)
+        if slot is None:
+            return np.zeros(len(rows), dtype=np.bool_)
+        passed: BoolArray = rows == slot
+        return passed

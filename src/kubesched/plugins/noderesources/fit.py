@@ -287,6 +287,31 @@ class NodeResourcesFit:
             return FilterResult.all_pass(table.capacity)
         return FilterResult(~failing, failures)
 
+    def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
+        req: _PodRequest = state.read(PRE_FILTER_KEY)
+        alloc = table.allocatable
+        used = table.requested
+        floor = table.headroom_floor
+        failing: BoolArray | None = None
+        bound = floor(PODS_COL)
+        if bound is None or bound < 1:
+            failing = used[rows, PODS_COL] >= alloc[rows, PODS_COL]
+        for col, _ in req.checked:
+            if col >= alloc.shape[1]:
+                continue
+            if col in req.beyond_int64:
+                short = np.ones(len(rows), dtype=np.bool_)
+            else:
+                want = req.vector[col]
+                bound = floor(col)
+                if bound is not None and want <= bound:
+                    continue
+                short = want > alloc[rows, col] - used[rows, col]
+            if col in req.dra_backed:
+                short &= alloc[rows, col] > 0
+            failing = short if failing is None else failing | short
+        return None if failing is None else ~failing
+
     # -- PreScore / Score ------------------------------------------------------------------------
     def score_requests(self, pod: Pod) -> list[int]:
         """The pod's request for each scored resource, cpu and memory with the non-zero defaults

@@ -12,9 +12,11 @@ from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
+    IntArray,
     QueueingHint,
 )
 from kubesched.plugins.helper.sign import frozen
@@ -62,3 +64,12 @@ class NodeUnschedulable:
         if tolerates_any(pod.tolerations, UNSCHEDULABLE_TAINT):
             return FilterResult.all_pass(table.capacity)
         return FilterResult.reject(table.unschedulable.copy(), ERR_REASON_UNSCHEDULABLE, unresolvable=True)
+
+    def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
+        if tolerates_any(pod.tolerations, UNSCHEDULABLE_TAINT):
+            return None
+        cordoned = table.unschedulable[rows]
+        if not cordoned.any():
+            return None
+        passed: BoolArray = ~cordoned
+        return passed

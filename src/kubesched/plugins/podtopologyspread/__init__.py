@@ -525,6 +525,26 @@ class PodTopologySpread:
             failures.append(NodeFailure(ERR_REASON_NODE_LABEL_NOT_MATCH, missing_label, unresolvable=True))
         return FilterResult(undecided, failures)
 
+    def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
+        pre: PreFilterState | None = state.get(PRE_FILTER_KEY)
+        if pre is None:
+            pre = self._pre_filter_state(state, pod, self.handle.snapshot)
+            if pre is None:
+                return None
+        passed: BoolArray | None = None
+        for i, c in enumerate(pre.constraints):
+            codes = pre.codes[i][rows]
+            labelled = codes >= 0
+            counts = pre.counts[i]
+            if not len(counts):
+                ok = np.zeros(len(rows), dtype=np.bool_)
+            else:
+                # A row without the label fails on that alone; its code only has to index.
+                skew = counts[np.maximum(codes, 0)] + (1 if pre.self_match[i] else 0) - pre.min_match(i)
+                ok = labelled & (skew <= c.max_skew)
+            passed = ok if passed is None else passed & ok
+        return passed
+
     # -- PreFilter extensions (preemption) -------------------------------------------------------
     def _update_with_pod(
         self, state: CycleState, pod: Pod, other: Pod, slot: int, delta: int

@@ -18,6 +18,7 @@ from kubesched.framework.interfaces import SignFragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     FilterResult,
@@ -116,6 +117,14 @@ class TaintToleration:
         for f in failures:
             failing |= f.nodes
         return FilterResult(~failing, failures)
+
+    def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
+        reasons = self._signature_reasons(pod, table)
+        rejected = [sid for sid, reason in enumerate(reasons) if reason is not None]
+        if not rejected:
+            return None
+        passed: BoolArray = ~np.isin(table.taint_sig[rows], rejected)
+        return passed
 
     def pre_score(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> Status | None:
         state.write(PRE_SCORE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
