@@ -19,6 +19,7 @@ from kubesched.api.durations import parse_duration
 from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
+from kubesched.api.sharing import share_equal_parts
 from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_OK,
@@ -278,6 +279,9 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
         _add_trace_objects(loaded, to_manifests(workload), args.trace)
     if args.reschedule_all:
         unbind(loaded)
+    # A cluster's pods repeat their workloads' containers, requests and labels: the store keeps
+    # one of each for all of them.
+    share_equal_parts(mo.obj for mo in loaded.objects)
     return loaded
 
 
