@@ -1,5 +1,6 @@
-"""What a simulation holds, by structure rather than by size: a finished run lets its cluster go,
-and what the output is written from is the same document ``json.dumps`` would print."""
+"""What a simulation holds, by structure rather than by size: pods of one shape share what they
+repeat, from the manifest to the store; a finished run lets its cluster go; and the output is
+written as ``json.dumps`` would print it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,57 @@ from pathlib import Path
 import pytest
 
 from kubesched.api.manifests import load_manifests
-from kubesched.cli.simulate import write_json
+from kubesched.cli import build_parser
+from kubesched.cli.simulate import load_inputs, write_json
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.simulation import Simulation
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+CLUSTER = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}
+""" + "".join(
+    f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p{i}, labels: {{app: web}}}}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    resources: {{requests: {{cpu: 100m, memory: 200Mi}}}}
+"""
+    for i in range(4)
+)
+
+
+def test_stored_pods_share_the_parts_of_the_manifest_they_repeat(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(CLUSTER)
+    loaded = load_inputs(build_parser().parse_args(["simulate", str(path)]))
+    manifest = {mo.obj["metadata"]["name"]: mo.obj for mo in loaded.of_kind("Pod")}
+    sim = Simulation(seed=0)
+    sim.load(loaded)
+    result = sim.run()
+    assert result.scheduled == 4
+    stored = {name: sim.store.get("Pod", "default", name) for name in manifest}
+    first = stored["p0"]
+    assert first is not None and first["spec"]["nodeName"] == "n1"
+    for name, obj in stored.items():
+        assert obj is not None
+        # One containers list and one labels map for every pod of the shape, the manifest's own.
+        containers = obj["spec"]["containers"]
+        assert containers is first["spec"]["containers"] is manifest[name]["spec"]["containers"]
+        assert obj["metadata"]["labels"] is first["metadata"]["labels"]
+        # The strings the manifest reader made, not copies.
+        assert obj["metadata"]["name"] is manifest[name]["metadata"]["name"]
+        # Bound at the first try in the same second: one status for all.
+        assert obj["status"] is first["status"]
+        assert obj["status"] == {"phase": "Pending", "conditions": [first["status"]["conditions"][0]]}
 
 
 @pytest.mark.parametrize("example", ["quickstart", "dra", "batch", "stateful"])
