@@ -9,12 +9,15 @@ import io
 import json
 import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kubesched.api.manifests import load_manifests
-from kubesched.cli import build_parser
+from kubesched.cli import build_parser, main
+from kubesched.cli import simulate as simulate_cli
 from kubesched.cli.simulate import load_inputs, write_json
+from kubesched.runtime.collector import SCHEDULER_THRESHOLDS
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.simulation import Simulation
 
@@ -98,3 +101,33 @@ def test_json_output_is_what_json_dumps_prints(doc: object) -> None:
     out = io.StringIO()
     write_json(doc, out, indent=2)
     assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
+
+
+def test_each_run_of_several_configs_is_freed_before_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the collector's thresholds of a kubesched process, full passes are rare: a run's
+    # cluster (cyclic garbage once the run is over) must not wait for one beside the next run.
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
+    made: list[weakref.ref[Simulation]] = []
+    alive_at_start: list[list[bool]] = []
+
+    class Recorded(Simulation):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            alive_at_start.append([ref() is not None for ref in made])
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(simulate_cli, "Simulation", Recorded)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*SCHEDULER_THRESHOLDS)
+    try:
+        args = [str(EXAMPLES / "quickstart"), *("--config", str(config)) * 3, "-q", "-o", "json"]
+        assert main(["simulate", *args]) == 0
+    finally:
+        gc.set_threshold(*thresholds)
+    assert alive_at_start == [[], [False], [False, False]]

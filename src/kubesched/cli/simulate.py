@@ -4,6 +4,7 @@ cluster, and print, report or export what happened."""
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -157,6 +158,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             progress=err if show_progress else None,
         )
         done.append((run, result, recorder))
+        if i < len(runs) - 1:
+            # A run's cluster is cyclic garbage once it returns, and the collector's thresholds
+            # (kubesched.runtime.collector) make full passes rare: without one, every run would
+            # stay in memory beside the next.
+            gc.collect()
     if not args.quiet:
         warnings = [
             w
