@@ -47,6 +47,7 @@ BOUNDED = (
     "._parsed",
     "._counters",
     "._dense_groups",
+    "._selectors",
 )
 
 _LEAVES = (str, bytes, int, float, bool, type(None))

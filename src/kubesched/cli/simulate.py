@@ -4,10 +4,12 @@ cluster, and print, report or export what happened."""
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 from rich.console import Console
@@ -18,6 +20,7 @@ from kubesched.api.durations import parse_duration
 from kubesched.api.features import DEFAULT_FEATURE_GATES
 from kubesched.api.manifests import KINDS, LoadResult, ManifestObject, load_manifests
 from kubesched.api.objects import object_ref
+from kubesched.api.sharing import share_equal_parts
 from kubesched.batch.conf_loader import load_batch_conf
 from kubesched.cli.options import (
     EXIT_OK,
@@ -34,6 +37,7 @@ from kubesched.cli.options import (
 from kubesched.errors import InputError
 from kubesched.framework.config import parse_feature_gates
 from kubesched.framework.outcome import PodOutcome
+from kubesched.framework.registry import Registry
 from kubesched.sim.batch_output import batch_document, print_batch_tables
 from kubesched.sim.compare import RunSpec, plan_runs
 from kubesched.sim.export import export_runs
@@ -142,28 +146,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         recorder = (
             MetricsRecorder(sample_every=sample_every, pool_label=args.pool_label) if want_metrics else None
         )
-        sim = Simulation(
-            gated(run.config, gates, registry),
-            registry,
-            seed=args.seed,
-            explain=args.explain,
-            metrics=recorder,
-            batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
+        result = _run_one(
+            args,
+            run,
+            loaded,
+            recorder,
+            last=i == len(runs) - 1,
+            gates=gates,
+            registry=registry,
             schedule_period=schedule_period,
-            dra_driver=dra_driver_of(args),
+            progress=err if show_progress else None,
         )
-        sim.load(loaded)
-        if i == len(runs) - 1:
-            # The objects are in the store now, and no run reads the manifests again: what the
-            # loader kept of each (its own top-level dict and metadata) goes before the replay.
-            loaded.objects.clear()
-        if show_progress and recorder is not None:
-            with ReplayProgress(run.label, err) as progress:
-                recorder.progress = progress.update
-                result = sim.run()
-        else:
-            result = sim.run()
         done.append((run, result, recorder))
+        if i < len(runs) - 1:
+            # A run's cluster is cyclic garbage once it returns, and the collector's thresholds
+            # (kubesched.runtime.collector) make full passes rare: without one, every run would
+            # stay in memory beside the next.
+            gc.collect()
     if not args.quiet:
         warnings = [
             w
@@ -180,9 +179,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if len(done) == 1:
         result = done[0][1]
         if args.output == "json":
-            print(json.dumps(result_document(result, args.explain), indent=2))
+            write_json(result_document(result, args.explain), sys.stdout, indent=2)
         elif args.output == "yaml":
-            print(yaml.safe_dump(result_document(result, args.explain), sort_keys=False), end="")
+            yaml.safe_dump(result_document(result, args.explain), sys.stdout, sort_keys=False)
         else:
             _print_table(result, Console())
         if args.report or args.export:
@@ -195,6 +194,62 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.fail_on_unschedulable and any(r.unschedulable or r.pending for _, r, _ in done):
         return EXIT_UNSCHEDULABLE
     return EXIT_OK
+
+
+def _run_one(
+    args: argparse.Namespace,
+    run: RunSpec,
+    loaded: LoadResult,
+    recorder: MetricsRecorder | None,
+    *,
+    last: bool,
+    gates: dict[str, bool],
+    registry: Registry,
+    schedule_period: float | None,
+    progress: Console | None,
+) -> SimulationResult:
+    """One run of the simulation. The simulated cluster goes when it returns: the result and the
+    recorder keep what the output needs, and the next run or the output reuses its memory."""
+    sim = Simulation(
+        gated(run.config, gates, registry),
+        registry,
+        seed=args.seed,
+        explain=args.explain,
+        metrics=recorder,
+        batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
+        schedule_period=schedule_period,
+        dra_driver=dra_driver_of(args),
+    )
+    sim.load(loaded)
+    if last:
+        # The objects are in the store now, and no run reads the manifests again: what the
+        # loader kept of each (its own top-level dict and metadata) goes before the replay.
+        loaded.objects.clear()
+    if progress is not None and recorder is not None:
+        with ReplayProgress(run.label, progress) as bar:
+            recorder.progress = bar.update
+            return sim.run()
+    return sim.run()
+
+
+def write_json(doc: Any, out: TextIO, indent: int | None = None) -> None:
+    """``print(json.dumps(doc, indent=indent))`` without the whole text in memory at once.
+
+    With an indent, ``json.dumps`` joins a list of every token of the document (a few dozen small
+    strings for each pod), which for a large cluster weighs more than the text; the tokens are
+    written out a batch at a time instead."""
+    batch: list[str] = []
+    for chunk in json.JSONEncoder(indent=indent).iterencode(doc):
+        batch.append(chunk)
+        if len(batch) >= _JSON_BATCH:
+            out.write("".join(batch))
+            batch.clear()
+    batch.append("\n")
+    out.write("".join(batch))
+
+
+#: Tokens of JSON output joined per write.
+_JSON_BATCH = 8192
 
 
 def _positive_duration(value: str | None, flag: str) -> float | None:
@@ -230,6 +285,9 @@ def load_inputs(args: argparse.Namespace) -> LoadResult:
         _add_trace_objects(loaded, to_manifests(workload), args.trace)
     if args.reschedule_all:
         unbind(loaded)
+    # A cluster's pods repeat their workloads' containers, requests and labels: the store keeps
+    # one of each for all of them.
+    share_equal_parts(mo.obj for mo in loaded.objects)
     return loaded
 
 

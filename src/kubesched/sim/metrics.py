@@ -229,6 +229,9 @@ class MetricsRecorder:
         self.series.append(t, self._row(sim))
         self.end_time = t
         self._report_progress(sim, t)
+        # What a report shows is recorded by now: the simulated cluster may go (a sweep's
+        # recorders stay until every run is done).
+        self._sim = None
 
     def _report_progress(self, sim: Simulation, t: float) -> None:
         if self.progress is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from kubesched.store.base import (
 log = logging.getLogger(__name__)
 
 V = TypeVar("V")
+T = TypeVar("T")
 
 #: Parses a stored object into its typed view; gets the previous view of the same object (None for
 #: a new one) so that unchanged parts can be reused. Raises on an object it cannot parse.
@@ -206,11 +208,25 @@ class InformerFactory:
         self._parsers: dict[str, Parser] = dict(parsers or {})
         self._informers: dict[str, Informer[Any]] = {}
         self._watch: Watch | None = None
+        self._shared: dict[object, Any] = {}
+        self._shared_lock = threading.Lock()
 
     def register_parser(self, kind: str, parse: Parser) -> None:
         if kind in self._informers:
             raise ValueError(f"the {kind} informer already exists")
         self._parsers[kind] = parse
+
+    def shared(self, key: object, make: Callable[[], T]) -> T:
+        """The one object ``make`` builds for these informers under ``key``, made on first use.
+
+        What several plugins share over one set of informers (an index fed by their handlers) is
+        kept here rather than in a table beside them: it holds the informers, so it must go when
+        they do, or every cluster a process builds (a simulation run, a sweep's cells) would stay."""
+        with self._shared_lock:
+            if key not in self._shared:
+                self._shared[key] = make()
+            made: T = self._shared[key]
+            return made
 
     def informer(self, kind: str) -> Informer[Any]:
         inf = self._informers.get(kind)

@@ -214,10 +214,17 @@ class MemoryStore:
                 raise NotFound(f"node {node_name!r} not found")
             new = dict(old)
             new["spec"] = {**old_spec, "nodeName": node_name}
-            status = dict(old.get("status") or {})
-            status["conditions"] = _set_condition(status.get("conditions"), _SCHEDULED, self._now())
-            status.pop("nominatedNodeName", None)
-            new["status"] = status
+            old_status = old.get("status") or {}
+            phase = old_status.get("phase")
+            if old_status.keys() <= {"phase"} and (phase is None or isinstance(phase, str)):
+                # A pod bound at its first try: its status is its phase and the PodScheduled
+                # condition, the same for every such pod bound in that second.
+                new["status"] = _first_bound_status(phase, format_timestamp(self._now()))
+            else:
+                status = dict(old_status)
+                status["conditions"] = _set_condition(status.get("conditions"), _SCHEDULED, self._now())
+                status.pop("nominatedNodeName", None)
+                new["status"] = status
             new["metadata"] = {**old_meta, "resourceVersion": str(next(self._rv))}
             self._put(key, new)
             self._emit(WatchEvent(EventType.MODIFIED, "Pod", new, old))
@@ -317,6 +324,13 @@ def _scheduled_at(stamp: str) -> dict[str, Any]:
     """The PodScheduled condition a bind adds, one dict for every pod bound in that second: stored
     objects are never changed in place, and a simulation binds thousands of pods a virtual second."""
     return {**_SCHEDULED, "lastTransitionTime": stamp}
+
+
+@functools.lru_cache(maxsize=64)
+def _first_bound_status(phase: str | None, stamp: str) -> dict[str, Any]:
+    """The status a bind gives a pod whose status held nothing but ``phase`` (read only)."""
+    conditions = [_scheduled_at(stamp)]
+    return {"conditions": conditions} if phase is None else {"phase": phase, "conditions": conditions}
 
 
 @functools.lru_cache(maxsize=64)

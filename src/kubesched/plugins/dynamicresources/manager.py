@@ -19,7 +19,6 @@ profiles of one scheduler never hand out one device twice.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -275,14 +274,6 @@ class DraManager:
         return [s for s in self.informers.informer("ResourceSlice").list() if isinstance(s, ResourceSlice)]
 
 
-_MANAGERS: weakref.WeakKeyDictionary[InformerFactory, DraManager] = weakref.WeakKeyDictionary()
-_MANAGERS_LOCK = threading.Lock()
-
-
 def dra_manager(informers: InformerFactory, consumable_capacity: bool = False) -> DraManager:
     """The one manager of a set of informers (created on first use)."""
-    with _MANAGERS_LOCK:
-        manager = _MANAGERS.get(informers)
-        if manager is None:
-            manager = _MANAGERS[informers] = DraManager(informers, consumable_capacity)
-        return manager
+    return informers.shared(DraManager, lambda: DraManager(informers, consumable_capacity))

@@ -3,8 +3,6 @@ what the default topology spread constraints count pods by."""
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -127,17 +125,9 @@ class WorkloadSelectors:
         return self._services
 
 
-_SELECTORS: weakref.WeakKeyDictionary[InformerFactory, WorkloadSelectors] = weakref.WeakKeyDictionary()
-_SELECTORS_LOCK = threading.Lock()
-
-
 def workload_selectors(informers: InformerFactory) -> WorkloadSelectors:
     """The one :class:`WorkloadSelectors` of a set of informers (made on first use)."""
-    with _SELECTORS_LOCK:
-        selectors = _SELECTORS.get(informers)
-        if selectors is None:
-            selectors = _SELECTORS[informers] = WorkloadSelectors(informers, OwnerRefCache())
-        return selectors
+    return informers.shared(WorkloadSelectors, lambda: WorkloadSelectors(informers, OwnerRefCache()))
 
 
 def _controller(pod: Pod, cache: OwnerRefCache) -> OwnerReference | None:

@@ -30,7 +30,6 @@ claims, volumes and classes, changed.
 from __future__ import annotations
 
 import secrets
-import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -148,14 +147,8 @@ class _StorageWatch:
         self.topology += 1
 
 
-_WATCHES: weakref.WeakKeyDictionary[InformerFactory, _StorageWatch] = weakref.WeakKeyDictionary()
-
-
 def storage_watch(informers: InformerFactory) -> _StorageWatch:
-    watch = _WATCHES.get(informers)
-    if watch is None:
-        watch = _WATCHES[informers] = _StorageWatch(informers)
-    return watch
+    return informers.shared(_StorageWatch, lambda: _StorageWatch(informers))
 
 
 @dataclass(slots=True)
