@@ -16,9 +16,9 @@ when the client already has it (``?resourceVersion=`` naming it).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from aiohttp import web
 
@@ -26,8 +26,8 @@ from kubesched.api.resources import pod_requests
 from kubesched.apiserver.handlers.responses import json_response
 from kubesched.errors import InputError
 from kubesched.registry.errors import method_not_allowed
-from kubesched.store.base import EventType
-from kubesched.store.sqlite import TooOld
+from kubesched.store.base import EventType, Obj
+from kubesched.store.sqlite import SqliteStore, TooOld
 
 if TYPE_CHECKING:
     from kubesched.apiserver.app import ApiServer
@@ -142,28 +142,44 @@ def summarize(pods: Sequence[Mapping[str, Any]], resource_version: int) -> dict[
     return Tally(pods, resource_version).body()
 
 
-def _catch_up(server: ApiServer) -> Tally:
-    """The server's tally brought up to the store's latest published change; a fresh one from a
-    listing when there is none yet or the changes since it are no longer kept."""
-    store = server.store
-    tally: Tally | None = server.pod_tally
-    if tally is not None:
+class Follower(Protocol):
+    """Something kept up to date from the store's changes to pods."""
+
+    resource_version: int
+
+    def put(self, pod: Mapping[str, Any]) -> None: ...
+
+    def remove(self, key: tuple[str, str]) -> None: ...
+
+
+F = TypeVar("F", bound=Follower)
+
+
+def catch_up(store: SqliteStore, follower: F | None, fresh: Callable[[list[Obj], int], F]) -> F:
+    """``follower`` brought up to the store's latest published change; a fresh one from a listing
+    when there is none yet or the changes since it are no longer kept."""
+    if follower is not None:
         try:
             while True:
-                changes = store.changes_since(tally.resource_version)
+                changes = store.changes_since(follower.resource_version)
                 for event in changes:
                     if event.kind == "Pod":
                         if event.type == EventType.DELETED:
-                            tally.remove(Tally._key(event.obj))
+                            meta = event.obj["metadata"]
+                            follower.remove((str(meta.get("namespace", "")), str(meta.get("name", ""))))
                         else:
-                            tally.put(event.obj)
-                    tally.resource_version = int(event.obj["metadata"]["resourceVersion"])
+                            follower.put(event.obj)
+                    follower.resource_version = int(event.obj["metadata"]["resourceVersion"])
                 if len(changes) < CHANGES_PAGE:
-                    return tally
+                    return follower
         except TooOld:
             pass
     pods, rv = store.list_with_version("Pod")
-    tally = server.pod_tally = Tally(pods, rv)
+    return fresh(pods, rv)
+
+
+def _catch_up(server: ApiServer) -> Tally:
+    tally = server.pod_tally = catch_up(server.store, server.pod_tally, Tally)
     return tally
 
 
