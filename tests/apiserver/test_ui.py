@@ -401,6 +401,7 @@ def test_pods_pages_kept_up_from_changes_list_every_pod_once_waiting_first(
     before: list[dict[str, Any]], after: list[dict[str, Any]], deleted: list[int], sort: str
 ) -> None:
     rows = PodRows(before, 1)
+    page(rows, 0, 1, "", sort)  # the order is kept from here on, change by change
     for changed in after:
         rows.put(changed)
     gone = {f"p-{i}" for i in deleted}
@@ -418,3 +419,14 @@ def test_pods_pages_kept_up_from_changes_list_every_pod_once_waiting_first(
     ranks = [order.get(row["status"], 9) for row in paged]
     assert ranks == sorted(ranks)
     assert whole["waiting"] == sum(1 for row in paged if row["status"] in order and not row["node"])
+    # Filtered: the same order, only the pods on a node.
+    on_n1 = page(rows, 0, 1000, "n1", sort)
+    assert on_n1["items"] == [row for row in whole["items"] if "n1" in row["node"]]
+
+
+def test_the_first_walk_over_every_pod_does_not_hold_back_the_next_pods_page(cluster: Any) -> None:
+    first = cluster.request("GET", "/kubesched/v1/pods")[1]
+    freshness = cluster.served.api.pod_rows_freshness
+    assert freshness is not None and freshness.cost == 0.0
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("late"))[0] == 201
+    wait_for(lambda: cluster.request("GET", "/kubesched/v1/pods")[1]["total"] == first["total"] + 1)
