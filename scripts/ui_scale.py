@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import ssl
 import statistics
 import subprocess
@@ -209,6 +210,7 @@ def main() -> None:
     parser.add_argument(
         "--loadbar", type=int, metavar="ROUNDS", help="alternate load tests with and without a UI"
     )
+    parser.add_argument("--load-pods", type=int, default=5000, help="pods each load test creates")
     parser.add_argument(
         "--hold",
         nargs=2,
@@ -222,6 +224,8 @@ def main() -> None:
         help="only make the Cluster view's requests (a watch on nodes, the summary every second), no browser",
     )
     args = parser.parse_args()
+    # Stopped by a signal, the browser and servers this started are closed too (the finally blocks).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if args.poll:
         poll(args.poll[0], read_token(Path(args.poll[1])))
         return
