@@ -395,7 +395,7 @@ _rows_pods = st.lists(
     _rows_pods,
     _rows_pods,
     st.lists(st.integers(0, 29), max_size=10),
-    st.sampled_from(["name", "node", "created"]),
+    st.sampled_from(["name", "node", "status", "created"]),
 )
 def test_pods_pages_kept_up_from_changes_list_every_pod_once_waiting_first(
     before: list[dict[str, Any]], after: list[dict[str, Any]], deleted: list[int], sort: str
