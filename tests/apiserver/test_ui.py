@@ -424,6 +424,14 @@ def test_pods_pages_kept_up_from_changes_list_every_pod_once_waiting_first(
     assert on_n1["items"] == [row for row in whole["items"] if "n1" in row["node"]]
 
 
+def test_the_first_walk_over_every_pod_does_not_hold_back_the_next_summary(cluster: Any) -> None:
+    first = cluster.request("GET", "/kubesched/v1/cluster")[1]
+    known = cluster.served.api.cluster_summary
+    assert known is not None and known.cost == 0.0
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("late"))[0] == 201
+    wait_for(lambda: cluster.request("GET", "/kubesched/v1/cluster")[1]["pods"] == first["pods"] + 1)
+
+
 def test_the_first_walk_over_every_pod_does_not_hold_back_the_next_pods_page(cluster: Any) -> None:
     first = cluster.request("GET", "/kubesched/v1/pods")[1]
     freshness = cluster.served.api.pod_rows_freshness

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 #: Rows answered when the client names no limit, and the most it may ask for.
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
+#: Filtered lists kept for the next polls with the same filter (each as long as its matches).
+FILTERS_KEPT = 8
 #: The orders a page can be sorted by (after waiting pods first).
 SORTS = ("name", "node", "status", "created")
 
@@ -176,6 +178,8 @@ class PodRows:
         if known is None:
             rows = (self.rows[place[2]] for place in order)
             known = [r for r in rows if text in r.key or text in r.status or text in r.node]
+            if len(self._filtered) >= FILTERS_KEPT:
+                self._filtered.clear()  # a filter being typed leaves one list per keystroke
             self._filtered[(sort, text)] = known
         return known
 
