@@ -77,6 +77,9 @@ class Tally:
         self.requested: dict[str, dict[str, int]] = {}
         #: Per node its pods' names in arrival order (a dict as an ordered set).
         self.names: dict[str, dict[str, None]] = {}
+        #: Per node its entry in the summary, kept until one of its pods changes, so that a summary
+        #: rebuilds only the entries of the nodes that changed since the last.
+        self._entries: dict[str, dict[str, Any]] = {}
         self.pending = 0
         for pod in pods:
             self.put(pod)
@@ -94,6 +97,7 @@ class Tally:
         if node == "":
             self.pending += 1
         elif node is not None:
+            self._entries.pop(node, None)
             summed = self.requested.setdefault(node, {})
             for resource, value in requests.items():
                 summed[resource] = summed.get(resource, 0) + value
@@ -107,6 +111,7 @@ class Tally:
         if node == "":
             self.pending -= 1
         elif node is not None:
+            self._entries.pop(node, None)
             summed = self.requested[node]
             for resource, value in requests.items():
                 summed[resource] -= value
@@ -119,13 +124,16 @@ class Tally:
     def body(self) -> dict[str, Any]:
         nodes: dict[str, Any] = {}
         for node, names in self.names.items():
-            requested: dict[str, Any] = dict(self.requested[node])
-            # The page shows CPU in cores; the sums are in milli-CPU.
-            if "cpu" in requested:
-                requested["cpu"] = requested["cpu"] / 1000
-            requested["pods"] = len(names)
-            first = [name for name, _ in zip(names, range(NAMES_PER_NODE), strict=False)]
-            nodes[node] = {"requested": requested, "pods": len(names), "names": first}
+            entry = self._entries.get(node)
+            if entry is None:
+                requested: dict[str, Any] = dict(self.requested[node])
+                # The page shows CPU in cores; the sums are in milli-CPU.
+                if "cpu" in requested:
+                    requested["cpu"] = requested["cpu"] / 1000
+                requested["pods"] = len(names)
+                first = [name for name, _ in zip(names, range(NAMES_PER_NODE), strict=False)]
+                entry = self._entries[node] = {"requested": requested, "pods": len(names), "names": first}
+            nodes[node] = entry
         return {
             "kind": "ClusterSummary",
             "resourceVersion": str(self.resource_version),
