@@ -1,12 +1,21 @@
-"""Time the web UI's first Cluster drawing on a large served cluster, in headless Chromium.
+"""Time the web UI on a large served cluster, in headless Chromium; measure what an open UI costs.
 
-    python scripts/ui_scale.py --nodes 5000 --pods 50000 [--runs 2]
+    python scripts/ui_scale.py --nodes 5000 --pods 50000 [--runs 2] [--view pods]
+    python scripts/ui_scale.py --loadbar 5 [--load-pods 5000]
+    python scripts/ui_scale.py --churn --nodes 5000 --pods 50000
 
 Starts ``kubesched serve FILE --nodes N --no-schedulers`` (the kubesched found on ``PYTHONPATH``)
-with the pods already bound round-robin, opens the printed one-time link and reports, from the
-browser's Performance API, the milliseconds from navigation to the first drawing that counts
-every node and pod, and each API answer's size and time. Needs Debian's ``chromium`` and
-``chromium-driver`` and Selenium.
+with the pods already bound round-robin but every hundredth, which waits for a node, opens the
+printed one-time link and reports, from the browser's Performance API, the milliseconds from
+navigation to the first drawing that counts every node and pod, and each API answer's size and
+time. With ``--view pods`` it then opens the Pods view and reports the milliseconds from the click
+to the first drawing of its rows, and how long a pod created afterwards takes to show. Needs
+Debian's ``chromium`` and ``chromium-driver`` and Selenium.
+
+``--loadbar ROUNDS`` runs the serve load test (``kubesched.apiserver.loadgen``, 1000 nodes) once
+per setup per round, alternating: no UI, Chromium on the Cluster view, no UI again, Chromium on the
+Pods view; a fresh ``serve`` for each run. It prints each run's end-to-end pods/s and the CPU time
+``serve`` spent per pod, then per setup the medians and the spreads.
 """
 
 from __future__ import annotations
@@ -15,7 +24,9 @@ import argparse
 import json
 import os
 import re
+import signal
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +39,8 @@ from urllib.request import Request, urlopen
 
 import yaml
 from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 def pods_file(path: Path, nodes: int, pods: int) -> None:
@@ -37,7 +50,7 @@ def pods_file(path: Path, nodes: int, pods: int) -> None:
             "kind": "Pod",
             "metadata": {"name": f"p-{i}", "namespace": "default"},
             "spec": {
-                "nodeName": f"node-{i % nodes}",
+                **({"nodeName": f"node-{i % nodes}"} if i % 100 else {}),
                 "containers": [
                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
                 ],
@@ -59,7 +72,49 @@ def browser() -> Any:
     return webdriver.Chrome(options=options, service=service)
 
 
-def first_drawing(base: str, token: str, nodes: int, pods: int) -> dict[str, Any]:
+def pods_view(driver: Any, base: str, token: str, pods: int) -> dict[str, Any]:
+    """Milliseconds from clicking the Pods tab to the first drawing of its rows (counted in the
+    page), then from creating a pod that waits for a node to its row on the page (counted here)."""
+    drawn = driver.execute_async_script(
+        """
+        const [want, done] = arguments;
+        const started = performance.now();
+        document.querySelector('[data-view="pods"]').click();
+        const tick = () => {
+          const s = document.getElementById("pod-summary");
+          if (s && s.textContent.startsWith(want) && document.querySelector("#pod-table tr[data-pod]")) {
+            done([performance.now() - started, s.textContent]);
+          } else requestAnimationFrame(tick);
+        };
+        tick();
+        """,
+        f"{pods} pod(s)",
+    )
+    ctx = ssl._create_unverified_context()
+    body = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "live", "namespace": "a"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    ).encode()
+    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+    started = time.monotonic()
+    urlopen(Request(base + "/api/v1/namespaces/a/pods", body, headers, method="POST"), context=ctx).read()
+    while not driver.execute_script("return !!document.querySelector('#pod-table tr[data-pod=\"a/live\"]')"):
+        time.sleep(0.02)
+    live_ms = round((time.monotonic() - started) * 1000)
+    gone = Request(base + "/api/v1/namespaces/a/pods/live", headers=headers, method="DELETE")
+    urlopen(gone, context=ctx).read()
+    return {
+        "pods_ms": round(drawn[0]),
+        "pods_summary": drawn[1],
+        "live_ms": live_ms,
+    }
+
+
+def first_drawing(base: str, token: str, nodes: int, pods: int, view: str = "cluster") -> dict[str, Any]:
     driver = browser()
     driver.set_script_timeout(300)
     try:
@@ -86,27 +141,35 @@ def first_drawing(base: str, token: str, nodes: int, pods: int) -> dict[str, Any
                || e.name.includes("/kubesched")).map((e) => [e.name.replace(location.origin, ""),
                Math.round(e.responseEnd - e.startTime), e.encodedBodySize])"""
         )
+        out: dict[str, Any] = {"first_ms": round(drawn[0]), "status": drawn[1]}
+        if view == "pods":
+            out.update(pods_view(driver, base, token, pods))
+            resources = driver.execute_script(
+                """return performance.getEntriesByType("resource").filter((e) => e.name.includes("/api")
+                   || e.name.includes("/kubesched")).map((e) => [e.name.replace(location.origin, ""),
+                   Math.round(e.responseEnd - e.startTime), e.encodedBodySize])"""
+            )
+            resources = [r for r in resources if "pods" in r[0]][:6]
         time.sleep(3)
         heap = driver.execute_script("return performance.memory ? performance.memory.usedJSHeapSize : 0")
-        later = driver.execute_script('return document.getElementById("status").textContent')
-        return {
-            "first_ms": round(drawn[0]),
-            "status": drawn[1],
-            "later": later,
-            "heap_mb": heap >> 20,
-            "resources": resources,
-        }
+        out["later"] = driver.execute_script('return document.getElementById("status").textContent')
+        out["heap_mb"] = heap >> 20
+        out["resources"] = resources
+        return out
     finally:
         driver.quit()
 
 
-def hold(base: str, token: str) -> None:
+def hold(base: str, token: str, view: str = "cluster") -> None:
     driver = browser()
     try:
         driver.get(base + "/ui/")
         driver.execute_script("sessionStorage.setItem('kubesched-token', arguments[0])", token)
         driver.get(base + "/ui/")
-        print("holding the Cluster view open", flush=True)
+        WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-node]"))
+        if view == "pods":
+            driver.find_element(By.CSS_SELECTOR, '[data-view="pods"]').click()
+        print(f"holding the {view} view open", flush=True)
         while True:
             time.sleep(5)
             driver.execute_script("return 1")  # the page keeps running; the driver stays attached
@@ -144,6 +207,14 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--port", type=int, default=18443)
+    parser.add_argument("--view", choices=("cluster", "pods"), default="cluster")
+    parser.add_argument(
+        "--loadbar", type=int, metavar="ROUNDS", help="alternate load tests with and without a UI"
+    )
+    parser.add_argument(
+        "--churn", action="store_true", help="time the server's work per second of changes, in-process"
+    )
+    parser.add_argument("--load-pods", type=int, default=5000, help="pods each load test creates")
     parser.add_argument(
         "--hold",
         nargs=2,
@@ -157,11 +228,19 @@ def main() -> None:
         help="only make the Cluster view's requests (a watch on nodes, the summary every second), no browser",
     )
     args = parser.parse_args()
+    # Stopped by a signal, the browser and servers this started are closed too (the finally blocks).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if args.poll:
         poll(args.poll[0], read_token(Path(args.poll[1])))
         return
     if args.hold:
-        hold(args.hold[0], read_token(Path(args.hold[1])))
+        hold(args.hold[0], read_token(Path(args.hold[1])), args.view)
+        return
+    if args.churn:
+        churn(args.nodes, args.pods)
+        return
+    if args.loadbar:
+        loadbar(args.loadbar, args.load_pods, args.port)
         return
     with tempfile.TemporaryDirectory() as tmp:
         manifest = Path(tmp) / "pods.json"
@@ -206,10 +285,118 @@ def main() -> None:
                     time.sleep(0.5)
             for _ in range(args.runs):
                 token = read_token(Path(tmp) / "data")
-                print(json.dumps(first_drawing(base, token, args.nodes, args.pods)), flush=True)
+                print(json.dumps(first_drawing(base, token, args.nodes, args.pods, args.view)), flush=True)
         finally:
             serve.terminate()
             serve.wait()
+
+
+def loadbar(rounds: int, pods: int, port: int) -> None:
+    """The load test's end-to-end pods/s and the CPU time ``serve`` spent per pod, per setup, the
+    setups alternated run by run."""
+    setups = ("none", "cluster", "none-again", "pods")
+    rates: dict[str, list[float]] = {s: [] for s in setups}
+    cpu: dict[str, list[float]] = {s: [] for s in setups}
+    for r in range(rounds):
+        for setup in setups:
+            with tempfile.TemporaryDirectory() as tmp:
+                rate, ms = load_run(Path(tmp), setup, pods, port)
+            rates[setup].append(rate)
+            cpu[setup].append(ms)
+            print(f"round {r + 1} {setup}: {rate:.0f} pods/s, serve {ms:.2f} ms CPU per pod", flush=True)
+    for setup in setups:
+        for what, values, unit in (("pods/s", rates[setup], ".0f"), ("CPU ms/pod", cpu[setup], ".2f")):
+            median = statistics.median(values)
+            spread = (max(values) - min(values)) / median * 100 if median else 0.0
+            listed = ", ".join(format(x, unit) for x in values)
+            print(f"{setup} {what}: {listed}; median {median:{unit}}, spread {spread:.0f} %")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_run(tmp: Path, setup: str, pods: int, port: int) -> tuple[float, float]:
+    """End-to-end pods/s of one load test, and the milliseconds of CPU ``serve`` spent per pod
+    during it (which the other work on a shared machine does not inflate as it does the wall
+    time)."""
+    data = tmp / "data"
+    log = tmp / "serve.log"
+    serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000"]
+    serve_cmd += ["--data-dir", str(data), "--port", str(port)]
+    with log.open("w") as out:
+        serve = subprocess.Popen(serve_cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ)
+    holder = None
+    try:
+        while "web UI" not in log.read_text():
+            if serve.poll() is not None:
+                sys.exit("serve ended:\n" + log.read_text()[-3000:])
+            time.sleep(0.5)
+        time.sleep(2)
+        base = f"https://127.0.0.1:{port}"
+        if setup in ("cluster", "pods"):
+            hold_cmd = [sys.executable, __file__, "--hold", base, str(data), "--view", setup]
+            holder = subprocess.Popen(hold_cmd, stdout=subprocess.PIPE, text=True, env=os.environ)
+            assert holder.stdout is not None
+            holder.stdout.readline()  # "holding the … view open"
+            time.sleep(3)
+        load_cmd = [sys.executable, "-m", "kubesched.apiserver.loadgen", "--server", base]
+        load_cmd += ["--data-dir", str(data), "--pods", str(pods)]
+        before = cpu_seconds(serve.pid)
+        done = subprocess.run(load_cmd, capture_output=True, text=True, env=os.environ, check=True)
+        spent = cpu_seconds(serve.pid) - before
+        found = re.search(r"(\d+) pods/s end to end", done.stdout)
+        if found is None:
+            sys.exit("loadgen said:\n" + done.stdout + done.stderr)
+        return float(found.group(1)), spent * 1000 / pods
+    finally:
+        if holder is not None:
+            holder.terminate()
+            holder.wait()
+        serve.terminate()
+        serve.wait()
+
+
+def churn(nodes: int, pods: int, rounds: int = 5) -> None:
+    """In-process: the milliseconds the server spends, per second of a 300 pods/s load (300 pods
+    created and 300 bound), bringing the Pods view's rows and the Cluster view's sums up to date
+    and answering a page and a summary, over ``pods`` pods on ``nodes`` nodes."""
+    from kubesched.apiserver.cluster_summary import Tally
+    from kubesched.apiserver.pod_list import PodRows, page
+
+    def made(i: int, node: str = "") -> dict[str, Any]:
+        return {
+            "metadata": {"namespace": "default", "name": f"p-{i}", "creationTimestamp": "2026-01-01T00:00Z"},
+            "spec": {
+                **({"nodeName": node} if node else {}),
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
+            },
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+
+    base = [made(i, f"node-{i % nodes}") for i in range(pods)]
+    rows = PodRows(base, 1)
+    tally = Tally(base, 1)
+    page(rows, 0, 100, "", "name")
+    tally.body()
+    for name, answer, follower in (
+        ("Pods view rows + page", lambda: page(rows, 0, 100, "", "name"), rows),
+        ("Cluster view sums + summary", tally.body, tally),
+    ):
+        costs = []
+        for r in range(rounds):
+            first = pods + r * 300
+            changes = [made(first + i) for i in range(300)]
+            changes += [made(first + i, f"node-{i % nodes}") for i in range(300)]
+            started = time.perf_counter()
+            for pod in changes:
+                follower.put(pod)
+            answer()
+            costs.append((time.perf_counter() - started) * 1000)
+        listed = ", ".join(f"{c:.1f}" for c in costs)
+        print(f"{name}: {listed} ms; median {statistics.median(costs):.1f} ms", flush=True)
 
 
 def read_token(data: Path) -> str:

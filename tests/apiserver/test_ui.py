@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.apiserver.conftest import pod
 
 from kubesched.apiserver.cluster_summary import Summary, Tally, summarize
+from kubesched.apiserver.pod_list import PodRows, page
 from kubesched.apiserver.ui import LoginCodes, decode_documents
 from kubesched.scheduler.result_annotations import (
     FILTER_RESULT,
@@ -49,7 +50,7 @@ def test_assets_are_served_without_the_token_with_a_same_origin_policy(cluster: 
 
 def test_every_api_path_the_ui_uses_needs_the_token(cluster: Any) -> None:
     paths = ("/api/v1/pods", "/kubesched/v1/config/scheduler", "/api/v1/nodes?watch=1")
-    paths += ("/kubesched/v1/cluster",)
+    paths += ("/kubesched/v1/cluster", "/kubesched/v1/pods")
     for path in paths:
         assert cluster.request("GET", path, token=None)[0] == 401
     assert cluster.request("POST", "/kubesched/v1/decode", "a: 1", token=None)[0] == 401
@@ -221,9 +222,14 @@ def test_the_cluster_summary_sums_each_nodes_pods_and_counts_the_waiting(cluster
         assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod(name, cpu=cpu))[0] == 201
     done = pod("done", nodeName="node-1")
     assert cluster.request("POST", "/api/v1/namespaces/default/pods", done)[0] == 201
-    done = cluster.request("GET", "/api/v1/namespaces/default/pods/done")[1]
-    done["status"] = {"phase": "Succeeded"}
-    assert cluster.request("PUT", "/api/v1/namespaces/default/pods/done/status", done)[0] == 200
+
+    def finished() -> bool:
+        # The kubelet may update the pod between the read and the write (409): read it again.
+        done = cluster.request("GET", "/api/v1/namespaces/default/pods/done")[1]
+        done["status"] = {"phase": "Succeeded"}
+        return cluster.request("PUT", "/api/v1/namespaces/default/pods/done/status", done)[0] == 200
+
+    wait_for(finished)
 
     def settled() -> Any:
         cluster.served.api.cluster_summary = None  # not the reused one: the store as it is now
@@ -291,6 +297,7 @@ def test_a_tally_kept_up_from_changes_equals_one_made_afresh(
 ) -> None:
     # Pods created, changed (moved, finished) and deleted one by one sum up as a fresh listing does.
     tally = Tally(before, 1)
+    tally.body()  # the entries are kept from here on, rebuilt for the nodes that change
     for changed in after:
         tally.put(changed)
     gone = {f"p-{i}" for i in deleted}
@@ -304,3 +311,136 @@ def test_a_tally_kept_up_from_changes_equals_one_made_afresh(
     for node, entry in theirs["nodes"].items():
         assert mine["nodes"][node]["requested"] == entry["requested"]
         assert sorted(mine["nodes"][node]["names"]) == sorted(entry["names"]) or entry["pods"] > 8
+
+
+def test_the_pods_page_shows_waiting_pods_first_with_their_reason(cluster: Any) -> None:
+    for made in (
+        pod("a-web"),
+        pod("b-web"),
+        pod("z-huge", cpu="900"),
+        pod("y-gated", schedulingGates=[{"name": "example.com/quota"}]),
+    ):
+        assert cluster.request("POST", "/api/v1/namespaces/default/pods", made)[0] == 201
+
+    def settled() -> Any:
+        cluster.served.api.pod_rows_freshness = None  # not the reused rows: the store as it is now
+        body = cluster.request("GET", "/kubesched/v1/pods")[1]
+        running = [row for row in body["items"] if row["status"] == "Running"]
+        return body if body["items"][0]["status"] == "Unschedulable" and len(running) == 2 else None
+
+    body = wait_for(settled)
+    assert [row["name"] for row in body["items"]] == ["z-huge", "y-gated", "a-web", "b-web"]
+    huge, gated, web = body["items"][:3]
+    assert huge["reason"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert gated == {
+        "namespace": "default",
+        "name": "y-gated",
+        "status": "SchedulingGated",
+        "node": "",
+        "reason": "waiting for scheduling gates: [example.com/quota]",
+    }
+    assert web["node"] and web["reason"] == ""
+    assert (body["total"], body["matched"], body["waiting"]) == (4, 4, 2)
+    # One page at a time, in the same order; filtered on the name, status or node.
+    rest = cluster.request("GET", "/kubesched/v1/pods?offset=1&limit=2")[1]
+    assert [row["name"] for row in rest["items"]] == ["y-gated", "a-web"]
+    gated_only = cluster.request("GET", "/kubesched/v1/pods?filter=Gated")[1]
+    assert [row["name"] for row in gated_only["items"]] == ["y-gated"]
+    assert (gated_only["total"], gated_only["matched"], gated_only["waiting"]) == (4, 1, 1)
+    on_node = cluster.request("GET", "/kubesched/v1/pods?filter=" + web["node"])[1]
+    assert web["name"] in [row["name"] for row in on_node["items"]]
+    assert all(row["node"] == web["node"] for row in on_node["items"])
+    # Unchanged since the client's copy: no body; a new pod changes the page.
+    rv = body["resourceVersion"]
+    assert cluster.request("GET", "/kubesched/v1/pods?resourceVersion=" + rv)[0] == 304
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("c-web"))[0] == 201
+    cluster.served.api.pod_rows_freshness = None
+    status, later, _ = cluster.request("GET", "/kubesched/v1/pods?resourceVersion=" + rv)
+    assert status == 200 and later["total"] == 5
+
+
+def test_a_bad_pods_page_query_is_refused(cluster: Any) -> None:
+    for query in ("limit=100000", "offset=-1", "limit=ten", "sort=size"):
+        status, body, _ = cluster.request("GET", "/kubesched/v1/pods?" + query)
+        assert status == 400, query
+        assert body["reason"] == "BadRequest"
+
+
+_rows_pods = st.lists(
+    st.builds(
+        lambda node, phase, gated, refused, stamp: {
+            "metadata": {
+                "namespace": "ns",
+                "name": "p",
+                "creationTimestamp": f"2026-01-01T00:00:{stamp:02d}Z",
+            },
+            "spec": {
+                **({"nodeName": node} if node else {}),
+                **({"schedulingGates": [{"name": "g"}]} if gated else {}),
+            },
+            "status": {
+                "phase": phase,
+                **(
+                    {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+                    if refused
+                    else {}
+                ),
+            },
+        },
+        st.sampled_from(["", "n1", "n2"]),
+        st.sampled_from(["Pending", "Running", "Succeeded"]),
+        st.booleans(),
+        st.booleans(),
+        st.integers(0, 59),
+    ),
+    max_size=30,
+).map(lambda pods: [{**p, "metadata": {**p["metadata"], "name": f"p-{i}"}} for i, p in enumerate(pods)])
+
+
+@given(
+    _rows_pods,
+    _rows_pods,
+    st.lists(st.integers(0, 29), max_size=10),
+    st.sampled_from(["name", "node", "status", "created"]),
+)
+def test_pods_pages_kept_up_from_changes_list_every_pod_once_waiting_first(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], deleted: list[int], sort: str
+) -> None:
+    rows = PodRows(before, 1)
+    page(rows, 0, 1, "", sort)  # the order is kept from here on, change by change
+    for changed in after:
+        rows.put(changed)
+    gone = {f"p-{i}" for i in deleted}
+    for name in gone:
+        rows.remove(("ns", name))
+    now = {p["metadata"]["name"]: p for p in [*before, *after] if p["metadata"]["name"] not in gone}
+    fresh = PodRows(list(now.values()), 1)
+    whole = page(fresh, 0, 1000, "", sort)
+    # Pages of three, one after the other, hold every pod once, as a listing made afresh does.
+    paged = [row for offset in range(0, len(now) + 3, 3) for row in page(rows, offset, 3, "", sort)["items"]]
+    assert paged == whole["items"]
+    assert sorted(row["name"] for row in paged) == sorted(now)
+    # Pods refused by the scheduler, then gated ones, then untried ones come before all others.
+    order = {"Unschedulable": 0, "SchedulingGated": 1, "Pending": 2}
+    ranks = [order.get(row["status"], 9) for row in paged]
+    assert ranks == sorted(ranks)
+    assert whole["waiting"] == sum(1 for row in paged if row["status"] in order and not row["node"])
+    # Filtered: the same order, only the pods on a node.
+    on_n1 = page(rows, 0, 1000, "n1", sort)
+    assert on_n1["items"] == [row for row in whole["items"] if "n1" in row["node"]]
+
+
+def test_the_first_walk_over_every_pod_does_not_hold_back_the_next_summary(cluster: Any) -> None:
+    first = cluster.request("GET", "/kubesched/v1/cluster")[1]
+    known = cluster.served.api.cluster_summary
+    assert known is not None and known.cost == 0.0
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("late"))[0] == 201
+    wait_for(lambda: cluster.request("GET", "/kubesched/v1/cluster")[1]["pods"] == first["pods"] + 1)
+
+
+def test_the_first_walk_over_every_pod_does_not_hold_back_the_next_pods_page(cluster: Any) -> None:
+    first = cluster.request("GET", "/kubesched/v1/pods")[1]
+    freshness = cluster.served.api.pod_rows_freshness
+    assert freshness is not None and freshness.cost == 0.0
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("late"))[0] == 201
+    wait_for(lambda: cluster.request("GET", "/kubesched/v1/pods")[1]["total"] == first["total"] + 1)

@@ -257,10 +257,52 @@ def test_the_cluster_view_reads_a_summary_not_every_pod(make_cluster: Any, brows
     # Live: a pod placed after the first drawing shows up on its node's card.
     assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("api", cpu="250m"))[0] == 201
     wait(browser, lambda d: "default/api" in text(d, "#zones"))
-    # The Pods view lists (and watches) every pod, from when it is first opened.
+    # The Pods view reads a page of rows the server makes, not every pod either.
     click(browser, '[data-view="pods"]')
     wait(browser, lambda d: "default/api" in text(d, "#pod-table"))
-    assert "/api/v1/pods" in browser.execute_script(fetched)
+    paths = browser.execute_script(fetched)
+    assert "/kubesched/v1/pods" in paths
+    assert "/api/v1/pods" not in paths
+
+
+def test_the_pods_view_pages_waiting_pods_first_and_stays_live(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=1)
+    made = [pod(f"huge-{i}", cpu="900") for i in range(3)] + [pod(f"small-{i:03d}") for i in range(102)]
+    for one in made:
+        assert cluster.request("POST", "/api/v1/namespaces/default/pods", one)[0] == 201
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: find(d, '[data-node="node-0"]'))
+    click(browser, '[data-view="pods"]')
+    wait(browser, lambda d: "Unschedulable" in text(d, '#pod-table tr[data-pod="default/huge-2"]'))
+    wait(browser, lambda d: text(d, "#pod-summary") == "105 pod(s), 3 not placed")
+    # The pods waiting for a node first, with the scheduler's reason; only one page is drawn.
+    rows = browser.find_elements(By.CSS_SELECTOR, "#pod-table tr[data-pod]")
+    assert [r.get_attribute("data-pod") for r in rows[:4]] == [
+        "default/huge-0",
+        "default/huge-1",
+        "default/huge-2",
+        "default/small-000",
+    ]
+    assert "0/1 nodes are available: 1 Insufficient cpu." in rows[0].text
+    assert len(rows) == 100
+    assert "page 1 of 2 (105)" in text(browser, "#pod-pager")
+    click(browser, "#pod-pager button:last-child")
+    wait(browser, lambda d: "page 2 of 2" in text(d, "#pod-pager"))
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pod-table tr[data-pod]")) == 5)
+    assert text(browser, "#pod-table tr[data-pod]").startswith("default/small-097")
+    # Filtered and sorted on the server; the filter starts again at the first page.
+    browser.find_element(By.ID, "pod-filter").send_keys("huge")
+    wait(browser, lambda d: text(d, "#pod-summary") == "3 pod(s) of 105, 3 not placed")
+    assert "page 1 of 1 (3)" in text(browser, "#pod-pager")
+    # Live: a waiting pod deleted through the API leaves the page without a reload, and the
+    # selected pod's details follow it.
+    click(browser, '#pod-table tr[data-pod="default/huge-1"]')
+    wait(browser, lambda d: "not on a node" in text(d, "#pod-detail"))
+    assert cluster.request("DELETE", "/api/v1/namespaces/default/pods/huge-0")[0] == 200
+    wait(browser, lambda d: text(d, "#pod-summary") == "2 pod(s) of 104, 2 not placed")
+    assert not find(browser, '#pod-table tr[data-pod="default/huge-0"]')
+    assert cluster.request("DELETE", "/api/v1/namespaces/default/pods/huge-1")[0] == 200
+    wait(browser, lambda d: not text(d, "#pod-detail"))
 
 
 def test_names_and_annotations_are_shown_as_text(make_cluster: Any, browser: Any) -> None:

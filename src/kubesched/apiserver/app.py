@@ -21,6 +21,7 @@ from aiohttp import web
 from kubesched.apiserver.cluster_summary import Summary, Tally
 from kubesched.apiserver.handlers.body import MAX_BODY
 from kubesched.apiserver.handlers.responses import error_response
+from kubesched.apiserver.pod_list import Freshness, PodRows
 from kubesched.apiserver.replay import Replayer
 from kubesched.apiserver.routes import dispatch
 from kubesched.apiserver.running_configs import RunningConfigs
@@ -89,6 +90,9 @@ class ApiServer:
         self.cluster_summary: Summary | None = None
         #: The pods' per-node sums behind it, kept up to date from the store's changes.
         self.pod_tally: Tally | None = None
+        #: The Pods view's rows (``/kubesched/v1/pods``), kept up to date from the store's changes.
+        self.pod_rows: PodRows | None = None
+        self.pod_rows_freshness: Freshness | None = None
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:

@@ -23,6 +23,7 @@ from kubesched.apiserver.handlers.review import review
 from kubesched.apiserver.handlers.scale import scale
 from kubesched.apiserver.handlers.update import update
 from kubesched.apiserver.handlers.watch import watch
+from kubesched.apiserver.pod_list import pod_list
 from kubesched.apiserver.replay import replay
 from kubesched.apiserver.resources import api_group, api_group_list, api_resource_list
 from kubesched.apiserver.running_configs import config_endpoint
@@ -65,6 +66,8 @@ async def dispatch(server: ApiServer, request: web.Request) -> web.StreamRespons
             return await ui.decode(request)
         if parts[2:] == ["cluster"]:
             return await cluster_summary(server, request)
+        if parts[2:] == ["pods"]:
+            return await pod_list(server, request)
         if parts[2:] == ["replay"]:
             return await replay(server, request)
         if len(parts) == 4 and parts[2] == "config":

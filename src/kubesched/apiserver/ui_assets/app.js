@@ -163,7 +163,7 @@ function render() {
   else if (state.view === "queues") renderQueues();
   const ms = Math.round(performance.now() - started);
   lastRenderMs = ms;
-  const pods = state.informers.pods ? items("pods").length : summary.data ? summary.data.pods : "…";
+  const pods = podPage.data ? podPage.data.total : summary.data ? summary.data.pods : "…";
   $("status").textContent = `${items("nodes").length} nodes, ${pods} pods · rendered in ${ms} ms`;
   document.body.dataset.rendered = String(Date.now());
 }
@@ -320,24 +320,69 @@ async function cordon(name, on) {
 }
 
 // -- Pods
+// The Pods view draws one page of rows made by the server (/kubesched/v1/pods: the pods waiting for
+// a node first with their reason, then the rest, filtered and sorted there), not every pod: at
+// 50,000 pods their list is some 70 MB to send and decode, and a watch on every pod would send the
+// page each change of each pod. The page shown is polled while the view is open (the server answers
+// 304 while it has not changed and bounds its own cost); the selected pod alone is watched, for its
+// details.
+const podPage = { data: null, query: "", timer: null, inFlight: false, again: false };
+const POD_POLL_MS = 1000;
+function podQuery() {
+  return new URLSearchParams({ offset: String(state.podPage * PAGE), limit: String(PAGE),
+    sort: $("pod-sort").value, filter: $("pod-filter").value.trim() }).toString();
+}
+async function pollPods() {
+  if (podPage.timer) { clearTimeout(podPage.timer); podPage.timer = null; }
+  if (!token || state.view !== "pods") return;
+  // A query asked for while one is answered (a key typed in the filter) is sent when it returns.
+  if (podPage.inFlight) { podPage.again = true; return; }
+  podPage.inFlight = true;
+  try {
+    const query = podQuery();
+    const rv = podPage.data && podPage.query === query ? "&resourceVersion=" + encodeURIComponent(podPage.data.resourceVersion) : "";
+    const res = await fetch("/kubesched/v1/pods?" + query + rv, {
+      headers: { Authorization: "Bearer " + token, Accept: "application/json" }, credentials: "omit",
+    });
+    if (res.status === 401) { podPage.inFlight = false; signOut("the token was refused"); return; }
+    if (res.status === 200) { podPage.data = await res.json(); podPage.query = query; scheduleRender(); }
+  } catch (e) { /* the server is away: try again at the next tick */ }
+  podPage.inFlight = false;
+  if (podPage.again) { podPage.again = false; pollPods(); return; }
+  if (!podPage.timer && state.view === "pods") podPage.timer = setTimeout(pollPods, POD_POLL_MS);
+}
+function turnPodPage(p) { state.podPage = p; pollPods(); }
+
+function selectPod(key) {
+  state.selected = key;
+  if (state.informers.selected) state.informers.selected.stop();
+  const slash = key.indexOf("/");
+  const ns = key.slice(0, slash);
+  const name = key.slice(slash + 1);
+  startInformer("selected", `/api/v1/namespaces/${encodeURIComponent(ns)}/pods?fieldSelector=` +
+    encodeURIComponent("metadata.name=" + name));
+  render();
+}
+
 function renderPods() {
-  const f = $("pod-filter").value.trim();
-  let pods = items("pods").map((p) => ({ pod: p, status: podStatus(p), key: Informer.key(p) }));
-  if (f) pods = pods.filter((x) => x.key.includes(f) || x.status.includes(f) || (x.pod.spec.nodeName || "").includes(f));
-  pods.sort((a, b) => (RANK[a.status] ?? 9) - (RANK[b.status] ?? 9) || a.key.localeCompare(b.key));
-  const waiting = pods.filter((x) => x.status in RANK).length;
-  $("pod-summary").textContent = `${pods.length} pod(s), ${waiting} not placed`;
-  const pages = Math.max(1, Math.ceil(pods.length / PAGE));
-  state.podPage = Math.min(state.podPage, pages - 1);
-  const rows = pods.slice(state.podPage * PAGE, (state.podPage + 1) * PAGE).map((x) =>
-    el("tr", { class: "clickable" + (state.selected === x.key ? " selected" : ""), "data-pod": x.key,
-      onclick: () => { state.selected = x.key; render(); } },
-    el("td", {}, x.key), el("td", { class: "status-" + x.status }, x.status),
-    el("td", {}, x.pod.spec.nodeName || "-"), el("td", {}, podReason(x.pod))));
+  const data = podPage.data;
+  if (!data) { $("pod-summary").textContent = "loading…"; return; }
+  const filtered = data.matched !== data.total ? ` of ${data.total}` : "";
+  $("pod-summary").textContent = `${data.matched} pod(s)${filtered}, ${data.waiting} not placed`;
+  const pages = Math.max(1, Math.ceil(data.matched / PAGE));
+  // The filter or the pods changed under the page shown: go to the last page there is.
+  if (state.podPage > pages - 1 && podPage.query === podQuery()) turnPodPage(pages - 1);
+  const rows = data.items.map((x) => {
+    const key = x.namespace + "/" + x.name;
+    return el("tr", { class: "clickable" + (state.selected === key ? " selected" : ""), "data-pod": key,
+      onclick: () => selectPod(key) },
+    el("td", {}, key), el("td", { class: "status-" + x.status }, x.status),
+    el("td", {}, x.node || "-"), el("td", {}, x.reason));
+  });
   $("pod-table").replaceChildren(el("tr", {}, el("th", {}, "POD"), el("th", {}, "STATUS"), el("th", {}, "NODE"),
     el("th", {}, "REASON")), ...rows);
-  pager($("pod-pager"), state.podPage, pods.length, (p) => { state.podPage = p; render(); });
-  const pod = state.selected && state.informers.pods && state.informers.pods.items.get(state.selected);
+  pager($("pod-pager"), state.podPage, data.matched, turnPodPage);
+  const pod = state.selected && state.informers.selected && state.informers.selected.items.get(state.selected);
   $("pod-detail").replaceChildren(...(pod ? podDetail(pod).filter(Boolean) : []));
 }
 
@@ -667,6 +712,8 @@ function signOut(why) {
   state.informers = {};
   summary.data = null;
   if (summary.timer) { clearTimeout(summary.timer); summary.timer = null; }
+  podPage.data = null;
+  if (podPage.timer) { clearTimeout(podPage.timer); podPage.timer = null; }
   $("tabs").hidden = true; $("logout").hidden = true;
   for (const v of document.querySelectorAll(".view")) v.hidden = true;
   $("login").hidden = false;
@@ -683,8 +730,7 @@ function showView(view) {
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.view === view);
   for (const v of document.querySelectorAll(".view")) v.hidden = v.id !== "view-" + view;
   if (view === "config") { loadConfig("scheduler"); loadConfig("batch"); }
-  // Every pod is listed and watched only once a view that shows pods one by one is opened.
-  if (view === "pods" && !state.informers.pods) startInformer("pods", "/api/v1/pods");
+  if (view === "pods" && !podPage.timer && !podPage.inFlight) pollPods();
   if (view === "cluster" && !summary.timer && !summary.inFlight) pollSummary();
   render();
 }
@@ -725,7 +771,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("node-filter").addEventListener("input", () => { state.nodePage = 0; render(); });
   $("node-sort").addEventListener("change", () => render());
   $("node-group").addEventListener("change", () => render());
-  $("pod-filter").addEventListener("input", () => { state.podPage = 0; render(); });
+  $("pod-filter").addEventListener("input", () => { state.podPage = 0; pollPods(); });
+  $("pod-sort").addEventListener("change", () => { state.podPage = 0; pollPods(); });
   $("apply").addEventListener("click", () => editObjects("apply"));
   $("run-replay").addEventListener("click", runReplay);
   $("replay-time").addEventListener("input", drawReplay);
