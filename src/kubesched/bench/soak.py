@@ -72,14 +72,33 @@ class SoakResult:
     bound_batch: int
     samples: list[SoakSample] = field(default_factory=list)
 
-    def drift(self, warm_up: float = 0.25) -> float:
-        """The spread of resident memory after the first ``warm_up`` share of the pods, relative to
-        its median there: (max - min) / median."""
-        rss = sorted(s.rss_bytes for s in self.samples if s.pods >= warm_up * self.pods)
-        if not rss:
+    #: Pods created when warm-up ended (:func:`warm_up_over`); None if it never did.
+    warm_up_pods: int | None = None
+
+    def after_warm_up(self) -> list[SoakSample]:
+        return [s for s in self.samples if self.warm_up_pods is not None and s.pods >= self.warm_up_pods]
+
+    def median_rss(self) -> int:
+        """The median of resident memory over the samples after warm-up (0 without any)."""
+        rss = sorted(s.rss_bytes for s in self.after_warm_up())
+        return rss[len(rss) // 2] if rss else 0
+
+    def drift(self) -> float:
+        """How far resident memory strays from its median after warm-up, relative to that median:
+        the largest ``|rss - median| / median`` over the samples after warm-up. "Flat within
+        ±10 %" is ``drift() <= 0.10``."""
+        median = self.median_rss()
+        if not median:
             return 0.0
-        median = rss[len(rss) // 2]
-        return (rss[-1] - rss[0]) / median if median else 0.0
+        return max(abs(s.rss_bytes - median) for s in self.after_warm_up()) / median
+
+
+def warm_up_over(sample: SoakSample, history_limit: int, event_ttl: float, sweep_interval: float) -> bool:
+    """Warm-up is what fills up by design whatever the pods do, and then stays: the store's watch
+    history at its limit (the latest changes kept for watches that resume), and the Events of one
+    TTL plus a sweep made (from then on as many expire as are made). Both are windows of a fixed
+    size, not memory of every pod seen."""
+    return sample.history >= history_limit and sample.seconds >= event_ttl + sweep_interval
 
 
 def rss_bytes() -> int:
@@ -289,6 +308,13 @@ def _soak(
             next_sample = made + sample_every
             sample = _sample(cluster, made, time.perf_counter() - start)
             result.samples.append(sample)
+            if result.warm_up_pods is None and warm_up_over(
+                sample,
+                cluster.store.history_limit,
+                cluster.controllers.event_ttl.ttl,
+                cluster.controllers.event_ttl.sweep_interval,
+            ):
+                result.warm_up_pods = made
             if on_sample is not None:
                 on_sample(sample)
     result.seconds = time.perf_counter() - start

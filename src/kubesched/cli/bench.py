@@ -122,12 +122,32 @@ def _soak(args: argparse.Namespace) -> int:
     if args.plot is not None:
         plot(res, args.plot)
     drift = res.drift()
+    median = res.median_rss()
     if args.json:
-        print(json.dumps({"nodes": res.nodes, "pods": res.pods, "seconds": res.seconds, "drift": drift}))
+        print(
+            json.dumps(
+                {
+                    "nodes": res.nodes,
+                    "pods": res.pods,
+                    "seconds": res.seconds,
+                    "warm_up_pods": res.warm_up_pods,
+                    "median_rss_bytes": median,
+                    "drift": drift,
+                }
+            )
+        )
+    elif res.warm_up_pods is None:
+        print(
+            f"nodes={res.nodes} pods={res.pods} bound={res.bound} bound_batch={res.bound_batch} "
+            f"seconds={res.seconds:.0f}; warm-up (the watch history full, the Events of one TTL made) "
+            "did not end within the run: run more pods"
+        )
     else:
         print(
             f"nodes={res.nodes} pods={res.pods} bound={res.bound} bound_batch={res.bound_batch} "
-            f"seconds={res.seconds:.0f}; resident memory after warm-up within {drift:.1%} of its median"
+            f"seconds={res.seconds:.0f}; warm-up over at {res.warm_up_pods} pods; resident memory after it "
+            f"within ±{drift:.1%} of its median ({median / 2**20:.0f} MiB): "
+            + ("flat (±10 %)" if drift <= 0.10 else "not flat (±10 %)")
         )
     return EXIT_OK
 
