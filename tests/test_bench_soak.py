@@ -45,6 +45,9 @@ def test_short_soak_holds_only_the_live_pods(capsys) -> None:
         assert s["rss_bytes"] > 0
         # Reported beside resident memory, to tell objects kept from the allocator's fragmentation.
         assert s["python_blocks"] > 0 and s["history"] > 0
+    # The changes made since the run began (warm-up counts them), more at every sample.
+    changes = [s["changes"] for s in samples]
+    assert changes[0] > 0 and changes == sorted(changes) and len(set(changes)) == len(changes)
 
 
 def test_soak_is_offered_beside_the_workloads() -> None:
@@ -54,20 +57,23 @@ def test_soak_is_offered_beside_the_workloads() -> None:
     assert args.workload == "soak" and args.live == 10 and str(args.plot) == "x.png"
 
 
-def _sample(pods: int, seconds: float, rss_mib: int, history: int) -> SoakSample:
-    return SoakSample(pods, seconds, rss_mib * 2**20, 4000, 500, 5000, 5000, history, 1)
+def _sample(pods: int, seconds: float, rss_mib: int, changes: int) -> SoakSample:
+    return SoakSample(
+        pods, seconds, rss_mib * 2**20, 4000, 500, 5000, 5000, min(changes, 100_000), changes, 1
+    )
 
 
-def test_warm_up_ends_once_the_history_is_full_and_one_event_ttl_has_passed() -> None:
-    # The history full at 16 000 pods, a TTL of 60 s and its 3 s sweep passed at 21 000.
+def test_warm_up_ends_once_the_history_turned_over_and_one_event_ttl_has_passed() -> None:
     samples = [
-        _sample(1000, 5, 120, 6000),
-        _sample(16000, 40, 300, 100_000),
-        _sample(21000, 70, 350, 100_000),
-        _sample(26000, 90, 400, 100_000),
+        _sample(1000, 5, 120, 6_000),
+        _sample(16000, 40, 300, 100_000),  # the history just full
+        _sample(26000, 50, 380, 170_000),  # the TTL of 60 s and its 3 s sweep not passed yet
+        _sample(31000, 70, 390, 201_000),  # the history turned over once, the TTL passed
+        _sample(36000, 90, 395, 235_000),
     ]
     over = [warm_up_over(s, 100_000, 60.0, 3.0) for s in samples]
-    assert over == [False, False, True, True]
+    assert over == [False, False, False, True, True]
+    assert not warm_up_over(_sample(31000, 50, 390, 201_000), 100_000, 60.0, 3.0)
 
 
 def test_drift_is_the_largest_distance_from_the_median_after_warm_up() -> None:
