@@ -108,7 +108,8 @@ def _soak(args: argparse.Namespace) -> int:
             print(
                 f"pods={s.pods} seconds={s.seconds:.0f} rss={s.rss_bytes / 2**20:.1f}MiB "
                 f"live_pods={s.live_pods} pod_groups={s.pod_groups} events={s.events} "
-                f"outcomes={s.outcomes} history={s.history} python_blocks={s.python_blocks}",
+                f"outcomes={s.outcomes} history={s.history} changes={s.changes} "
+                f"python_blocks={s.python_blocks}",
                 flush=True,
             )
 
