@@ -11,6 +11,8 @@ reachable from the schedulers with its size after the first round: sizes, not ti
 from __future__ import annotations
 
 import collections
+import gc
+import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -379,3 +381,54 @@ def test_batch_scheduler_holds_only_existing_pods(steps: list[tuple[str, int, st
         assert set(batch.jobs.spec_keys) <= uids
         assert set(batch.jobs.requests) <= set(batch.jobs.spec_keys.values())
         assert set(batch.jobs.job_of_pod) <= uids
+
+
+def test_a_closed_batch_session_is_freed_without_the_cycle_collector() -> None:
+    """A scheduling process runs Python's cycle collector seldom (``runtime/collector.py``): a
+    session whose plugins and the session kept each other alive would hold every job, task and pod
+    it looked at until then. Once closed, a session goes with its last reference."""
+    store = MemoryStore()
+    for i in range(2):
+        create(store, node(f"n{i}", "4", "16Gi", pods="110"))
+    create(
+        store,
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "default"},
+            "spec": {"weight": 1},
+        },
+    )
+    cluster = Cluster(store, ClusterOptions(batch=True))
+    batch = cluster.batch
+    assert batch is not None
+    # The first session builds what later sessions keep (VolumeBinding and its assume caches).
+    batch.run_session()
+    create(store, pod_group("g", 3))
+    for i in range(3):
+        create(
+            store, a_pod(f"g-{i}", schedulerName="volcano", annotations={"scheduling.k8s.io/group-name": "g"})
+        )
+    cluster.informers.pump()
+    gc.collect()
+    gc.disable()
+    try:
+        ssn = batch.run_session()
+        assert ssn is not None and ssn.jobs and ssn.to_bind  # the gang was placed
+        assert set(ssn.queue_shares) == {"default"}  # what reports read is still there
+        session = weakref.ref(ssn)
+        del ssn
+        assert session() is None
+        # Nor is anything of the batch scheduler's left for the cycle collector to find.
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = collections.Counter(
+            type(o).__qualname__
+            for o in gc.garbage
+            if (type(o).__module__ or "").startswith("kubesched.batch")
+        )
+        assert left == {}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()

@@ -36,6 +36,7 @@ from kubesched.plugins import default_registry
 from kubesched.registry.admission import admit, apply_defaults
 from kubesched.registry.core.servicealloc import DEFAULT_SERVICE_CIDR, DEFAULT_SERVICE_CIDR_NAME
 from kubesched.registry.networking.servicecidr import default_service_cidr
+from kubesched.runtime.heap import HeapTrimmer
 from kubesched.store.base import AlreadyExists
 from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore, StoreLocked
@@ -233,6 +234,8 @@ class Served:
         self.kubeconfig = (options.data_dir / "kubeconfig").absolute()
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
+        #: Free heap memory goes back to the system now and then: resident memory follows what is held.
+        self._heap = HeapTrimmer()
 
     def _schedulers(self, config: SchedulerConfig | None, batch_conf: BatchConf | None) -> ServedSchedulers:
         gates = self.options.feature_gates
@@ -293,6 +296,7 @@ class Served:
                     log.error("simulated kubelets and controllers: %s", exc)
             except Exception:
                 log.exception("simulated kubelets and controllers")
+            self._heap.maybe_trim()
             if self.schedulers is not None and not self.schedulers.running and not reported:
                 reported = True
                 try:

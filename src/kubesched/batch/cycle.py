@@ -239,6 +239,7 @@ class SessionCycle:
         )
         if self.metrics is not None:
             self.metrics.session_closed(ssn, time.perf_counter() - start, bound, updates, self.jobs.live)
+        ssn.release_plugins()
         return ssn
 
     def _decide_and_apply(

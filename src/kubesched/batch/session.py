@@ -253,6 +253,19 @@ class Session:
         #: :meth:`hard_topology`).
         self.job_topology: dict[str, tuple[bool, int]] = {}
 
+    def release_plugins(self) -> None:
+        """Let go of the plugins, their event handlers and every function they registered, as
+        Volcano's ``closeSession`` does once the session is closed. The plugins' functions hold the
+        plugins and the session, and the session holds them: reference cycles that keep every job,
+        task and pod the session looked at until Python's cycle collector runs, which is seldom in
+        a scheduling process (``runtime/collector.py``). Released, a closed session's memory is
+        freed as soon as its last reference goes."""
+        self._init_plugin_functions()
+        # The sort keys built from the session's own comparisons (bound methods) are cycles too.
+        for name, attr in vars(type(self)).items():
+            if isinstance(attr, functools.cached_property):
+                self.__dict__.pop(name, None)
+
     def _init_plugin_functions(self) -> None:
         """The functions plugins register, by plugin name (dispatched in tier order)."""
         self.plugins: dict[str, Any] = {}

@@ -29,6 +29,7 @@ from kubesched.apiserver.server import ServeOptions, seed_cluster
 from kubesched.controllers.garbagecollector import delete_cascading
 from kubesched.controllers.manager import ControllerManager
 from kubesched.registry.admission import admit, apply_defaults
+from kubesched.runtime.heap import HeapTrimmer
 from kubesched.store.base import Conflict, Obj
 from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import SqliteStore
@@ -57,6 +58,8 @@ class SoakSample:
     outcomes: int
     #: Changes in the store's watch history.
     history: int
+    #: Changes made in the store since the run began (resourceVersions handed out).
+    changes: int
     #: Python's allocated memory blocks (``sys.getallocatedblocks``): level while resident memory
     #: climbs means the allocator's fragmentation, not objects kept.
     python_blocks: int
@@ -72,14 +75,36 @@ class SoakResult:
     bound_batch: int
     samples: list[SoakSample] = field(default_factory=list)
 
-    def drift(self, warm_up: float = 0.25) -> float:
-        """The spread of resident memory after the first ``warm_up`` share of the pods, relative to
-        its median there: (max - min) / median."""
-        rss = sorted(s.rss_bytes for s in self.samples if s.pods >= warm_up * self.pods)
-        if not rss:
+    #: Pods created when warm-up ended (:func:`warm_up_over`); None if it never did.
+    warm_up_pods: int | None = None
+
+    def after_warm_up(self) -> list[SoakSample]:
+        return [s for s in self.samples if self.warm_up_pods is not None and s.pods >= self.warm_up_pods]
+
+    def median_rss(self) -> int:
+        """The median of resident memory over the samples after warm-up (0 without any)."""
+        rss = sorted(s.rss_bytes for s in self.after_warm_up())
+        return rss[len(rss) // 2] if rss else 0
+
+    def drift(self) -> float:
+        """How far resident memory strays from its median after warm-up, relative to that median:
+        the largest ``|rss - median| / median`` over the samples after warm-up. "Flat within
+        ±10 %" is ``drift() <= 0.10``."""
+        median = self.median_rss()
+        if not median:
             return 0.0
-        median = rss[len(rss) // 2]
-        return (rss[-1] - rss[0]) / median if median else 0.0
+        return max(abs(s.rss_bytes - median) for s in self.after_warm_up()) / median
+
+
+def warm_up_over(sample: SoakSample, history_limit: int, event_ttl: float, sweep_interval: float) -> bool:
+    """Warm-up is what fills up by design whatever the pods do, and then stays: the store's watch
+    history (the latest ``history_limit`` changes, kept for watches that resume) filled and then
+    turned over once, and the Events of one TTL plus a sweep made (from then on as many expire as
+    are made). The history's first turn is part of it because the changes it lets go of then were
+    allocated among objects that live on: their memory is left scattered, and Python's allocator
+    takes fresh arenas until the second turn, whose changes reuse what the first freed. Both are
+    windows of a fixed size, not memory of every pod seen."""
+    return sample.changes >= 2 * history_limit and sample.seconds >= event_ttl + sweep_interval
 
 
 def rss_bytes() -> int:
@@ -136,6 +161,7 @@ class _Cluster:
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         self.controllers = ControllerManager(self.store, event_ttl=event_ttl)
         self.schedulers = ServedSchedulers(self.store)
+        self.heap = HeapTrimmer()
         self._ticked = 0.0
 
     def create(self, obj: Obj) -> None:
@@ -145,11 +171,13 @@ class _Cluster:
         self.store.create(obj)
 
     def tick(self) -> None:
-        """The controllers' tick, when one is due (serve runs them every ``--tick``)."""
+        """The controllers' tick, when one is due (serve runs them every ``--tick``), and serve's
+        heap trim when that is due."""
         now = time.monotonic()
         if now - self._ticked >= TICK:
             self._ticked = now
             self.controllers.tick()
+            self.heap.maybe_trim()
 
     def delete_pod(self, name: str) -> None:
         """As the API deletes a pod: a bound, running one gracefully (its kubelet removes it), any
@@ -238,6 +266,7 @@ def _soak(
 ) -> SoakResult:
     result = SoakResult(nodes, pods, 0.0, 0, 0)
     start = time.perf_counter()
+    first_rv = cluster.store.resource_version
     kept: deque[_Wave] = deque()
     made = 0
     next_sample = 0
@@ -287,15 +316,22 @@ def _soak(
         cluster.tick()
         if made >= next_sample or made >= pods:
             next_sample = made + sample_every
-            sample = _sample(cluster, made, time.perf_counter() - start)
+            sample = _sample(cluster, made, time.perf_counter() - start, first_rv)
             result.samples.append(sample)
+            if result.warm_up_pods is None and warm_up_over(
+                sample,
+                cluster.store.history_limit,
+                cluster.controllers.event_ttl.ttl,
+                cluster.controllers.event_ttl.sweep_interval,
+            ):
+                result.warm_up_pods = made
             if on_sample is not None:
                 on_sample(sample)
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _sample(cluster: _Cluster, made: int, seconds: float) -> SoakSample:
+def _sample(cluster: _Cluster, made: int, seconds: float, first_rv: int) -> SoakSample:
     store = cluster.store
     schedulers = cluster.schedulers
     live_pods = len(store.list("Pod"))
@@ -309,6 +345,7 @@ def _sample(cluster: _Cluster, made: int, seconds: float) -> SoakSample:
         len(store.list("Event")),
         outcomes,
         store.history_size,
+        store.resource_version - first_rv,
         sys.getallocatedblocks(),
     )
 

@@ -133,7 +133,8 @@ def _soak(args: argparse.Namespace) -> int:
             print(
                 f"pods={s.pods} seconds={s.seconds:.0f} rss={s.rss_bytes / 2**20:.1f}MiB "
                 f"live_pods={s.live_pods} pod_groups={s.pod_groups} events={s.events} "
-                f"outcomes={s.outcomes} history={s.history} python_blocks={s.python_blocks}",
+                f"outcomes={s.outcomes} history={s.history} changes={s.changes} "
+                f"python_blocks={s.python_blocks}",
                 flush=True,
             )
 
@@ -147,12 +148,32 @@ def _soak(args: argparse.Namespace) -> int:
     if args.plot is not None:
         plot(res, args.plot)
     drift = res.drift()
+    median = res.median_rss()
     if args.json:
-        print(json.dumps({"nodes": res.nodes, "pods": res.pods, "seconds": res.seconds, "drift": drift}))
+        print(
+            json.dumps(
+                {
+                    "nodes": res.nodes,
+                    "pods": res.pods,
+                    "seconds": res.seconds,
+                    "warm_up_pods": res.warm_up_pods,
+                    "median_rss_bytes": median,
+                    "drift": drift,
+                }
+            )
+        )
+    elif res.warm_up_pods is None:
+        print(
+            f"nodes={res.nodes} pods={res.pods} bound={res.bound} bound_batch={res.bound_batch} "
+            f"seconds={res.seconds:.0f}; warm-up (the watch history full, the Events of one TTL made) "
+            "did not end within the run: run more pods"
+        )
     else:
         print(
             f"nodes={res.nodes} pods={res.pods} bound={res.bound} bound_batch={res.bound_batch} "
-            f"seconds={res.seconds:.0f}; resident memory after warm-up within {drift:.1%} of its median"
+            f"seconds={res.seconds:.0f}; warm-up over at {res.warm_up_pods} pods; resident memory after it "
+            f"within ±{drift:.1%} of its median ({median / 2**20:.0f} MiB): "
+            + ("flat (±10 %)" if drift <= 0.10 else "not flat (±10 %)")
         )
     return EXIT_OK
 

@@ -1,5 +1,9 @@
 """Event expiry, as kube-apiserver's ``--event-ttl`` (1h): an Event goes that long after it was
-last written (made, or its series last counted); events would otherwise pile up without end."""
+last written (made, or its series last counted); events would otherwise pile up without end.
+
+kube-apiserver attaches an Event to an etcd lease of the TTL plus a little: the lease is shared by
+the writes of the next few seconds (5 % of the TTL, at most a minute), so an Event outlives its TTL
+by at most that much. The sweep here runs as often, for the same bound."""
 
 from __future__ import annotations
 
@@ -13,17 +17,22 @@ from kubesched.store.base import EventType, NotFound
 from kubesched.store.informers import Change, InformerFactory
 from kubesched.store.sqlite import SqliteStore
 
-#: Seconds between sweeps.
+#: The most seconds between sweeps (kube-apiserver's ``--lease-reuse-duration-seconds``).
 SWEEP_INTERVAL = 60.0
+#: The share of the TTL an Event may outlive it by (kube-apiserver's lease reuse percentage).
+SWEEP_SHARE = 0.05
 
 
 class EventTTLController:
-    """Deletes the Events older than ``ttl`` seconds, once every :data:`SWEEP_INTERVAL`: the
-    Events it saw made wait in order of age, so a sweep reads only those due."""
+    """Deletes the Events older than ``ttl`` seconds, once every :data:`SWEEP_SHARE` of the TTL
+    (at most :data:`SWEEP_INTERVAL`): the Events it saw made wait in order of age, so a sweep reads
+    only those due. A shortened TTL is swept as often as its share says, so the Events held stay
+    within a twentieth of the TTL's worth rather than doubling between sweeps."""
 
     def __init__(self, store: SqliteStore, informers: InformerFactory, ttl: float = 3600.0) -> None:
         self.store = store
         self.ttl = ttl
+        self.sweep_interval = min(SWEEP_INTERVAL, SWEEP_SHARE * ttl)
         self._next_sweep = 0.0
         #: Every Event seen made, oldest first: creation time, namespace, name.
         self._made: list[tuple[float, str, str]] = []
@@ -42,7 +51,7 @@ class EventTTLController:
     def sync(self) -> None:
         now = time.time()
         if now >= self._next_sweep:
-            self._next_sweep = now + SWEEP_INTERVAL
+            self._next_sweep = now + self.sweep_interval
             self._expire(now)
 
     def _expire(self, now: float) -> None:

@@ -63,6 +63,7 @@ from kubesched.runtime.batch_sessions import LoggedBatchSessions
 from kubesched.runtime.cluster import Cluster, ClusterOptions
 from kubesched.runtime.driver import RealTimeDriver
 from kubesched.runtime.health_server import HealthServer, start_health_server
+from kubesched.runtime.heap import HeapTrimmer
 from kubesched.runtime.leader_election import LeaderCallbacks, LeaderElectionConfig
 from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.scheduler.scheduler import Scheduler
@@ -442,7 +443,10 @@ class Runner:
                 self.elect()
             else:
                 self.on_started_leading()
+            # Free heap memory goes back to the system now and then: resident memory follows what is held.
+            heap = HeapTrimmer()
             while not stop.wait(0.2):
+                heap.maybe_trim()
                 if self._leading and self.driver is not None and self.driver.stopped:
                     log.error("the scheduling loop stopped")
                     code = 1

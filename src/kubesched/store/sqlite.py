@@ -526,6 +526,11 @@ class SqliteStore(MemoryStore):
             return super().list(kind), self._last_rv
 
     @property
+    def history_limit(self) -> int:
+        """The changes the watch history keeps (it holds at least this many once that many were made)."""
+        return self._max_history
+
+    @property
     def history_size(self) -> int:
         """Changes held for watches that resume from a resourceVersion."""
         with self.lock:

@@ -24,6 +24,7 @@ for the scheduler's Queue status.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -279,7 +280,15 @@ class ProportionPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         # The dicts are built when first read (a session closes far more often than it is reported).
-        setattr(ssn, "queue_shares", _LazyReport(lambda: self.report(ssn)))  # noqa: B010
+        # The session is held weakly: held strongly, the report in the session and the session in
+        # the report would keep each other, and the whole session, until the cycle collector runs.
+        session = weakref.ref(ssn)
+
+        def build() -> dict[str, dict[str, Any]]:
+            live = session()
+            return self.report(live) if live is not None else {}
+
+        setattr(ssn, "queue_shares", _LazyReport(build))  # noqa: B010
         ssn.queue_deserved = {name: a.deserved for name, a in self.attrs.items()}
 
 
