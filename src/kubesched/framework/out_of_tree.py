@@ -66,6 +66,19 @@ def _node_infos(plugin: Any) -> dict[str, Any]:
     return infos
 
 
+def _verdict(self: Any, state: Any, pod: Any, info: Any, node: str) -> Status | None:
+    """One node's answer from a per-node Filter: None when it passes, else the failing Status; an
+    answer that is not a Status, or an Error, is raised."""
+    status = self.filter(state, pod, info)
+    if status is None or status.code == Code.SUCCESS:
+        return None
+    if not isinstance(status, Status):
+        raise TypeError(f"filter returned {type(status).__name__}, not a Status or None")
+    if status.code == Code.ERROR:
+        raise RuntimeError(f"node {node}: {status.message}")
+    return status
+
+
 def _filter_nodes(self: Any, state: Any, pod: Any, table: Any) -> FilterResult:
     """Per-node Filter, vectorized: every valid node of the table, one ``filter`` call each."""
     infos = _node_infos(self)
@@ -75,14 +88,10 @@ def _filter_nodes(self: Any, state: Any, pod: Any, table: Any) -> FilterResult:
         info = infos.get(table.names[slot])
         if info is None:
             continue
-        status = self.filter(state, pod, info)
-        if status is None or status.code == Code.SUCCESS:
+        status = _verdict(self, state, pod, info, table.names[slot])
+        if status is None:
             passed[slot] = True
             continue
-        if not isinstance(status, Status):
-            raise TypeError(f"filter returned {type(status).__name__}, not a Status or None")
-        if status.code == Code.ERROR:
-            raise RuntimeError(f"node {table.names[slot]}: {status.message}")
         unresolvable = status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         for reason in status.reasons or [f"node(s) didn't satisfy plugin {self.name}"]:
             mask = failures.setdefault((reason, unresolvable), np.zeros(table.capacity, dtype=np.bool_))
@@ -97,16 +106,8 @@ def _filter_rows(self: Any, state: Any, pod: Any, table: Any, rows: IntArray) ->
     passed = np.zeros(len(rows), dtype=np.bool_)
     for i, slot in enumerate(rows.tolist()):
         info = infos.get(table.names[slot])
-        if info is None:
-            continue
-        status = self.filter(state, pod, info)
-        if status is None or status.code == Code.SUCCESS:
+        if info is not None and _verdict(self, state, pod, info, table.names[slot]) is None:
             passed[i] = True
-            continue
-        if not isinstance(status, Status):
-            raise TypeError(f"filter returned {type(status).__name__}, not a Status or None")
-        if status.code == Code.ERROR:
-            raise RuntimeError(f"node {table.names[slot]}: {status.message}")
     return passed
 
 
