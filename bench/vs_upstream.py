@@ -50,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 REFCP = ROOT.parent / "shared" / "refcp"
 REF_DIR = Path(os.environ.get("REF_DIR", Path.home() / ".cache" / "kubesched-refcp"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: The real control plane's side in ``serve`` mode.
+PLANE = "kube-apiserver + etcd + kube-scheduler"
 #: Both schedulers' client limits, lifted the same way.
 QPS = 5000
 
@@ -231,7 +233,8 @@ def measured_load(
     return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak, per_pod)
 
 
-def kube_scheduler_round(nodes: int, pods: int, clients: int) -> Run:
+def kube_scheduler_round(nodes: int, pods: int, clients: int, side: str = "kube-scheduler") -> Run:
+    """refcp with kube-scheduler; the peak memory reported is kube-scheduler's."""
     with refcp(scheduler=True) as env:
         api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
         asyncio.run(create_nodes(api, nodes))
@@ -241,7 +244,7 @@ def kube_scheduler_round(nodes: int, pods: int, clients: int) -> Run:
             "apiserver": refcp_pid("kube-apiserver"),
             "etcd": refcp_pid("etcd"),
         }
-        return measured_load("kube-scheduler", api, pids, pods, clients, "scheduler")
+        return measured_load(side, api, pids, pods, clients, "scheduler")
 
 
 def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> Run:
@@ -282,19 +285,6 @@ def grant_kubesched_role() -> None:
     subprocess.run([*kubectl, *bind], **quiet)  # type: ignore[call-overload]
 
 
-def real_plane_round(nodes: int, pods: int, clients: int) -> Run:
-    with refcp(scheduler=True) as env:
-        api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
-        asyncio.run(create_nodes(api, nodes))
-        asyncio.run(probe(api))
-        pids = {
-            "apiserver": refcp_pid("kube-apiserver"),
-            "etcd": refcp_pid("etcd"),
-            "scheduler": refcp_pid("kube-scheduler"),
-        }
-        return measured_load("kube-apiserver + etcd + kube-scheduler", api, pids, pods, clients, None)
-
-
 def serve_round(nodes: int, pods: int, clients: int, log_dir: Path, port: int) -> Run:
     data = Path(tempfile.mkdtemp(prefix="serve-", dir=log_dir))
     args = [
@@ -321,9 +311,9 @@ def serve_round(nodes: int, pods: int, clients: int, log_dir: Path, port: int) -
 
 
 # -- the report ---------------------------------------------------------------------------------------
-def row(run: Run) -> str:
+def row(run: Run, with_peak: bool) -> str:
     cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run.cpu_ms.items())
-    peak = f" | {run.peak_mib:.0f}" if run.peak_mib else ""
+    peak = f" | {run.peak_mib:.0f}" if with_peak else ""
     return f"| {run.side} | {run.pods_per_second:.0f} | {run.create_rate:.0f} | {cpu}{peak} |"
 
 
@@ -379,13 +369,13 @@ def main() -> None:
             ]
         else:
             pair = [
-                lambda: real_plane_round(args.nodes, args.pods, args.clients),
+                lambda: kube_scheduler_round(args.nodes, args.pods, args.clients, PLANE),
                 lambda: serve_round(args.nodes, args.pods, args.clients, log_dir, args.port),
             ]
         for measure in pair:
             run = measure()
             runs.append(run)
-            print(row(run), flush=True)
+            print(row(run, with_peak=args.mode == "scheduler"), flush=True)
     print()
     for line in summary(runs):
         print(line)
