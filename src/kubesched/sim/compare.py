@@ -37,6 +37,7 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, config_from_dict, load_config
 from kubesched.framework.registry import Registry
+from kubesched.runtime.collector import tune_collector
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.progress import ReplayProgress
 from kubesched.sim.simulation import Simulation, SimulationResult
@@ -317,6 +318,9 @@ def run_one(
 
 
 def _task(settings: RunSettings, run: RunSpec, loaded: LoadResult) -> RunResult:
+    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
+    # thresholds unless set here, and walks the run's whole heap again and again.
+    tune_collector()
     out = run_one(settings, run, loaded)
     # As between inline runs: the worker would otherwise hold every cluster it simulated.
     gc.collect()
