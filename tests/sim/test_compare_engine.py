@@ -129,6 +129,25 @@ def test_one_run_never_starts_the_engine(
     assert yaml.safe_load(out)["summary"]["scheduled"] == 3
 
 
+def test_runs_go_to_an_existing_cluster(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.setattr(simulate_cli, "ENGINE_RUNS", 1000)
+    assert main(["simulate", *argv, "-o", "json", "-q"]) == EXIT_OK
+    inline = capsys.readouterr().out
+    monkeypatch.setattr(simulate_cli, "ENGINE_RUNS", 2)
+    with SweepEngine(workers=1) as cluster:
+        address = cluster.client.scheduler.address
+        assert main(["simulate", *argv, "-o", "json", "-q", "--cluster", address]) == EXIT_OK
+        # The runs were that cluster's tasks.
+        assert cluster.client.run_on_scheduler(_ran_cells)
+    assert capsys.readouterr().out == inline
+
+
+def _ran_cells(dask_scheduler: Any) -> bool:
+    return "cell" in dask_scheduler.task_prefixes
+
+
 def test_workers_must_be_positive(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert main(["simulate", *argv, "--workers", "0"]) == EXIT_BAD_INPUT
     assert "--workers" in capsys.readouterr().err
