@@ -148,6 +148,28 @@ def _ran_cells(dask_scheduler: Any) -> bool:
     return "cell" in dask_scheduler.task_prefixes
 
 
+def test_bad_input_found_by_a_run_is_the_located_error_of_the_inline_path(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    bad = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1", "annotations": {"kubesched.io/arrival": "banana"}},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+    cluster.write_text(yaml.safe_dump(bad))
+    argv = ["simulate", str(cluster), *("--config", str(EXAMPLES / "fgd.yaml")) * 2, "-q"]
+    assert main(argv) == EXIT_BAD_INPUT
+    engine_err = capsys.readouterr().err
+    monkeypatch.setattr(simulate_cli, "ENGINE_RUNS", 1000)
+    assert main(argv) == EXIT_BAD_INPUT
+    inline_err = capsys.readouterr().err
+    assert engine_err == inline_err
+    assert "metadata.annotations.kubesched.io/arrival" in engine_err
+    assert "Traceback" not in engine_err
+
+
 def test_workers_must_be_positive(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert main(["simulate", *argv, "--workers", "0"]) == EXIT_BAD_INPUT
     assert "--workers" in capsys.readouterr().err

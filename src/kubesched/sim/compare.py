@@ -317,11 +317,16 @@ def run_one(
     return sim.run(), recorder
 
 
-def _task(settings: RunSettings, run: RunSpec, loaded: LoadResult) -> RunResult:
+def _task(settings: RunSettings, run: RunSpec, loaded: LoadResult) -> RunResult | InputError:
     # A worker is a Dask process, not the kubesched command: its collector runs with Python's
     # thresholds unless set here, and walks the run's whole heap again and again.
     tune_collector()
-    out = run_one(settings, run, loaded)
+    try:
+        out: RunResult | InputError = run_one(settings, run, loaded)
+    except InputError as exc:
+        # Bad input is the command's error to report, located, as when run inline; raised here, it
+        # would also be logged by the worker with the task's whole repr and traceback.
+        out = exc
     # As between inline runs: the worker would otherwise hold every cluster it simulated.
     gc.collect()
     return out
@@ -360,6 +365,8 @@ def run_on_engine(
     results: dict[int, RunResult] = {}
     cells = ((str(i), (settings_f, run, loaded_f)) for i, run in enumerate(runs))
     for key, result in engine.run(_task, cells):
+        if isinstance(result, InputError):
+            raise result
         results[int(key)] = result
         if on_done is not None:
             on_done(len(results), len(runs))
