@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from kubesched.api.manifests import load_manifests
-from kubesched.cli import build_parser, main
-from kubesched.cli import simulate as simulate_cli
+from kubesched.cli import build_parser
 from kubesched.cli.simulate import load_inputs, write_json
+from kubesched.plugins import default_registry
 from kubesched.runtime.collector import SCHEDULER_THRESHOLDS
+from kubesched.sim import compare
+from kubesched.sim.compare import plan_runs
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.simulation import Simulation
 
@@ -107,7 +109,8 @@ def test_each_run_of_several_configs_is_freed_before_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # With the collector's thresholds of a kubesched process, full passes are rare: a run's
-    # cluster (cyclic garbage once the run is over) must not wait for one beside the next run.
+    # cluster (cyclic garbage once the run is over) must not wait for one beside the next run,
+    # whether the runs go one after the other in the command's process or to one engine worker.
     config = tmp_path / "config.yaml"
     config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -122,12 +125,21 @@ def test_each_run_of_several_configs_is_freed_before_the_next(
             super().__init__(*args, **kwargs)
             made.append(weakref.ref(self))
 
-    monkeypatch.setattr(simulate_cli, "Simulation", Recorded)
+    monkeypatch.setattr(compare, "Simulation", Recorded)
+    registry = default_registry()
+    runs = plan_runs([str(config)] * 3, None, registry)
+    settings = compare.RunSettings(registry=registry, metrics=True)
     thresholds = gc.get_threshold()
     gc.set_threshold(*SCHEDULER_THRESHOLDS)
     try:
-        args = [str(EXAMPLES / "quickstart"), *("--config", str(config)) * 3, "-q", "-o", "json"]
-        assert main(["simulate", *args]) == 0
+        compare.run_inline(settings, runs, load_manifests([str(EXAMPLES / "quickstart")]))
+        assert alive_at_start == [[], [False], [False, False]]
+        made.clear()
+        alive_at_start.clear()
+        loaded = load_manifests([str(EXAMPLES / "quickstart")])
+        for run in runs:
+            # What a worker of the sweep engine does with each run it is given.
+            compare._task(settings, run, loaded)
     finally:
         gc.set_threshold(*thresholds)
     assert alive_at_start == [[], [False], [False, False]]

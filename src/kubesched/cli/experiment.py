@@ -6,14 +6,13 @@ Philly replay on a spine/leaf fabric with and without Volcano's network-topology
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.cli.options import EXIT_OK
+from kubesched.cli.options import EXIT_OK, sweep_engine_flags
 from kubesched.errors import InputError
 
 
@@ -34,20 +33,7 @@ def add_parser(sub: Any) -> None:
         help="comma list of Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD (default: all)",
     )
     fgd.add_argument("--seeds", default="42-51", help="seeds, N-M or a comma list (default 42-51)")
-    fgd.add_argument(
-        "--workers",
-        "--jobs",
-        dest="workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="worker processes of the local Dask cluster the cells run on (default: all cores)",
-    )
-    fgd.add_argument(
-        "--cluster",
-        metavar="ADDRESS",
-        help="run the cells on this existing Dask scheduler (tcp://host:8786) instead of a local cluster",
-    )
+    sweep_engine_flags(fgd, "the cells", "all cores")
     fgd.add_argument(
         "--tie-break",
         choices=("name", "random"),
@@ -218,8 +204,6 @@ def cmd_experiment_fgd(args: argparse.Namespace) -> int:
         raise InputError(f"--workers: must be at least 1, got {args.workers}")
     through = "dra" if args.dra else "scheduler" if args.scheduler else "kernel"
     out = Path(args.resume or args.out)
-    # Dask logs every connection at INFO on a handler of its own; -v's level applies to it too.
-    logging.getLogger("distributed").setLevel(logging.getLogger().getEffectiveLevel())
     started = time.perf_counter()
     results = run_grid(
         Path(args.nodes),

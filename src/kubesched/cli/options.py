@@ -110,6 +110,24 @@ def dra_driver_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def sweep_engine_flags(parser: argparse.ArgumentParser, what: str, default: str) -> None:
+    """``--workers`` and ``--cluster``: where the sweep engine runs ``what`` (kubesched.sim.sweep_engine)."""
+    parser.add_argument(
+        "--workers",
+        "--jobs",
+        dest="workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"worker processes of the local Dask cluster {what} run on (default: {default})",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help=f"run {what} on this existing Dask scheduler (tcp://host:8786) instead of a local cluster",
+    )
+
+
 def dra_driver_of(args: argparse.Namespace) -> DraDriverOptions | None:
     """The simulated driver's options when ``--dra-driver``, ``--dra-partitions`` or ``--dra-sharing``
     is given."""

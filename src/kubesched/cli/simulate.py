@@ -4,7 +4,6 @@ cluster, and print, report or export what happened."""
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
@@ -33,18 +32,17 @@ from kubesched.cli.options import (
     plugin_flag,
     plugin_registry_of,
     seed_flag,
+    sweep_engine_flags,
 )
 from kubesched.errors import InputError
 from kubesched.framework.config import parse_feature_gates
 from kubesched.framework.outcome import PodOutcome
-from kubesched.framework.registry import Registry
 from kubesched.sim.batch_output import batch_document, print_batch_tables
-from kubesched.sim.compare import RunSpec, plan_runs
+from kubesched.sim.compare import RunResult, RunSettings, RunSpec, plan_runs, run_inline, run_on_engine
 from kubesched.sim.export import export_runs
 from kubesched.sim.metrics import MetricsRecorder
-from kubesched.sim.progress import ReplayProgress
 from kubesched.sim.report import RunReport, summary_table, write_report
-from kubesched.sim.simulation import Simulation, SimulationResult
+from kubesched.sim.simulation import SimulationResult
 from kubesched.sim.traces import FORMATS as TRACE_FORMAT_LOADERS
 from kubesched.sim.traces import load_trace
 from kubesched.sim.workload import Workload, to_manifests
@@ -118,11 +116,16 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="schedule every pod afresh, the bound ones too (a snapshot's running pods stay put without it)",
     )
+    sweep_engine_flags(sim, "several runs (--config, --sweep)", "one per run, at most one per core")
     dra_driver_flags(sim)
     sim.add_argument("-q", "--quiet", action="store_true", help="no warnings or progress bar on stderr")
     plugin_flag(sim)
     feature_gates_flag(sim)
     sim.set_defaults(func=cmd_simulate)
+
+
+#: Runs from this many on are tasks of the sweep engine; fewer run inline, without starting it.
+ENGINE_RUNS = 2
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -133,36 +136,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
     # The simulated cluster's own gates (admission, the API's fields) are the flag's.
     DEFAULT_FEATURE_GATES.set_all(gates)
+    runs = [RunSpec(r.label, gated(r.config, gates, registry), r.source, r.text) for r in runs]
     sample_every = _positive_duration(args.sample_every, "--sample-every")
     # --schedule-period: Volcano's flag of that name.
     schedule_period = _positive_duration(args.schedule_period, "--schedule-period")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"must be at least 1, got {args.workers}", field="--workers")
     loaded = load_inputs(args)
     err = Console(stderr=True)
+    on_engine = len(runs) >= ENGINE_RUNS
     # A trace replay on a terminal shows its progress; metrics are recorded when anything uses them.
-    show_progress = bool(args.trace) and not args.quiet and err.is_terminal
-    want_metrics = bool(args.report or args.export or len(runs) > 1 or show_progress)
-    done: list[tuple[RunSpec, SimulationResult, MetricsRecorder | None]] = []
-    for i, run in enumerate(runs):
-        recorder = (
-            MetricsRecorder(sample_every=sample_every, pool_label=args.pool_label) if want_metrics else None
-        )
-        result = _run_one(
-            args,
-            run,
-            loaded,
-            recorder,
-            last=i == len(runs) - 1,
-            gates=gates,
-            registry=registry,
-            schedule_period=schedule_period,
-            progress=err if show_progress else None,
-        )
-        done.append((run, result, recorder))
-        if i < len(runs) - 1:
-            # A run's cluster is cyclic garbage once it returns, and the collector's thresholds
-            # (kubesched.runtime.collector) make full passes rare: without one, every run would
-            # stay in memory beside the next.
-            gc.collect()
+    show_progress = not args.quiet and err.is_terminal and (bool(args.trace) or on_engine)
+    settings = RunSettings(
+        registry=registry,
+        gates=gates,
+        seed=args.seed,
+        explain=args.explain,
+        batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
+        schedule_period=schedule_period,
+        dra_driver=dra_driver_of(args),
+        metrics=bool(args.report or args.export or len(runs) > 1 or show_progress),
+        sample_every=sample_every,
+        pool_label=args.pool_label,
+    )
+    if on_engine:
+        results = _run_on_engine(args, settings, runs, loaded, err if show_progress else None)
+    else:
+        results = run_inline(settings, runs, loaded, err if show_progress else None)
+    done = [(run, result, recorder) for run, (result, recorder) in zip(runs, results, strict=True)]
     if not args.quiet:
         warnings = [
             w
@@ -196,40 +197,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_one(
+def _run_on_engine(
     args: argparse.Namespace,
-    run: RunSpec,
+    settings: RunSettings,
+    runs: list[RunSpec],
     loaded: LoadResult,
-    recorder: MetricsRecorder | None,
-    *,
-    last: bool,
-    gates: dict[str, bool],
-    registry: Registry,
-    schedule_period: float | None,
     progress: Console | None,
-) -> SimulationResult:
-    """One run of the simulation. The simulated cluster goes when it returns: the result and the
-    recorder keep what the output needs, and the next run or the output reuses its memory."""
-    sim = Simulation(
-        gated(run.config, gates, registry),
-        registry,
-        seed=args.seed,
-        explain=args.explain,
-        metrics=recorder,
-        batch_conf=load_batch_conf(args.batch_conf) if args.batch_conf else None,
-        schedule_period=schedule_period,
-        dra_driver=dra_driver_of(args),
-    )
-    sim.load(loaded)
-    if last:
-        # The objects are in the store now, and no run reads the manifests again: what the
-        # loader kept of each (its own top-level dict and metadata) goes before the replay.
-        loaded.objects.clear()
-    if progress is not None and recorder is not None:
-        with ReplayProgress(run.label, progress) as bar:
-            recorder.progress = bar.update
-            return sim.run()
-    return sim.run()
+) -> list[RunResult]:
+    """The runs as tasks of the sweep engine: a local Dask cluster of one worker per run (at most one
+    per core), or the one at ``--cluster``."""
+    # Imported here: only several runs pay for the engine's import.
+    from kubesched.sim.sweep_engine import SweepEngine, SweepProgress
+
+    workers = args.workers or min(len(runs), os.cpu_count() or 1)
+    bar = SweepProgress("runs", progress) if progress is not None else None
+    try:
+        with SweepEngine(args.cluster, workers) as engine:
+            if bar is not None:
+                bar(0, len(runs))
+            return run_on_engine(engine, settings, runs, loaded, bar)
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def write_json(doc: Any, out: TextIO, indent: int | None = None) -> None:

@@ -13,24 +13,51 @@ The runs come from repeated ``--config`` files and from a *sweep file*::
         percentageOfNodesToScore: 10
 
 Every run gets a fresh simulation of the same workload with the same seed; see ``docs/reports.md``.
+One run goes inline in the command's process (:func:`run_inline`); several are tasks of the sweep
+engine (:func:`run_on_engine`, Dask distributed), the workload shared once per worker, and come back
+in the order of the runs whatever order they finish in, so the output is the same either way.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import gc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from kubesched.api.features import DEFAULT_FEATURE_GATES
+from kubesched.api.manifests import LoadResult
 from kubesched.api.yaml_input import safe_load
+from kubesched.batch.conf import BatchConf
+from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, config_from_dict, load_config
 from kubesched.framework.registry import Registry
+from kubesched.runtime.collector import tune_collector
+from kubesched.sim.metrics import MetricsRecorder
+from kubesched.sim.progress import ReplayProgress
+from kubesched.sim.simulation import Simulation, SimulationResult
 
-__all__ = ["RunSpec", "apply_variant", "load_sweep", "plan_runs"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    # Not at run time: one run never starts the engine, nor pays for importing it.
+    from kubesched.sim.sweep_engine import SweepEngine
+
+__all__ = [
+    "RunSettings",
+    "RunSpec",
+    "apply_variant",
+    "load_sweep",
+    "plan_runs",
+    "run_inline",
+    "run_on_engine",
+    "run_one",
+]
 
 API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
 KIND: Final = "KubeSchedulerConfiguration"
@@ -219,3 +246,128 @@ def plan_runs(config_paths: Sequence[str], sweep: str | None, registry: Registry
         r if r.label == label else RunSpec(label, r.config, r.source, r.text)
         for r, label in zip(runs, labels, strict=True)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What every run of one ``simulate`` shares besides the workload: plain data, so that it travels
+    to the sweep engine's workers."""
+
+    registry: Registry
+    #: ``--feature-gates``: the simulated cluster's own gates (admission, the API's fields); the
+    #: runs' configs carry them already.
+    gates: dict[str, bool] = field(default_factory=dict)
+    seed: int = 0
+    explain: bool = False
+    batch_conf: BatchConf | None = None
+    schedule_period: float | None = None
+    dra_driver: DraDriverOptions | None = None
+    #: Record metrics (a report, an export or a comparison reads them).
+    metrics: bool = False
+    sample_every: float | None = None
+    pool_label: str | None = None
+
+
+#: What a run gives back: the simulation's result and, when metrics are recorded, the finished
+#: recorder (its simulation detached, so it pickles).
+RunResult = tuple[SimulationResult, MetricsRecorder | None]
+
+
+def run_one(
+    settings: RunSettings,
+    run: RunSpec,
+    loaded: LoadResult,
+    *,
+    release: bool = False,
+    progress: Console | None = None,
+) -> RunResult:
+    """One run: a fresh simulation of ``loaded`` under ``run``'s config. The simulated cluster goes
+    when it returns; the result and the recorder keep what the output needs. ``release``: no run
+    reads ``loaded`` again, so its objects go once they are in the store; ``progress``: a console
+    to show a trace replay's progress on (when metrics are recorded)."""
+    # Process-wide: a worker of the engine starts with the defaults.
+    DEFAULT_FEATURE_GATES.set_all(settings.gates)
+    recorder = (
+        MetricsRecorder(sample_every=settings.sample_every, pool_label=settings.pool_label)
+        if settings.metrics
+        else None
+    )
+    sim = Simulation(
+        run.config,
+        settings.registry,
+        seed=settings.seed,
+        explain=settings.explain,
+        metrics=recorder,
+        # Each run its own copy: nothing one simulation does to its conf reaches the next.
+        batch_conf=copy.deepcopy(settings.batch_conf),
+        schedule_period=settings.schedule_period,
+        dra_driver=settings.dra_driver,
+    )
+    sim.load(loaded)
+    if release:
+        # What the loader kept of each object (its own top-level dict and metadata) goes before
+        # the replay.
+        loaded.objects.clear()
+    if progress is not None and recorder is not None:
+        with ReplayProgress(run.label, progress) as bar:
+            recorder.progress = bar.update
+            result = sim.run()
+        recorder.progress = None
+        return result, recorder
+    return sim.run(), recorder
+
+
+def _task(settings: RunSettings, run: RunSpec, loaded: LoadResult) -> RunResult | InputError:
+    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
+    # thresholds unless set here, and walks the run's whole heap again and again.
+    tune_collector()
+    try:
+        out: RunResult | InputError = run_one(settings, run, loaded)
+    except InputError as exc:
+        # Bad input is the command's error to report, located, as when run inline; raised here, it
+        # would also be logged by the worker with the task's whole repr and traceback.
+        out = exc
+    # As between inline runs: the worker would otherwise hold every cluster it simulated.
+    gc.collect()
+    return out
+
+
+def run_inline(
+    settings: RunSettings,
+    runs: Sequence[RunSpec],
+    loaded: LoadResult,
+    progress: Console | None = None,
+) -> list[RunResult]:
+    """The runs one after the other in this process, in order; ``loaded`` is spent after."""
+    done: list[RunResult] = []
+    for i, run in enumerate(runs):
+        last = i == len(runs) - 1
+        done.append(run_one(settings, run, loaded, release=last, progress=progress))
+        if not last:
+            # A run's cluster is cyclic garbage once it returns, and the collector's thresholds
+            # (kubesched.runtime.collector) make full passes rare: without one, every run would
+            # stay in memory beside the next.
+            gc.collect()
+    return done
+
+
+def run_on_engine(
+    engine: SweepEngine,
+    settings: RunSettings,
+    runs: Sequence[RunSpec],
+    loaded: LoadResult,
+    on_done: Callable[[int, int], None] | None = None,
+) -> list[RunResult]:
+    """The runs as tasks of ``engine`` (started), the settings and the workload shipped once per
+    worker; ``on_done(finished, total)`` after each run. The results come in the order of ``runs``."""
+    settings_f = engine.share(settings)
+    loaded_f = engine.share(loaded)
+    results: dict[int, RunResult] = {}
+    cells = ((str(i), (settings_f, run, loaded_f)) for i, run in enumerate(runs))
+    for key, result in engine.run(_task, cells):
+        if isinstance(result, InputError):
+            raise result
+        results[int(key)] = result
+        if on_done is not None:
+            on_done(len(results), len(runs))
+    return [results[i] for i in range(len(runs))]

@@ -35,16 +35,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from kubesched.errors import InputError
 from kubesched.gpu.frag import PodShape, TypicalPods, frag_of, typical_pods
@@ -60,7 +50,7 @@ from kubesched.sim.gpu_cells import (
     sample_cluster,
     tune_order,
 )
-from kubesched.sim.sweep_engine import ParquetCells, SweepEngine
+from kubesched.sim.sweep_engine import ParquetCells, SweepEngine, SweepProgress
 
 __all__ = [
     "CELL_SCHEMA",
@@ -308,31 +298,6 @@ def _cell(
     return run_cell_scheduled(cluster, pods, policy, seed, tp, tie_break, claims=path == "dra")
 
 
-class _Bar:
-    """The sweep's progress bar on stderr: cells done, elapsed, time left."""
-
-    def __init__(self) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("cells"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
-        self._task: TaskID | None = None
-
-    def __call__(self, done: int, total: int, started: float) -> None:
-        if self._task is None:
-            self._task = self._progress.add_task("sweep", total=total)
-            self._progress.start()
-        self._progress.update(self._task, completed=done)
-
-    def stop(self) -> None:
-        self._progress.stop()
-
-
 def run_grid(
     node_list: Path,
     pod_lists: Sequence[Path],
@@ -391,7 +356,7 @@ def run_grid(
             results[key] = _result(row)
     todo = [k for k in keys if k not in results]
     started = time.perf_counter()
-    bar = _Bar() if progress is None else None
+    bar = SweepProgress() if progress is None else None
     report = progress or bar or (lambda d, t, s: None)
     own = engine is None
     eng = engine or SweepEngine(cluster, workers)

@@ -27,10 +27,20 @@ from urllib.parse import quote
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from kubesched.errors import InputError
 
-__all__ = ["ParquetCells", "SweepEngine"]
+__all__ = ["ParquetCells", "SweepEngine", "SweepProgress"]
 
 
 class SweepEngine:
@@ -64,6 +74,9 @@ class SweepEngine:
 
         if self._client is not None:
             return
+        # Dask sets its loggers' levels when first imported (INFO, each connection and worker):
+        # the root logger's level (the CLI's -v) applies to them too.
+        logging.getLogger("distributed").setLevel(logging.getLogger().getEffectiveLevel())
         if self.address is not None:
             try:
                 self._client = Client(self.address, timeout="10s")  # type: ignore[no-untyped-call]
@@ -158,6 +171,32 @@ class SweepEngine:
             # Results are dropped from the workers' memory, and a sweep stopped early (an error,
             # ^C) leaves nothing running on a shared cluster.
             self.client.cancel(futures, force=True)
+
+
+class SweepProgress:
+    """A sweep's progress bar on stderr: cells done out of all, elapsed, time left. Call it with
+    ``(done, total, started)`` as cells finish; :meth:`stop` when the sweep ends."""
+
+    def __init__(self, unit: str = "cells", console: Console | None = None) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+        )
+        self._task: TaskID | None = None
+
+    def __call__(self, done: int, total: int, started: float = 0.0) -> None:
+        if self._task is None:
+            self._task = self._progress.add_task("sweep", total=total)
+            self._progress.start()
+        self._progress.update(self._task, completed=done)
+
+    def stop(self) -> None:
+        self._progress.stop()
 
 
 def _itself(value: Any) -> Any:
