@@ -270,19 +270,13 @@ def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> R
 
 def grant_kubesched_role() -> None:
     """kubesched reads more kinds than v1.20's ``system:kube-scheduler`` role lists (Namespaces,
-    PriorityClasses, CSIDrivers, VolumeAttachments, ...): the identity both schedulers use gets
-    deploy/rbac.yaml's ClusterRole as well."""
+    PriorityClasses, CSIDrivers, VolumeAttachments, ...): the identity it runs as here,
+    kube-scheduler's, gets deploy/rbac.yaml's ClusterRole as well."""
     kubectl = [str(REF_DIR / "bin" / "kubectl"), "--kubeconfig", str(REF_DIR / "kubeconfig")]
-    quiet = {"check": True, "stdout": subprocess.DEVNULL}
-    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "deploy" / "rbac.yaml")], **quiet)  # type: ignore[call-overload]
-    bind = [
-        "create",
-        "clusterrolebinding",
-        "kubesched-bench",
-        "--clusterrole=kubesched",
-        "--user=system:kube-scheduler",
-    ]
-    subprocess.run([*kubectl, *bind], **quiet)  # type: ignore[call-overload]
+    rbac = str(ROOT / "deploy" / "rbac.yaml")
+    subprocess.run([*kubectl, "apply", "-f", rbac], check=True, stdout=subprocess.DEVNULL)
+    bind = ["create", "clusterrolebinding", "kubesched-bench", "--clusterrole=kubesched"]
+    subprocess.run([*kubectl, *bind, "--user=system:kube-scheduler"], check=True, stdout=subprocess.DEVNULL)
 
 
 def serve_round(nodes: int, pods: int, clients: int, log_dir: Path, port: int) -> Run:
@@ -323,7 +317,7 @@ def summary(runs: list[Run]) -> list[str]:
     for side in sides:
         mine = [r for r in runs if r.side == side]
         rates = [r.pods_per_second for r in mine]
-        cpu = [sum(r.cpu_ms.get(k, 0.0) for k in ("scheduler", "serve") if k in r.cpu_ms) for r in mine]
+        cpu = [r.cpu_ms.get("scheduler", r.cpu_ms.get("serve", 0.0)) for r in mine]
         total = [sum(r.cpu_ms.values()) for r in mine]
         out.append(
             f"{side}: median {statistics.median(rates):.0f} pods/s ({', '.join(f'{x:.0f}' for x in rates)}); "

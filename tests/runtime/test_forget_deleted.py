@@ -186,20 +186,23 @@ def create(store: ClusterStore, obj: Obj) -> None:
     store.create(obj)
 
 
+def default_queue() -> dict[str, Any]:
+    """The batch scheduler's queue for the pods of these tests (a new object each time: creating
+    it fills in its metadata)."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "default"},
+        "spec": {"weight": 1},
+    }
+
+
 def test_both_pipelines_forget_deleted_pods_and_pod_groups() -> None:
     clock = [1000.0]
     store = MemoryStore(now=lambda: clock[0])
     for i in range(4):
         create(store, node(f"n{i}", "4", "16Gi", pods="110"))
-    create(
-        store,
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "Queue",
-            "metadata": {"name": "default"},
-            "spec": {"weight": 1},
-        },
-    )
+    create(store, default_queue())
     create(store, priority_class("lo", 0))
     create(store, priority_class("hi", 1000))
     cluster = Cluster(store, ClusterOptions(now=lambda: clock[0], batch=True))
@@ -390,15 +393,7 @@ def test_a_closed_batch_session_is_freed_without_the_cycle_collector() -> None:
     store = MemoryStore()
     for i in range(2):
         create(store, node(f"n{i}", "4", "16Gi", pods="110"))
-    create(
-        store,
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "Queue",
-            "metadata": {"name": "default"},
-            "spec": {"weight": 1},
-        },
-    )
+    create(store, default_queue())
     cluster = Cluster(store, ClusterOptions(batch=True))
     batch = cluster.batch
     assert batch is not None

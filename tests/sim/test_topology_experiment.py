@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.sim.test_hypernode_simulation import _placed as placed_gang
 
 from kubesched.api.manifests import ManifestObject, load_manifests
 from kubesched.batch.conf_loader import DEFAULT_BATCH_CONF_YAML, batch_conf_from_dict
@@ -347,16 +348,9 @@ def _example_fabric_with_a_gang(free_leaf: int | None) -> Simulation:
 
 
 def test_on_the_example_fabric_a_hard_gang_waits_for_a_whole_leaf_then_goes_there_whole() -> None:
-    def placed(sim: Simulation) -> dict[str, str]:
-        return {
-            p["metadata"]["name"]: p["spec"]["nodeName"]
-            for p in sim.store.list("Pod")
-            if p["metadata"]["name"].startswith("train-") and p["spec"].get("nodeName")
-        }
-
     # Every leaf has 7 free servers (14 such pods): the gang binds nothing and says why.
     held = _example_fabric_with_a_gang(None)
-    assert placed(held) == {}
+    assert placed_gang(held) == {}
     group = held.store.get("PodGroup", "default", "train")
     conditions = {c["type"]: c for c in group["status"].get("conditions", [])}
     assert conditions["Unschedulable"]["reason"] == "NotEnoughResources"
@@ -369,6 +363,6 @@ def test_on_the_example_fabric_a_hard_gang_waits_for_a_whole_leaf_then_goes_ther
     )
 
     # leaf-5's blocker ends after a minute: the gang goes there, whole.
-    freed = placed(_example_fabric_with_a_gang(5))
+    freed = placed_gang(_example_fabric_with_a_gang(5))
     assert len(freed) == 16
     assert {node for node in freed.values()} == {f"gpu-{i}" for i in range(40, 48)}
