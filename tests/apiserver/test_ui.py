@@ -248,6 +248,38 @@ def test_the_cluster_summary_sums_each_nodes_pods_and_counts_the_waiting(cluster
     assert again[0] == 304
 
 
+def test_a_change_that_alters_no_sum_leaves_the_summary_unchanged(cluster: Any) -> None:
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("waits", cpu="900"))[0] == 201
+    api = cluster.served.api
+
+    def fresh() -> dict[str, Any]:
+        known = api.cluster_summary
+        if known is not None:  # as if a second had passed: the store's changes are read again
+            api.cluster_summary = Summary(known.resource_version, known.body, time.monotonic() - 5, 0.0)
+        body: dict[str, Any] = cluster.request("GET", "/kubesched/v1/cluster")[1]
+        return body
+
+    def pending(count: int) -> dict[str, Any] | None:
+        body = fresh()
+        return body if body["pending"] == count else None
+
+    first = wait_for(lambda: pending(1))
+    # Other objects, and a pod's status that moves none of its requests, change the store only.
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "unrelated"}, "data": {"a": "b"}}
+    assert cluster.request("POST", "/api/v1/namespaces/default/configmaps", cm)[0] == 201
+    waiting = cluster.request("GET", "/api/v1/namespaces/default/pods/waits")[1]
+    waiting["metadata"].setdefault("labels", {})["seen"] = "yes"
+    assert cluster.request("PUT", "/api/v1/namespaces/default/pods/waits", waiting)[0] == 200
+    assert api.store.resource_version > int(first["resourceVersion"])
+    api.cluster_summary = Summary(int(first["resourceVersion"]), first, time.monotonic() - 5, 0.0)
+    answer = cluster.request("GET", "/kubesched/v1/cluster?resourceVersion=" + first["resourceVersion"])
+    assert answer[0] == 304
+    # A pod that counts does change it.
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("another", cpu="900"))[0] == 201
+    later = wait_for(lambda: pending(2))
+    assert int(later["resourceVersion"]) > int(first["resourceVersion"])
+
+
 def test_a_costly_summary_is_reused_until_its_share_of_time_allows_another(cluster: Any) -> None:
     first = cluster.request("GET", "/kubesched/v1/cluster")[1]
     api = cluster.served.api

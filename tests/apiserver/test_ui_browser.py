@@ -265,6 +265,41 @@ def test_the_cluster_view_reads_a_summary_not_every_pod(make_cluster: Any, brows
     assert "/api/v1/pods" not in paths
 
 
+def test_the_cluster_view_redraws_only_what_changed(make_cluster: Any, browser: Any) -> None:
+    cluster = make_cluster(nodes=2)
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("web", cpu="1500m"))[0] == 201
+    browser.get(f"https://127.0.0.1:{cluster.port}/ui/#code=" + cluster.served.api.login_codes.issue())
+    wait(browser, lambda d: "cpu\n1.5 / " in text(d, "#zones"))
+    browser.execute_script(
+        "for (const c of document.querySelectorAll('[data-node]')) c.dataset.mark = 'kept';"
+        "window.drawings = 0; const draw = render; render = () => { window.drawings++; draw(); };"
+    )
+    polls = (
+        "return performance.getEntriesByType('resource')"
+        ".filter((e) => e.name.includes('/kubesched/v1/cluster')).length"
+    )
+    # A change that alters no sum: the page polls on and is answered 304, and draws nothing again.
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other"}, "data": {"a": "b"}}
+    assert cluster.request("POST", "/api/v1/namespaces/default/configmaps", cm)[0] == 201
+    before = browser.execute_script(polls)
+    wait(browser, lambda d: d.execute_script(polls) >= before + 2)
+    assert browser.execute_script("return window.drawings") == 0
+    # A pod placed: its node's card is filled in again where it is, not drawn anew.
+    assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("api", cpu="250m"))[0] == 201
+    wait(browser, lambda d: "default/api" in text(d, "#zones"))
+    marks = "return [...document.querySelectorAll('[data-node]')].map((c) => c.dataset.mark ?? null)"
+    assert browser.execute_script(marks) == ["kept", "kept"]
+    assert "cpu\n1.75 / " in text(browser, "#zones") or "cpu\n0.25 / " in text(browser, "#zones")
+    # A node changed: its card is drawn anew, the other kept.
+    patch = {"spec": {"unschedulable": True}}
+    answer = cluster.request(
+        "PATCH", "/api/v1/nodes/node-1", patch, content_type="application/strategic-merge-patch+json"
+    )
+    assert answer[0] == 200
+    wait(browser, lambda d: "cordoned" in text(d, '[data-node="node-1"]'))
+    assert browser.execute_script(marks) == ["kept", None]
+
+
 def test_the_pods_view_pages_waiting_pods_first_and_stays_live(make_cluster: Any, browser: Any) -> None:
     cluster = make_cluster(nodes=1)
     made = [pod(f"huge-{i}", cpu="900") for i in range(3)] + [pod(f"small-{i:03d}") for i in range(102)]

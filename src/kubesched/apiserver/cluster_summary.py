@@ -72,7 +72,13 @@ class Tally:
     that a summary costs the changes since the last one rather than a walk over every pod."""
 
     def __init__(self, pods: Sequence[Mapping[str, Any]], resource_version: int) -> None:
+        #: The store's change this tally is brought up to.
         self.resource_version = resource_version
+        #: The change the summary was last altered by. Most of a busy store's changes (Leases,
+        #: Events, pod statuses) alter no sum: a client holding this version is answered 304, and
+        #: does not fetch and redraw the same cluster again.
+        self.version = resource_version
+        self._altered = False
         self.pods: dict[tuple[str, str], tuple[str | None, dict[str, int]]] = {}
         self.requested: dict[str, dict[str, int]] = {}
         #: Per node its pods' names in arrival order (a dict as an ordered set).
@@ -91,8 +97,11 @@ class Tally:
 
     def put(self, pod: Mapping[str, Any]) -> None:
         key = self._key(pod)
+        node, requests = contribution = _contribution(pod)
+        if self.pods.get(key) == contribution:
+            return
         self.remove(key)
-        node, requests = _contribution(pod)
+        self._altered = True
         self.pods[key] = (node, requests)
         if node == "":
             self.pending += 1
@@ -107,6 +116,7 @@ class Tally:
         known = self.pods.pop(key, None)
         if known is None:
             return
+        self._altered = True
         node, requests = known
         if node == "":
             self.pending -= 1
@@ -120,6 +130,13 @@ class Tally:
             if not names:
                 del self.names[node]
                 del self.requested[node]
+
+    def settle(self) -> None:
+        """Mark the changes read so far: when one of them altered the summary, that is the version
+        the summary is answered as of."""
+        if self._altered:
+            self.version = self.resource_version
+            self._altered = False
 
     def body(self) -> dict[str, Any]:
         nodes: dict[str, Any] = {}
@@ -136,7 +153,7 @@ class Tally:
             nodes[node] = entry
         return {
             "kind": "ClusterSummary",
-            "resourceVersion": str(self.resource_version),
+            "resourceVersion": str(self.version),
             "pods": len(self.pods),
             "pending": self.pending,
             "nodes": nodes,
@@ -194,20 +211,24 @@ def _catch_up(server: ApiServer) -> Tally:
 def _current(server: ApiServer) -> Summary:
     now = time.monotonic()
     known: Summary | None = server.cluster_summary
-    if known is not None:
-        if server.store.resource_version == known.resource_version:
+    before = server.pod_tally
+    if known is not None and before is not None:
+        if server.store.resource_version == before.resource_version:
             return known
         if now - known.computed_at < max(MIN_INTERVAL, known.cost / MAX_SHARE):
             return known
     started = time.perf_counter()
-    before = server.pod_tally
     tally = _catch_up(server)
-    if known is not None and tally.resource_version == known.resource_version:
-        return known
+    tally.settle()
     # The walk over every pod is made once (or when the changes since were dropped): what bounds
     # the share of time is the steady cost, a summary brought up to date from changes.
     cost = time.perf_counter() - started if tally is before else 0.0
-    summary = Summary(tally.resource_version, tally.body(), now, cost)
+    if known is not None and tally.version == known.resource_version:
+        # Nothing the summary shows has changed: the same one, checked again no sooner than a
+        # fresh one would have been made.
+        summary = Summary(known.resource_version, known.body, now, cost)
+    else:
+        summary = Summary(tally.version, tally.body(), now, cost)
     server.cluster_summary = summary
     return summary
 

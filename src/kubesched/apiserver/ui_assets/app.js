@@ -53,6 +53,8 @@ async function api(method, path, body, contentType) {
 class Informer {
   constructor(path, onChange) {
     this.path = path; this.onChange = onChange; this.items = new Map(); this.rv = ""; this.stopped = false;
+    // Counts the changes to items, so that what is derived from them is kept until they change.
+    this.changes = 0;
   }
   static key(o) { return (o.metadata.namespace ? o.metadata.namespace + "/" : "") + o.metadata.name; }
   async run() {
@@ -71,6 +73,7 @@ class Informer {
     this.items = new Map();
     for (const o of data.items || []) this.items.set(Informer.key(o), o);
     this.rv = data.metadata.resourceVersion;
+    this.changes++;
     this.onChange();
   }
   async watch() {
@@ -101,7 +104,7 @@ class Informer {
         else this.items.set(Informer.key(ev.object), ev.object);
         changed = true;
       }
-      if (changed) this.onChange();
+      if (changed) { this.changes++; this.onChange(); }
     }
   }
   stop() { this.stopped = true; if (this.abort) this.abort.abort(); }
@@ -116,6 +119,20 @@ function quantity(q) {
   if (!m) return 0;
   return parseFloat(m[1]) * (SUFFIX[m[2]] ?? 1);
 }
+// A node's allocatable quantities, parsed once per version of the node object.
+const parsedAllocatable = new WeakMap();
+function allocatable(node) {
+  let parsed = parsedAllocatable.get(node);
+  if (!parsed) {
+    parsed = {};
+    for (const [r, q] of Object.entries(node.status.allocatable || {})) parsed[r] = quantity(q);
+    parsedAllocatable.set(node, parsed);
+  }
+  return parsed;
+}
+// Numeric-aware name order (node-2 before node-10); a Collator is far cheaper than localeCompare
+// with options, which builds one per comparison.
+const byName = new Intl.Collator(undefined, { numeric: true }).compare;
 function show(resource, v) {
   if (resource === "cpu") return (Math.round(v * 1000) / 1000).toString();
   if (resource === "memory" || resource.includes("storage")) {
@@ -219,17 +236,48 @@ function nodeMatches(node, f) {
   return (node.spec.taints || []).some((t) => t.key.includes(f));
 }
 
+// The nodes in name order, kept until the node informer changes.
+const nameOrder = { changes: -1, nodes: [] };
+function nodesByName() {
+  const informer = state.informers.nodes;
+  const changes = informer ? informer.changes : 0;
+  if (nameOrder.changes !== changes) {
+    nameOrder.nodes = items("nodes").sort((a, b) => byName(a.metadata.name, b.metadata.name));
+    nameOrder.changes = changes;
+  }
+  return nameOrder.nodes;
+}
+
+// Node cards by node name, with what they were drawn from: a card whose node and pods have not
+// changed is kept, not drawn again.
+const cards = new Map();
+function cachedCard(node, used, pods) {
+  const name = node.metadata.name;
+  const key = node.metadata.resourceVersion + "|" + JSON.stringify(used) + "|" + (pods ? pods.count + ":" + pods.names.join(",") : "");
+  const known = cards.get(name);
+  if (known && known.node === node) {
+    if (known.key !== key) {
+      refillCard(known.card, node, used, pods);
+      known.key = key;
+    }
+    return known.card;
+  }
+  const card = nodeCard(node, used, pods);
+  cards.set(name, { node, key, card });
+  return card;
+}
+
 function renderCluster() {
   const { used, podsOn } = nodeUsage();
   const f = $("node-filter").value.trim();
   const sort = $("node-sort").value;
-  let nodes = items("nodes").filter((n) => nodeMatches(n, f));
+  let nodes = nodesByName().filter((n) => nodeMatches(n, f));
   const frac = (n, r) => {
-    const a = quantity((n.status.allocatable || {})[r]);
+    const a = allocatable(n)[r];
     return a ? ((used.get(n.metadata.name) || {})[r] || 0) / a : -1;
   };
-  if (sort === "name") nodes.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name, undefined, { numeric: true }));
-  else nodes.sort((a, b) => frac(b, sort) - frac(a, sort) || a.metadata.name.localeCompare(b.metadata.name));
+  // Sorted by share requested, ties in name order (a stable sort of the name-ordered nodes).
+  if (sort !== "name") nodes.sort((a, b) => frac(b, sort) - frac(a, sort));
   const total = nodes.length;
   const pages = Math.max(1, Math.ceil(total / PAGE));
   state.nodePage = Math.min(state.nodePage, pages - 1);
@@ -241,22 +289,42 @@ function renderCluster() {
     if (!zones.has(z)) zones.set(z, { nodes: 0, alloc: {}, used: {}, cards: [] });
     const zone = zones.get(z);
     zone.nodes++;
+    const alloc = allocatable(n);
+    const u = used.get(n.metadata.name) || {};
     for (const r of ["cpu", "memory", "nvidia.com/gpu", "pods"]) {
-      zone.alloc[r] = (zone.alloc[r] || 0) + quantity((n.status.allocatable || {})[r]);
-      zone.used[r] = (zone.used[r] || 0) + ((used.get(n.metadata.name) || {})[r] || 0);
+      zone.alloc[r] = (zone.alloc[r] || 0) + (alloc[r] || 0);
+      zone.used[r] = (zone.used[r] || 0) + (u[r] || 0);
     }
   }
+  const drawn = new Set();
   for (const n of shown) {
     const z = groupOf(n);
-    zones.get(z).cards.push(nodeCard(n, used.get(n.metadata.name) || {}, podsOn.get(n.metadata.name)));
+    zones.get(z).cards.push(cachedCard(n, used.get(n.metadata.name) || {}, podsOn.get(n.metadata.name)));
+    drawn.add(n.metadata.name);
   }
+  for (const name of cards.keys()) if (!drawn.has(name)) cards.delete(name);
   const pending = summary.data ? summary.data.pending : "…";
   $("cluster-summary").textContent = `${total} node(s) shown, ${pending} pod(s) waiting for a node`;
-  $("zones").replaceChildren(...[...zones.entries()].sort().map(([z, zone]) => el("div", { class: "zone" },
-    el("h2", {}, `${z}: ${zone.nodes} node(s) · `, ...["cpu", "memory", "nvidia.com/gpu", "pods"]
+  // Zones are updated in place: a drawing replaces only the headings and cards that changed, so
+  // the browser lays out again only those, not the whole view.
+  const shownZones = [...zones.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const container = $("zones");
+  const kept = new Map([...container.children].map((e) => [e.dataset.zone, e]));
+  const zoneElements = shownZones.map(([z, zone]) => {
+    const heading = `${z}: ${zone.nodes} node(s) · ` + ["cpu", "memory", "nvidia.com/gpu", "pods"]
       .filter((r) => zone.alloc[r])
-      .map((r) => `${r} ${show(r, zone.used[r])}/${show(r, zone.alloc[r])}  `)),
-    el("div", { class: "nodes" }, zone.cards))));
+      .map((r) => `${r} ${show(r, zone.used[r])}/${show(r, zone.alloc[r])}  `).join("");
+    let e = kept.get(z);
+    if (!e) e = el("div", { class: "zone", "data-zone": z }, el("h2", {}), el("div", { class: "nodes" }));
+    const [h2, list] = e.children;
+    if (h2.textContent !== heading) h2.textContent = heading;
+    const same = list.children.length === zone.cards.length && zone.cards.every((c, i) => list.children[i] === c);
+    if (!same) list.replaceChildren(...zone.cards);
+    return e;
+  });
+  const sameZones = container.children.length === zoneElements.length &&
+    zoneElements.every((e, i) => container.children[i] === e);
+  if (!sameZones) container.replaceChildren(...zoneElements);
   pager($("node-pager"), state.nodePage, total, (p) => { state.nodePage = p; render(); });
 }
 
@@ -284,20 +352,33 @@ function grouping() {
   };
 }
 
-function nodeCard(node, used, pods = { names: [], count: 0 }, actions = true) {
-  const alloc = node.status.allocatable || {};
-  const ready = ((node.status.conditions || []).find((c) => c.type === "Ready") || {}).status === "True";
-  const cordoned = !!node.spec.unschedulable;
+// What a card shows of its node's requests: per resource the bar's width and words, and the line
+// of pods on it.
+function cardFigures(node, used, pods) {
+  const alloc = allocatable(node);
   const resources = ["cpu", "memory", "pods", ...Object.keys(alloc).filter((r) => r.includes("/")).sort()];
   const bars = resources.filter((r) => r in alloc).map((r) => {
-    const a = quantity(alloc[r]);
+    const a = alloc[r];
     const u = used[r] || 0;
     const pct = a ? Math.min(100, (u / a) * 100) : 0;
-    return el("div", { class: "bar", title: `${r}: ${show(r, u)} requested of ${show(r, a)} allocatable` },
-      el("span", {}, r),
-      el("div", { class: "track" }, el("div", { class: pct > 85 ? "fill high" : "fill", style: `width:${pct.toFixed(1)}%` })),
-      el("span", {}, `${show(r, u)} / ${show(r, a)}`));
+    return {
+      resource: r, title: `${r}: ${show(r, u)} requested of ${show(r, a)} allocatable`,
+      fill: pct > 85 ? "fill high" : "fill", width: `${pct.toFixed(1)}%`, text: `${show(r, u)} / ${show(r, a)}`,
+    };
   });
+  const line = pods.count ? `${pods.count} pod(s): ` + pods.names.slice(0, 8).join(", ") +
+    (pods.count > 8 ? `, … ${pods.count - 8} more` : "") : "no pods";
+  return { bars, pods: line };
+}
+
+function nodeCard(node, used, pods = { names: [], count: 0 }, actions = true) {
+  const ready = ((node.status.conditions || []).find((c) => c.type === "Ready") || {}).status === "True";
+  const cordoned = !!node.spec.unschedulable;
+  const figures = cardFigures(node, used, pods);
+  const bars = figures.bars.map((b) => el("div", { class: "bar", title: b.title },
+    el("span", {}, b.resource),
+    el("div", { class: "track" }, el("div", { class: b.fill, style: `width:${b.width}` })),
+    el("span", {}, b.text)));
   const name = node.metadata.name;
   return el("div", { class: "node" + (cordoned ? " cordoned" : "") + (ready ? "" : " notready"), "data-node": name },
     el("h3", {}, name, !ready && el("span", { class: "badge warn" }, "NotReady"),
@@ -308,8 +389,25 @@ function nodeCard(node, used, pods = { names: [], count: 0 }, actions = true) {
     bars,
     el("div", {}, (node.spec.taints || []).map((t) => el("span", { class: "badge taint" },
       `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`))),
-    el("div", { class: "pods-on" }, pods.count ? `${pods.count} pod(s): ` + pods.names.slice(0, 8).join(", ") +
-      (pods.count > 8 ? `, … ${pods.count - 8} more` : "") : "no pods"));
+    el("div", { class: "pods-on" }, figures.pods));
+}
+
+// A card of the same node drawn again for new requests: only its bars and pods line are set, and
+// only where they differ, so the browser lays out just what moved.
+function refillCard(card, node, used, pods = { names: [], count: 0 }) {
+  const figures = cardFigures(node, used, pods);
+  const bars = card.querySelectorAll(":scope > .bar");
+  figures.bars.forEach((b, i) => {
+    const bar = bars[i];
+    const fill = bar.children[1].firstChild;
+    const text = bar.children[2];
+    if (bar.title !== b.title) bar.title = b.title;
+    if (fill.className !== b.fill) fill.className = b.fill;
+    if (fill.style.width !== b.width) fill.style.width = b.width;
+    if (text.textContent !== b.text) text.textContent = b.text;
+  });
+  const line = card.querySelector(":scope > .pods-on");
+  if (line.textContent !== figures.pods) line.textContent = figures.pods;
 }
 
 async function cordon(name, on) {
