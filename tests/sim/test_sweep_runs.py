@@ -4,6 +4,7 @@ interrupted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -20,10 +21,15 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubesched.api.manifests import load_manifests
+from kubesched.batch.conf_loader import default_batch_conf
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNSCHEDULABLE, main
 from kubesched.cli import simulate as simulate_cli
+from kubesched.controllers.dradriver import DraDriverOptions
+from kubesched.framework.registry import Registry
+from kubesched.plugins import default_registry
 from kubesched.sim import compare, sweep_engine
-from kubesched.sim.sweep_runs import RUNS, STATE, run_dir_name
+from kubesched.sim.sweep_runs import RUNS, STATE, fingerprint, run_dir_name, workload_digest
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gpu-sharing"
@@ -411,3 +417,39 @@ def test_a_sweep_killed_mid_way_resumes_to_the_uninterrupted_output(
     assert (code, out) == whole[:2]
     assert [json.loads(line)["run"] for line in out.splitlines()] == ["least", "most", "pct30"]
     assert _combined(killed) == _combined(tmp_path / "whole")
+
+
+def test_every_setting_of_the_runs_is_in_the_fingerprint() -> None:
+    registry = default_registry()
+    run = compare.RunSpec("a", None, None, "")
+    base = compare.RunSettings(registry=registry)
+    changed = {
+        "registry": Registry(),
+        "gates": {"DynamicResourceAllocation": False},
+        "seed": 1,
+        "explain": True,
+        "batch_conf": default_batch_conf(),
+        "schedule_period": 2.0,
+        "dra_driver": DraDriverOptions(sharing=True),
+        "metrics": True,
+        "sample_every": 60.0,
+        "pool_label": "pool",
+    }
+    # A setting added to RunSettings must be added here: a resumed run may differ in it.
+    assert set(changed) == {f.name for f in dataclasses.fields(compare.RunSettings)}
+    digest = fingerprint(run, "w", base).digest
+    for name, value in changed.items():
+        other = fingerprint(run, "w", dataclasses.replace(base, **{name: value}))
+        assert other.changed(fingerprint(run, "w", base).parts) == ["settings"], name
+        assert other.digest != digest
+    assert fingerprint(run, "w", compare.RunSettings(registry=default_registry())).digest == digest
+    text = compare.RunSpec("a", None, None, "percentageOfNodesToScore: 10\n")
+    assert fingerprint(text, "w", base).changed(fingerprint(run, "w", base).parts) == ["config"]
+
+
+def test_the_workload_digest_is_of_the_objects_read(tmp_path: Path) -> None:
+    cluster = _heavy_cluster(tmp_path / "cluster.yaml")
+    digest = workload_digest(load_manifests([str(cluster)]))
+    assert workload_digest(load_manifests([str(cluster)])) == digest
+    cluster.write_text(cluster.read_text().replace("cpu: '16'", "cpu: '17'", 1))
+    assert workload_digest(load_manifests([str(cluster)])) != digest

@@ -22,17 +22,22 @@ import os
 import pickle
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
+from pydantic import BaseModel
+
 from kubesched import __version__
 from kubesched.api.manifests import LoadResult
 from kubesched.errors import InputError
+from kubesched.framework.registry import Registry
 from kubesched.sim.compare import RunResult, RunSettings, RunSpec
 from kubesched.sim.export import PODS, TIMESERIES, pod_table, timeseries_table, write_parquet
+from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.report import RunReport
+from kubesched.sim.simulation import SimulationResult
 
 __all__ = ["RUNS", "STATE", "Fingerprint", "RunStore", "fingerprint", "workload_digest"]
 
@@ -78,19 +83,18 @@ def workload_digest(loaded: LoadResult) -> str:
 
 
 def _settings_digest(settings: RunSettings) -> str:
-    batch = settings.batch_conf.model_dump_json() if settings.batch_conf is not None else None
-    doc = {
-        "plugins": sorted(settings.registry),
-        "gates": sorted(settings.gates.items()),
-        "seed": settings.seed,
-        "explain": settings.explain,
-        "batchConf": batch,
-        "schedulePeriod": settings.schedule_period,
-        "draDriver": repr(settings.dra_driver),
-        "metrics": settings.metrics,
-        "sampleEvery": settings.sample_every,
-        "poolLabel": settings.pool_label,
-    }
+    """A digest of every field of ``settings``: a field added later is in it without more code."""
+    doc: dict[str, Any] = {}
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, Registry):
+            doc[f.name] = sorted(value)
+        elif isinstance(value, BaseModel):
+            doc[f.name] = value.model_dump_json()
+        elif isinstance(value, dict):
+            doc[f.name] = repr(sorted(value.items()))
+        else:
+            doc[f.name] = repr(value)
     return _sha256(json.dumps(doc, sort_keys=True).encode())
 
 
@@ -225,6 +229,11 @@ def _read_state(path: Path, fp: Fingerprint) -> RunResult | str:
         result = pickle.loads(payload)
     except Exception:  # any failure to restore means: run it again
         return "its state file cannot be read by this kubesched"
-    if not (isinstance(result, tuple) and len(result) == 2):
-        return "its state file is damaged"
+    if not (
+        isinstance(result, tuple)
+        and len(result) == 2
+        and isinstance(result[0], SimulationResult)
+        and isinstance(result[1], MetricsRecorder | None)
+    ):
+        return "its state file cannot be read by this kubesched"
     return result
