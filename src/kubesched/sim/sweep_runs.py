@@ -110,10 +110,19 @@ def fingerprint(run: RunSpec, workload: str, settings: RunSettings) -> Fingerpri
     )
 
 
+#: Longest directory name kept whole; file systems allow 255 bytes.
+_NAME_MAX: Final = 200
+
+
 def run_dir_name(label: str) -> str:
-    """``label`` as one path component: percent-encoded, and never ``.``, ``..`` or hidden."""
+    """``label`` as one path component: percent-encoded, never ``.``, ``..`` or hidden, and a long
+    one cut short with a digest of the whole label."""
     name = quote(label, safe="")
-    return "%2E" + name[1:] if name.startswith(".") else name
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name) > _NAME_MAX:
+        name = f"{name[: _NAME_MAX - 17]}~{_sha256(label.encode())[:16]}"
+    return name
 
 
 class RunStore:
