@@ -20,6 +20,7 @@ from kubesched.cli.simulate import result_document
 from kubesched.plugins import default_registry
 from kubesched.sim.compare import RunResult, RunSettings, plan_runs, run_inline, run_on_engine
 from kubesched.sim.sweep_engine import SweepEngine
+from kubesched.sim.sweep_runs import STATE
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gpu-sharing"
@@ -59,7 +60,13 @@ def argv(tmp_path: Path) -> list[str]:
 
 
 def _files(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+    """Every file under ``directory`` (each run's own files under ``runs/`` too), by relative path;
+    not the runs' internal state files, pickles whose bytes depend on how objects share parts."""
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != STATE
+    }
 
 
 @pytest.mark.parametrize("output", ["json", "yaml", "table"])

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -82,7 +83,18 @@ def add_parser(sub: Any) -> None:
     )
     sim.add_argument("--sweep", metavar="FILE", help="compare the configs and variants a sweep file lists")
     sim.add_argument("--report", metavar="DIR", help="write report.html, plots and metrics files into DIR")
-    sim.add_argument("--export", metavar="DIR", help="write the metrics as CSV and Parquet files into DIR")
+    sim.add_argument(
+        "--export",
+        metavar="DIR",
+        help="write the metrics as CSV and Parquet files into DIR; with several runs, each run's own "
+        "files go to DIR/runs/LABEL/ the moment it ends",
+    )
+    sim.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="as --export DIR for several runs, keeping the runs already finished in DIR/runs/ (from "
+        "the same inputs) and running only the others",
+    )
     sim.add_argument(
         "--sample-every",
         metavar="DURATION",
@@ -131,6 +143,14 @@ ENGINE_RUNS = 2
 def cmd_simulate(args: argparse.Namespace) -> int:
     _check_output_dir(args.report, "--report")
     _check_output_dir(args.export, "--export")
+    _check_output_dir(args.resume, "--resume")
+    if args.resume is not None:
+        if args.export is not None and Path(args.export).resolve() != Path(args.resume).resolve():
+            raise InputError(
+                f"--resume {args.resume!r} writes the export there; --export names another directory",
+                field="--export",
+            )
+        args.export = args.resume
     registry = plugin_registry_of(args)
     runs = plan_runs(args.config or [], args.sweep, registry)
     gates = parse_feature_gates(args.feature_gates) if args.feature_gates else {}
@@ -142,6 +162,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     schedule_period = _positive_duration(args.schedule_period, "--schedule-period")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"must be at least 1, got {args.workers}", field="--workers")
+    if args.resume is not None and len(runs) < 2:
+        raise InputError(
+            "resumes a sweep of several runs (--config repeated, --sweep); this one has a single run",
+            field="--resume",
+        )
     loaded = load_inputs(args)
     err = Console(stderr=True)
     on_engine = len(runs) >= ENGINE_RUNS
@@ -159,7 +184,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         sample_every=sample_every,
         pool_label=args.pool_label,
     )
-    if on_engine:
+    if len(runs) > 1 and args.export:
+        results = _run_streamed(args, settings, runs, loaded, err, show_progress, on_engine)
+    elif on_engine:
         results = _run_on_engine(args, settings, runs, loaded, err if show_progress else None)
     else:
         results = run_inline(settings, runs, loaded, err if show_progress else None)
@@ -197,25 +224,88 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_streamed(
+    args: argparse.Namespace,
+    settings: RunSettings,
+    runs: list[RunSpec],
+    loaded: LoadResult,
+    err: Console,
+    show_progress: bool,
+    on_engine: bool,
+) -> list[RunResult]:
+    """Several runs with an export directory: each run's files written as it ends
+    (kubesched.sim.sweep_runs), and with ``--resume`` the runs already there kept, not run again."""
+    from kubesched.sim.sweep_runs import RunStore, fingerprint, workload_digest
+
+    flag = "--resume" if args.resume is not None else "--export"
+    workload = workload_digest(loaded)
+    prints = [fingerprint(run, workload, settings) for run in runs]
+
+    def note(text: str) -> None:
+        if not args.quiet:
+            err.print(escape(text), soft_wrap=True)
+
+    try:
+        store = RunStore(Path(args.export), resume=args.resume is not None)
+        kept = store.kept(runs, prints, note) if args.resume is not None else {}
+    except OSError as exc:
+        raise InputError(f"cannot read or write: {exc}", field=flag) from None
+    if kept:
+        note(f"kept {len(kept)} of {len(runs)} runs finished in {store.directory}")
+    todo = [i for i in range(len(runs)) if i not in kept]
+
+    def write(j: int, result: RunResult) -> None:
+        try:
+            store.write(runs[todo[j]], prints[todo[j]], result)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc}", field=flag) from None
+
+    fresh: list[RunResult] = []
+    if todo and on_engine:
+        fresh = _run_on_engine(
+            args,
+            settings,
+            [runs[i] for i in todo],
+            loaded,
+            err if show_progress else None,
+            on_result=write,
+            kept=len(kept),
+        )
+    elif todo:
+        fresh = run_inline(settings, [runs[i] for i in todo], loaded, err if show_progress else None, write)
+    results = dict(kept)
+    results.update(zip(todo, fresh, strict=True))
+    return [results[i] for i in range(len(runs))]
+
+
 def _run_on_engine(
     args: argparse.Namespace,
     settings: RunSettings,
     runs: list[RunSpec],
     loaded: LoadResult,
     progress: Console | None,
+    *,
+    on_result: Callable[[int, RunResult], None] | None = None,
+    kept: int = 0,
 ) -> list[RunResult]:
     """The runs as tasks of the sweep engine: a local Dask cluster of one worker per run (at most one
-    per core), or the one at ``--cluster``."""
+    per core), or the one at ``--cluster``. ``kept``: runs of the sweep done before, which the
+    progress bar counts as done from the start."""
     # Imported here: only several runs pay for the engine's import.
     from kubesched.sim.sweep_engine import SweepEngine, SweepProgress
 
     workers = args.workers or min(len(runs), os.cpu_count() or 1)
     bar = SweepProgress("runs", progress) if progress is not None else None
+    total = len(runs) + kept
+
+    def on_done(done: int, _: int) -> None:
+        if bar is not None:
+            bar(kept + done, total)
+
     try:
         with SweepEngine(args.cluster, workers) as engine:
-            if bar is not None:
-                bar(0, len(runs))
-            return run_on_engine(engine, settings, runs, loaded, bar)
+            on_done(0, len(runs))
+            return run_on_engine(engine, settings, runs, loaded, on_done, on_result)
     finally:
         if bar is not None:
             bar.stop()

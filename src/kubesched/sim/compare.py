@@ -337,12 +337,16 @@ def run_inline(
     runs: Sequence[RunSpec],
     loaded: LoadResult,
     progress: Console | None = None,
+    on_result: Callable[[int, RunResult], None] | None = None,
 ) -> list[RunResult]:
-    """The runs one after the other in this process, in order; ``loaded`` is spent after."""
+    """The runs one after the other in this process, in order; ``loaded`` is spent after.
+    ``on_result(i, result)`` as each run ends."""
     done: list[RunResult] = []
     for i, run in enumerate(runs):
         last = i == len(runs) - 1
         done.append(run_one(settings, run, loaded, release=last, progress=progress))
+        if on_result is not None:
+            on_result(i, done[-1])
         if not last:
             # A run's cluster is cyclic garbage once it returns, and the collector's thresholds
             # (kubesched.runtime.collector) make full passes rare: without one, every run would
@@ -357,9 +361,11 @@ def run_on_engine(
     runs: Sequence[RunSpec],
     loaded: LoadResult,
     on_done: Callable[[int, int], None] | None = None,
+    on_result: Callable[[int, RunResult], None] | None = None,
 ) -> list[RunResult]:
     """The runs as tasks of ``engine`` (started), the settings and the workload shipped once per
-    worker; ``on_done(finished, total)`` after each run. The results come in the order of ``runs``."""
+    worker; ``on_result(i, result)`` as run ``i`` ends, whatever its place in ``runs``, then
+    ``on_done(finished, total)``. The results come in the order of ``runs``."""
     settings_f = engine.share(settings)
     loaded_f = engine.share(loaded)
     results: dict[int, RunResult] = {}
@@ -368,6 +374,8 @@ def run_on_engine(
         if isinstance(result, InputError):
             raise result
         results[int(key)] = result
+        if on_result is not None:
+            on_result(int(key), result)
         if on_done is not None:
             on_done(len(results), len(runs))
     return [results[i] for i in range(len(runs))]
