@@ -6,6 +6,7 @@ Philly replay on a spine/leaf fabric with and without Volcano's network-topology
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,8 @@ from kubesched.cli.options import EXIT_OK, sweep_engine_flags
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
-    from kubesched.sim.sweep_engine import SweepProgress
+    from kubesched.sim.arm_cells import ArmCell
+    from kubesched.sim.gang_experiment import ArmResult
 
 
 def add_parser(sub: Any) -> None:
@@ -191,20 +193,42 @@ def _add_run_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_options(args: argparse.Namespace) -> tuple[Path | None, bool]:
-    """The Parquet directory of the runs (None: not written) and whether to keep those in it."""
+def _check_workers(args: argparse.Namespace) -> None:
     if args.workers is not None and args.workers < 1:
         raise InputError(f"must be at least 1, got {args.workers}", field="--workers")
-    out = args.resume or args.out
-    return (Path(out) / "cells.parquet" if out else None), args.resume is not None
 
 
-def _progress_bar() -> SweepProgress | None:
-    """The runs' progress bar, on a terminal only: stderr piped to a file gets no bar frames."""
+def _run_arms(
+    args: argparse.Namespace,
+    fn: Callable[..., ArmResult],
+    cells: Mapping[str, ArmCell],
+    summary: Callable[[ArmResult], Mapping[str, Any]],
+    schema: Any,
+) -> list[ArmResult]:
+    """The runs of ``cells`` where ``--workers``/``--cluster`` say, each written to
+    ``DIR/cells.parquet/`` with ``--out DIR`` or ``--resume DIR`` (which keeps those there), with a
+    progress bar when stderr is a terminal (piped to a file, it gets no bar frames)."""
+    from kubesched.sim.arm_cells import run_arm_cells
     from kubesched.sim.sweep_engine import SweepProgress
 
+    out = args.resume or args.out
     err = Console(stderr=True)
-    return SweepProgress("runs", err) if err.is_terminal else None
+    bar = SweepProgress("runs", err) if err.is_terminal else None
+    try:
+        return run_arm_cells(
+            fn,
+            cells,
+            summary=summary,
+            schema=schema,
+            out=Path(out) / "cells.parquet" if out else None,
+            resume=args.resume is not None,
+            address=args.cluster,
+            workers=args.workers,
+            progress=bar,
+        )
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def _seeds(text: str) -> list[int]:
@@ -279,7 +303,7 @@ def _positive(value: int, option: str) -> int:
 def cmd_experiment_gangs(args: argparse.Namespace) -> int:
     import math
 
-    from kubesched.sim.arm_cells import GANG_SCHEMA, ArmCell, Shared, gang_cell, run_arm_cells
+    from kubesched.sim.arm_cells import GANG_SCHEMA, ArmCell, Shared, gang_cell
     from kubesched.sim.gang_experiment import ARMS, GangCluster, Job, llm_mix, philly_jobs, summary_rows
 
     scale = _positive(args.scale, "--scale")
@@ -290,7 +314,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
     for arm in arms:
         if arm not in ARMS:
             raise InputError(f"--arms: unknown arm {arm!r}; known: {', '.join(ARMS)}")
-    out, resume = _run_options(args)
+    _check_workers(args)
     default_workloads = "llm,philly" if args.philly else "llm"
     workloads = [w.strip() for w in (args.workloads or default_workloads).split(",") if w.strip()]
     cluster = GangCluster(nodes=nodes)
@@ -329,22 +353,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
             cells[f"{workload}__{arm}"] = ArmCell(
                 (arm, shared_jobs, shared_cluster, workload, args.seed), settings
             )
-    bar = _progress_bar()
-    try:
-        results = run_arm_cells(
-            gang_cell,
-            cells,
-            summary=lambda r: summary_rows([r])[0],
-            schema=GANG_SCHEMA,
-            out=out,
-            resume=resume,
-            address=args.cluster,
-            workers=args.workers,
-            progress=bar,
-        )
-    finally:
-        if bar is not None:
-            bar.stop()
+    results = _run_arms(args, gang_cell, cells, lambda r: summary_rows([r])[0], GANG_SCHEMA)
 
     def num(value: float, digits: int = 0) -> str:
         return "" if math.isnan(value) else f"{value:.{digits}f}"
@@ -398,7 +407,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
 def cmd_experiment_topology(args: argparse.Namespace) -> int:
     import time
 
-    from kubesched.sim.arm_cells import TOPOLOGY_SCHEMA, ArmCell, Shared, run_arm_cells, topology_cell
+    from kubesched.sim.arm_cells import TOPOLOGY_SCHEMA, ArmCell, Shared, topology_cell
     from kubesched.sim.gang_experiment import philly_jobs
     from kubesched.sim.topology_experiment import (
         ARMS,
@@ -419,7 +428,7 @@ def cmd_experiment_topology(args: argparse.Namespace) -> int:
         raise InputError(f"--speedup: must be above 0, got {args.speedup}")
     if not Path(args.philly).is_file():
         raise InputError("no such file", file=str(args.philly))
-    out, resume = _run_options(args)
+    _check_workers(args)
     fabric = load_fabric(Path(args.fabric) if args.fabric else None)
     speedup = args.speedup if args.speedup is not None else fabric.gpus / 256
     jobs = philly_jobs(
@@ -446,22 +455,9 @@ def cmd_experiment_topology(args: argparse.Namespace) -> int:
         for arm in arms
     }
     started = time.perf_counter()
-    bar = _progress_bar()
-    try:
-        results = run_arm_cells(
-            topology_cell,
-            cells,
-            summary=lambda r: topology_rows([r], fabric)[0].as_dict(),
-            schema=TOPOLOGY_SCHEMA,
-            out=out,
-            resume=resume,
-            address=args.cluster,
-            workers=args.workers,
-            progress=bar,
-        )
-    finally:
-        if bar is not None:
-            bar.stop()
+    results = _run_arms(
+        args, topology_cell, cells, lambda r: topology_rows([r], fabric)[0].as_dict(), TOPOLOGY_SCHEMA
+    )
     wall = time.perf_counter() - started
     multi = sum(1 for j in jobs if len(j.workers) > 1)
     pooled = f"; counts summed and numbers averaged over seeds {args.seeds}" if len(seeds) > 1 else ""
