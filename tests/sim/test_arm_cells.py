@@ -16,6 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.sim.arm_cells import (
@@ -29,7 +31,15 @@ from kubesched.sim.arm_cells import (
     run_arm_cells,
     topology_cell,
 )
-from kubesched.sim.gang_experiment import ArmResult, GangCluster, Job, llm_mix, run_arm, summary_rows
+from kubesched.sim.gang_experiment import (
+    ArmResult,
+    GangCluster,
+    Job,
+    JobResult,
+    llm_mix,
+    run_arm,
+    summary_rows,
+)
 from kubesched.sim.sweep_engine import ParquetCells, SweepEngine
 from kubesched.sim.topology_experiment import (
     Fabric,
@@ -121,6 +131,57 @@ def test_a_row_gives_back_the_run_field_for_field() -> None:
     row = arm_row(result, {"--seed": 2}, topology_rows([result], fabric)[0].as_dict())
     assert arm_result(row) == result
     assert row["leaves_hist"] and row["seed"] == 2
+
+
+_times = st.floats(min_value=0.0, max_value=1e7, allow_nan=False)
+_counts = st.integers(min_value=0, max_value=10_000)
+_job_results = st.builds(
+    JobResult,
+    name=st.text(min_size=1, max_size=20),
+    arrival=_times,
+    duration=_times,
+    pods=_counts,
+    gpus=_counts,
+    start=st.none() | _times,
+    end=st.none() | _times,
+    bound_at_end=_counts,
+    racks=_counts,
+    zones=_counts,
+    nodes=_counts,
+    placement=st.lists(st.text(max_size=12), max_size=5).map(tuple),
+)
+
+
+@st.composite
+def _arm_results(draw: st.DrawFn) -> ArmResult:
+    steps = draw(st.integers(min_value=0, max_value=6))
+    series = st.lists(_counts, min_size=steps, max_size=steps)
+    return ArmResult(
+        arm=draw(st.sampled_from(["default", "volcano", "hard"])),
+        workload=draw(st.sampled_from(["llm", "philly"])),
+        total_gpus=draw(_counts),
+        jobs=draw(st.lists(_job_results, max_size=5)),
+        times=draw(st.lists(_times, min_size=steps, max_size=steps)),
+        allocated=draw(series),
+        busy=draw(series),
+        partial_pods=draw(series),
+        partial_gpus=draw(series),
+        virtual_seconds=draw(_times),
+        wall_seconds=draw(_times),
+        cycles=draw(_counts),
+        warnings=draw(st.lists(st.text(max_size=30), max_size=3)),
+        seed=draw(_counts),
+        origin=draw(_times),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(result=_arm_results())
+def test_every_run_comes_back_from_its_parquet_file_as_it_was(tmp_path: Path, result: ArmResult) -> None:
+    # A resumed sweep's report is built from these: any field lost or rounded would change it.
+    sink = ParquetCells(tmp_path / "cells", GANG_SCHEMA)
+    sink.write("run", arm_row(result, {"--seed": 1}, {"jobs": len(result.jobs)}))
+    assert arm_result(sink.read("run")) == result
 
 
 def test_topology_runs_on_the_engine_equal_the_inline_runs_and_each_input_goes_once(
