@@ -349,3 +349,13 @@ def test_cli_engine_options_are_located_errors(
     argv = command or _topology_argv(tmp_path)[:-4]
     assert main([*argv, *extra]) == EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+def test_cli_runs_go_to_an_existing_cluster(engine: SweepEngine, tmp_path: Path) -> None:
+    argv = _topology_argv(tmp_path)[:-4]
+    address = engine.client.scheduler.address
+    out = tmp_path / "sweep"
+    assert main([*argv, "--arms", "none,hard", "--cluster", address, "--out", str(out)]) == EXIT_OK
+    assert pq.read_table(out / "cells.parquet").num_rows == 2
+    # The command's client is gone; the cluster and its workers stay.
+    assert engine.workers == 2
