@@ -6,14 +6,19 @@ Philly replay on a spine/leaf fabric with and without Volcano's network-topology
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from kubesched.cli.options import EXIT_OK, sweep_engine_flags
 from kubesched.errors import InputError
+
+if TYPE_CHECKING:
+    from kubesched.sim.arm_cells import ArmCell
+    from kubesched.sim.gang_experiment import ArmResult
 
 
 def add_parser(sub: Any) -> None:
@@ -118,6 +123,7 @@ def _add_gangs_parser(exp_sub: Any) -> None:
         help="divide Philly's arrivals and durations by this (default 60: a trace hour is a minute)",
     )
     gangs.add_argument("--report", metavar="DIR", help="write summary.csv, jobs.csv and plots here")
+    _add_run_flags(gangs)
     gangs.set_defaults(func=cmd_experiment_gangs)
 
 
@@ -169,7 +175,60 @@ def _add_topology_parser(exp_sub: Any) -> None:
         "seed, the table pooled over them and the spread per seed below it",
     )
     topo.add_argument("--report", metavar="DIR", help="write summary.csv, table.md, jobs.csv and plots here")
+    _add_run_flags(topo)
     topo.set_defaults(func=cmd_experiment_topology)
+
+
+def _add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the runs go (the sweep engine) and where each finished run is written."""
+    sweep_engine_flags(parser, "the runs", "one per run, at most one per core; one run stays in this process")
+    outs = parser.add_mutually_exclusive_group()
+    outs.add_argument(
+        "--out", metavar="DIR", help="write each run to DIR/cells.parquet/ as it finishes (see --resume)"
+    )
+    outs.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="as --out, keeping the runs already in DIR/cells.parquet/ and running only the others",
+    )
+
+
+def _check_workers(args: argparse.Namespace) -> None:
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"must be at least 1, got {args.workers}", field="--workers")
+
+
+def _run_arms(
+    args: argparse.Namespace,
+    fn: Callable[..., ArmResult],
+    cells: Mapping[str, ArmCell],
+    summary: Callable[[ArmResult], Mapping[str, Any]],
+    schema: Any,
+) -> list[ArmResult]:
+    """The runs of ``cells`` where ``--workers``/``--cluster`` say, each written to
+    ``DIR/cells.parquet/`` with ``--out DIR`` or ``--resume DIR`` (which keeps those there), with a
+    progress bar when stderr is a terminal (piped to a file, it gets no bar frames)."""
+    from kubesched.sim.arm_cells import run_arm_cells
+    from kubesched.sim.sweep_engine import SweepProgress
+
+    out = args.resume or args.out
+    err = Console(stderr=True)
+    bar = SweepProgress("runs", err) if err.is_terminal else None
+    try:
+        return run_arm_cells(
+            fn,
+            cells,
+            summary=summary,
+            schema=schema,
+            out=Path(out) / "cells.parquet" if out else None,
+            resume=args.resume is not None,
+            address=args.cluster,
+            workers=args.workers,
+            progress=bar,
+        )
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def _seeds(text: str) -> list[int]:
@@ -244,15 +303,8 @@ def _positive(value: int, option: str) -> int:
 def cmd_experiment_gangs(args: argparse.Namespace) -> int:
     import math
 
-    from kubesched.sim.gang_experiment import (
-        ARMS,
-        GangCluster,
-        Job,
-        llm_mix,
-        philly_jobs,
-        run_arm,
-        summary_rows,
-    )
+    from kubesched.sim.arm_cells import GANG_SCHEMA, ArmCell, Shared, gang_cell
+    from kubesched.sim.gang_experiment import ARMS, GangCluster, Job, llm_mix, philly_jobs, summary_rows
 
     scale = _positive(args.scale, "--scale")
     nodes = _positive(args.nodes, "--nodes") * scale
@@ -262,6 +314,7 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
     for arm in arms:
         if arm not in ARMS:
             raise InputError(f"--arms: unknown arm {arm!r}; known: {', '.join(ARMS)}")
+    _check_workers(args)
     default_workloads = "llm,philly" if args.philly else "llm"
     workloads = [w.strip() for w in (args.workloads or default_workloads).split(",") if w.strip()]
     cluster = GangCluster(nodes=nodes)
@@ -284,10 +337,23 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
             )
         else:
             raise InputError(f"--workloads: unknown workload {workload!r}; known: llm, philly")
-    results = []
+    cells: dict[str, ArmCell] = {}
+    shared_cluster = Shared(cluster)
     for workload, jobs in per_workload.items():
+        shared_jobs = Shared(jobs)
+        settings: dict[str, Any] = {"--nodes": args.nodes, "--scale": scale, "--seed": args.seed}
+        if workload == "philly":
+            settings |= {
+                "--philly": Path(args.philly).name,
+                "--philly-jobs": args.philly_jobs,
+                "--philly-skip": max(0, args.philly_skip),
+                "--time-scale": args.time_scale,
+            }
         for arm in arms:
-            results.append(run_arm(arm, jobs, cluster, workload=workload, seed=args.seed))
+            cells[f"{workload}__{arm}"] = ArmCell(
+                (arm, shared_jobs, shared_cluster, workload, args.seed), settings
+            )
+    results = _run_arms(args, gang_cell, cells, lambda r: summary_rows([r])[0], GANG_SCHEMA)
 
     def num(value: float, digits: int = 0) -> str:
         return "" if math.isnan(value) else f"{value:.{digits}f}"
@@ -341,13 +407,13 @@ def cmd_experiment_gangs(args: argparse.Namespace) -> int:
 def cmd_experiment_topology(args: argparse.Namespace) -> int:
     import time
 
+    from kubesched.sim.arm_cells import TOPOLOGY_SCHEMA, ArmCell, Shared, topology_cell
     from kubesched.sim.gang_experiment import philly_jobs
     from kubesched.sim.topology_experiment import (
         ARMS,
         load_fabric,
         markdown_table,
         pooled_rows,
-        run_topology_arm,
         seed_table,
         topology_rows,
     )
@@ -362,6 +428,7 @@ def cmd_experiment_topology(args: argparse.Namespace) -> int:
         raise InputError(f"--speedup: must be above 0, got {args.speedup}")
     if not Path(args.philly).is_file():
         raise InputError("no such file", file=str(args.philly))
+    _check_workers(args)
     fabric = load_fabric(Path(args.fabric) if args.fabric else None)
     speedup = args.speedup if args.speedup is not None else fabric.gpus / 256
     jobs = philly_jobs(
@@ -373,8 +440,24 @@ def cmd_experiment_topology(args: argparse.Namespace) -> int:
         speedup=speedup,
     )
     seeds = list(dict.fromkeys(_seeds(args.seeds)))
+    settings = {
+        "--philly": Path(args.philly).name,
+        "--philly-jobs": args.philly_jobs,
+        "--philly-skip": max(0, args.philly_skip),
+        "--time-scale": args.time_scale,
+        "--speedup": speedup,
+        "--fabric": Path(args.fabric).name if args.fabric else None,
+    }
+    shared_jobs, shared_fabric = Shared(jobs), Shared(fabric)
+    cells = {
+        f"{arm}__{seed}": ArmCell((arm, shared_jobs, shared_fabric, seed), settings)
+        for seed in seeds
+        for arm in arms
+    }
     started = time.perf_counter()
-    results = [run_topology_arm(arm, jobs, fabric, seed=seed) for seed in seeds for arm in arms]
+    results = _run_arms(
+        args, topology_cell, cells, lambda r: topology_rows([r], fabric)[0].as_dict(), TOPOLOGY_SCHEMA
+    )
     wall = time.perf_counter() - started
     multi = sum(1 for j in jobs if len(j.workers) > 1)
     pooled = f"; counts summed and numbers averaged over seeds {args.seeds}" if len(seeds) > 1 else ""

@@ -50,7 +50,7 @@ from kubesched.sim.gpu_cells import (
     sample_cluster,
     tune_order,
 )
-from kubesched.sim.sweep_engine import ParquetCells, SweepEngine, SweepProgress
+from kubesched.sim.sweep_engine import CellRunner, ParquetCells, SweepEngine, SweepProgress, run_sweep
 
 __all__ = [
     "CELL_SCHEMA",
@@ -342,39 +342,33 @@ def run_grid(
         cell_key(pl.stem, pol, s): (pl, pol, s) for pl in stems.values() for pol in policies for s in seeds
     }
     sink = ParquetCells(out, CELL_SCHEMA, resume=resume) if out is not None else None
-    results: dict[str, CellResult] = {}
-    if sink is not None and resume:
-        for key in sink.done(keys):
-            row = sink.read(key)
-            for col, flag in _SETTINGS.items():
-                if row[col] != settings[col]:
-                    raise InputError(
-                        f"this cell was run with {col} {row[col]!r}, the sweep asks {settings[col]!r}",
-                        file=str(sink.path_of(key)),
-                        field=flag,
-                    )
-            results[key] = _result(row)
-    todo = [k for k in keys if k not in results]
-    started = time.perf_counter()
+
+    def restore(key: str, row: dict[str, Any]) -> CellResult:
+        for col, flag in _SETTINGS.items():
+            if row[col] != settings[col]:
+                raise InputError(
+                    f"this cell was run with {col} {row[col]!r}, the sweep asks {settings[col]!r}",
+                    file=str(sink.path_of(key)) if sink is not None else None,
+                    field=flag,
+                )
+        return _result(row)
+
     bar = SweepProgress() if progress is None else None
-    report = progress or bar or (lambda d, t, s: None)
-    own = engine is None
-    eng = engine or SweepEngine(cluster, workers)
     try:
-        report(len(results), len(keys), started)
-        if todo:
-            if own:
-                eng.start()
-            for key, result in eng.run(
-                _cell, _cells(eng, node_list, every, todo, keys, tie_break, path), _fgd_first(keys)
-            ):
-                if sink is not None:
-                    sink.write(key, _row(result, settings))
-                results[key] = result
-                report(len(results), len(keys), started)
+        results = run_sweep(
+            _cell,
+            list(keys),
+            lambda runner, todo: _cells(runner, node_list, every, todo, keys, tie_break, path),
+            sink=sink,
+            to_row=lambda key, r: _row(r, settings),
+            from_row=restore,
+            engine=engine,
+            address=cluster,
+            workers=workers,
+            progress=progress or bar,
+            priority=_fgd_first(keys),
+        )
     finally:
-        if own:
-            eng.close()
         if bar is not None:
             bar.stop()
     order = {p: i for i, p in enumerate(POLICIES)}
@@ -387,7 +381,7 @@ def _fgd_first(keys: dict[str, tuple[Path, str, int]]) -> Callable[[str], int]:
 
 
 def _cells(
-    engine: SweepEngine,
+    engine: CellRunner,
     node_list: Path,
     every: int,
     todo: Sequence[str],

@@ -13,16 +13,21 @@ its nanny and the scheduler runs its cells again on a live worker; a cell that f
 under a temporary name and renamed, so a sweep stopped at any point leaves only whole cells and a
 later run can skip them (``--resume``). The directory reads as one table
 (``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
+
+:func:`run_sweep` is a whole sweep over them: the cells already in the directory read back, the
+others run on an engine (or in the command's own process, :class:`InlineCells`, for a sweep of one
+cell), each written as it finishes.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -40,7 +45,9 @@ from rich.progress import (
 
 from kubesched.errors import InputError
 
-__all__ = ["ParquetCells", "SweepEngine", "SweepProgress"]
+__all__ = ["CellRunner", "InlineCells", "ParquetCells", "SweepEngine", "SweepProgress", "run_sweep"]
+
+T = TypeVar("T")
 
 
 class SweepEngine:
@@ -244,3 +251,93 @@ class ParquetCells:
             raise InputError(f"expected one cell, found {len(rows)} rows", file=str(path))
         row: dict[str, Any] = rows[0]
         return row
+
+
+class CellRunner(Protocol):
+    """What a sweep's cells run on: :class:`SweepEngine` (started), or :class:`InlineCells`."""
+
+    def share(self, value: Any) -> Any: ...
+
+    def run(
+        self,
+        fn: Callable[..., Any],
+        cells: Iterable[tuple[str, tuple[Any, ...]]],
+        priority: Callable[[str], int] | None = None,
+    ) -> Iterator[tuple[str, Any]]: ...
+
+
+class InlineCells:
+    """The engine's two calls in the command's own process, one cell after the other: for a sweep
+    with one cell to run, where starting a cluster of workers would cost more than it saves."""
+
+    def share(self, value: Any) -> Any:
+        return value
+
+    def run(
+        self,
+        fn: Callable[..., Any],
+        cells: Iterable[tuple[str, tuple[Any, ...]]],
+        priority: Callable[[str], int] | None = None,
+    ) -> Iterator[tuple[str, Any]]:
+        for key, args in cells:
+            yield key, fn(*args)
+
+
+def run_sweep(
+    fn: Callable[..., T | InputError],
+    keys: Sequence[str],
+    cells: Callable[[CellRunner, Sequence[str]], Iterable[tuple[str, tuple[Any, ...]]]],
+    *,
+    sink: ParquetCells | None = None,
+    to_row: Callable[[str, T], Mapping[str, Any]] | None = None,
+    from_row: Callable[[str, dict[str, Any]], T] | None = None,
+    engine: SweepEngine | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+    priority: Callable[[str], int] | None = None,
+    inline_one: bool = False,
+) -> dict[str, T]:
+    """``fn(*args)`` for every cell of ``keys``; the results by key, in the order of ``keys``.
+
+    ``cells(runner, todo)`` gives the ``(key, args)`` of the cells to run, sharing their inputs
+    through ``runner.share``. With a ``sink`` the cells already there are read back through
+    ``from_row(key, row)`` (which refuses a cell of other settings) instead of running, and each
+    cell run is written there through ``to_row(key, result)`` as it finishes. The cells run on ``engine`` when
+    given, else on one started for the sweep (the Dask scheduler at ``address``, or a local cluster
+    of ``workers``); with ``inline_one``, a single cell to run and no ``address`` runs in this
+    process. A cell that returns an :class:`InputError` (bad input it found) stops the sweep with
+    it. ``progress(done, total, started)`` after the cells read back and after each cell run."""
+    done: dict[str, T] = {}
+    if sink is not None:
+        if from_row is None:
+            raise ValueError("a sweep with a sink needs from_row")
+        on_disk = sink.done(keys)
+        done = {key: from_row(key, sink.read(key)) for key in keys if key in on_disk}
+    todo = [k for k in keys if k not in done]
+    started = time.perf_counter()
+    report = progress or (lambda d, t, s: None)
+    report(len(done), len(keys), started)
+    if todo:
+        own = engine is None
+        runner: CellRunner
+        if engine is not None:
+            runner = engine
+        elif inline_one and len(todo) == 1 and address is None:
+            runner = InlineCells()
+        else:
+            runner = engine = SweepEngine(address, workers)
+        try:
+            if own and engine is not None:
+                engine.start()
+            for key, result in runner.run(fn, cells(runner, todo), priority):
+                if isinstance(result, InputError):
+                    raise result
+                if sink is not None and to_row is not None:
+                    sink.write(key, to_row(key, result))
+                done[key] = result
+                report(len(done), len(keys), started)
+        finally:
+            if own and engine is not None:
+                engine.close()
+    return {key: done[key] for key in keys}
