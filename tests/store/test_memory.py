@@ -127,3 +127,25 @@ def test_created_objects_get_distinct_random_version_4_uids():
         assert str(parsed) == uid
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
+
+
+def test_a_forked_process_does_not_repeat_its_parents_uids():
+    import os
+
+    store = MemoryStore()
+    store.create({"kind": "ConfigMap", "metadata": {"name": "before", "namespace": "default"}})
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one uid, written back to the parent
+        try:
+            obj = store.create({"kind": "ConfigMap", "metadata": {"name": "child", "namespace": "default"}})
+            os.write(write, obj["metadata"]["uid"].encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child_uid = os.read(read, 64).decode()
+    os.close(read)
+    mine = store.create({"kind": "ConfigMap", "metadata": {"name": "parent", "namespace": "default"}})
+    assert uuid.UUID(child_uid).version == 4
+    assert child_uid != mine["metadata"]["uid"]

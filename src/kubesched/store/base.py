@@ -134,6 +134,13 @@ class _RandomUids:
         self._lock = threading.Lock()
         self._bytes = b""
         self._at = 0
+        # A forked child must not hand out the bytes its parent still holds.
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._bytes = b""
+        self._at = 0
 
     def __call__(self) -> str:
         with self._lock:
