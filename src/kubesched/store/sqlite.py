@@ -63,7 +63,7 @@ _SERIES_KEPT = 10_000
 #: ``WITHOUT ROWID`` table clustered on the key: in the latter a row of more than about 1 KB (a
 #: bound, running pod) spills into overflow pages on every write and each write lands in the
 #: middle of the key order; here a replaced row is appended at the end and the key index holds
-#: only the short key (a served pod's four writes cost about half as much).
+#: only the short key (bench/sqlite_rows.py: about 40 % less CPU for the served write mix).
 _OBJECTS = """
 CREATE TABLE IF NOT EXISTS {name} (
     kind TEXT NOT NULL,
