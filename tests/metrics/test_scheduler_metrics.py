@@ -175,3 +175,39 @@ def test_two_schedulers_keep_their_own_metrics() -> None:
     attempts = "scheduler_schedule_attempts_total"
     assert sample(first.exposition(), attempts, result="scheduled") == 1
     assert sample(second.exposition(), attempts, result="scheduled") == 2
+
+
+class _SlotsFilter:
+    __slots__ = ()
+    name = "SlotsFilter"
+
+    def filter_nodes(self, *args: Any) -> None:
+        return None
+
+
+class _PlainFilter:
+    name = "PlainFilter"
+
+    def filter_nodes(self, *args: Any) -> None:
+        return None
+
+
+def test_sampled_cycles_time_the_plugins_that_take_attributes_and_run_the_others_as_they_are() -> None:
+    from types import SimpleNamespace
+
+    from kubesched.metrics.instrument import PLUGIN_POINTS, PluginTimers
+
+    slots, plain = _SlotsFilter(), _PlainFilter()
+    lists: dict[str, Any] = {attr: [] for attr in PLUGIN_POINTS}
+    lists["filter"] = [slots, plain]
+    fwk = SimpleNamespace(**lists, score=[], _normalizers={})
+    metrics = SchedulerMetrics(plugin_sample_percent=100, sample_seed=0, process=False)
+    timers = PluginTimers(fwk, metrics.kube)  # type: ignore[arg-type]
+    for on in (True, False, True):
+        timers.switch(on)
+        slots.filter_nodes()
+        plain.filter_nodes()
+    plugin = "scheduler_plugin_execution_duration_seconds_count"
+    text = metrics.exposition()
+    assert sample(text, plugin, plugin="PlainFilter", extension_point="Filter", status="Success") == 2
+    assert sample(text, plugin, plugin="SlotsFilter", extension_point="Filter") is None

@@ -4,6 +4,7 @@ store and push to a watch."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -111,3 +112,40 @@ def test_bind_sets_the_node_and_the_condition_once():
         store.bind("default", "p2", "other", "n1")
     with pytest.raises(NotFound, match=r"^pod default/p3 not found$"):
         store.bind("default", "p3", "", "n1")
+
+
+def test_created_objects_get_distinct_random_version_4_uids():
+    store = MemoryStore()
+    made = [
+        store.create({"kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": "default"}})
+        for i in range(600)  # past one read of random bytes
+    ]
+    uids = [obj["metadata"]["uid"] for obj in made]
+    assert len(set(uids)) == len(uids)
+    for uid in uids:
+        parsed = uuid.UUID(uid)
+        assert str(parsed) == uid
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
+
+
+def test_a_forked_process_does_not_repeat_its_parents_uids():
+    import os
+
+    store = MemoryStore()
+    store.create({"kind": "ConfigMap", "metadata": {"name": "before", "namespace": "default"}})
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one uid, written back to the parent
+        try:
+            obj = store.create({"kind": "ConfigMap", "metadata": {"name": "child", "namespace": "default"}})
+            os.write(write, obj["metadata"]["uid"].encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child_uid = os.read(read, 64).decode()
+    os.close(read)
+    mine = store.create({"kind": "ConfigMap", "metadata": {"name": "parent", "namespace": "default"}})
+    assert uuid.UUID(child_uid).version == 4
+    assert child_uid != mine["metadata"]["uid"]

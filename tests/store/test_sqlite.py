@@ -56,6 +56,40 @@ def test_objects_and_versions_survive_reopen(tmp_path):
     again.close()
 
 
+def test_a_database_of_an_earlier_layout_opens_with_its_objects_and_versions(tmp_path):
+    db = tmp_path / "state.db"
+    store = SqliteStore(db)
+    store.create(_node("n1"))
+    pod = store.create(_pod("p1"))
+    bound = store.bind("default", "p1", pod["metadata"]["uid"], "n1")
+    last = store.resource_version
+    store.close()
+    # Rewrite the objects into the clustered (WITHOUT ROWID) table earlier versions created.
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT kind, namespace, name, rv, data FROM objects").fetchall()
+    conn.executescript(
+        "DROP TABLE objects; CREATE TABLE objects (kind TEXT NOT NULL, namespace TEXT NOT NULL, "
+        "name TEXT NOT NULL, rv INTEGER NOT NULL, data BLOB NOT NULL, "
+        "PRIMARY KEY (kind, namespace, name)) WITHOUT ROWID;"
+    )
+    conn.executemany("INSERT INTO objects VALUES (?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+
+    again = SqliteStore(db)
+    assert again.get("Pod", "default", "p1") == bound
+    assert again.resource_version == last
+    again.update({**bound, "metadata": {**bound["metadata"], "labels": {"a": "b"}}})
+    again.close()
+    third = SqliteStore(db)
+    assert third.get("Pod", "default", "p1")["metadata"]["labels"] == {"a": "b"}
+    third.close()
+    conn = sqlite3.connect(db)
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'objects'").fetchone()
+    conn.close()
+    assert "WITHOUT ROWID" not in sql.upper()
+
+
 def test_stale_update_conflicts_and_missing_delete(tmp_path):
     store = SqliteStore(tmp_path / "s.db")
     node = store.create(_node("n1"))

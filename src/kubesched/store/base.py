@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -119,6 +121,41 @@ class Watch:
     def close(self) -> None:
         self.closed = True
         self._events.clear()
+
+
+class _RandomUids:
+    """Random (version 4) UUIDs as strings, as ``str(uuid.uuid4())`` makes them, from random bytes
+    read a few kilobytes at a time: a served pod takes two (itself and its Scheduled event), and
+    a ``UUID`` object and a system call each cost more than the formatting."""
+
+    _CHUNK = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bytes = b""
+        self._at = 0
+        # A forked child must not hand out the bytes its parent still holds.
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._bytes = b""
+        self._at = 0
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._at >= len(self._bytes):
+                self._bytes = os.urandom(self._CHUNK)
+                self._at = 0
+            raw = self._bytes[self._at : self._at + 16]
+            self._at += 16
+        h = raw.hex()
+        # The version nibble is 4 and the variant bits 10 (RFC 9562), as uuid4 sets them.
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+#: A new random uid for an object (metadata.uid), as kube-apiserver gives each object it creates.
+random_uid = _RandomUids()
 
 
 def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:

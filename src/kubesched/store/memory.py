@@ -16,7 +16,6 @@ import functools
 import itertools
 import math
 import threading
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -32,6 +31,7 @@ from kubesched.store.base import (
     Watch,
     WatchEvent,
     object_key,
+    random_uid,
 )
 
 P = ParamSpec("P")
@@ -94,7 +94,7 @@ class MemoryStore:
     def _new_uid(self) -> str:
         if self._uid_counter is not None:
             return f"00000000-0000-0000-0000-{next(self._uid_counter):012d}"
-        return str(uuid.uuid4())
+        return random_uid()
 
     def _emit(self, event: WatchEvent) -> None:
         for w in self._watches:

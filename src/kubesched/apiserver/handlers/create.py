@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,7 @@ from kubesched.errors import InputError
 from kubesched.registry.admission import admit
 from kubesched.registry.errors import ApiError, already_exists
 from kubesched.registry.strategy import Strategy
-from kubesched.store.base import AlreadyExists, ClusterStore, Obj
+from kubesched.store.base import AlreadyExists, ClusterStore, Obj, random_uid
 from kubesched.store.memory import format_timestamp
 
 if TYPE_CHECKING:
@@ -69,5 +68,5 @@ def _dry_created(store: ClusterStore, strategy: Strategy, obj: dict[str, Any]) -
     meta = obj["metadata"]
     if store.get(strategy.store_kind, meta.get("namespace"), meta["name"]) is not None:
         raise AlreadyExists(meta["name"])
-    obj["metadata"] = {**meta, "uid": str(uuid.uuid4()), "creationTimestamp": format_timestamp(time.time())}
+    obj["metadata"] = {**meta, "uid": random_uid(), "creationTimestamp": format_timestamp(time.time())}
     return obj
