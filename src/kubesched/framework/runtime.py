@@ -41,9 +41,11 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     RowFilterPlugin,
+    RowScorePlugin,
     ScoreNormalizer,
     ScorePlugin,
 )
+from kubesched.framework.kept_scores import KeptScores
 from kubesched.framework.nominated_pods import NominatedColumns, PodNominator
 from kubesched.framework.out_of_tree import ADAPTED_FILTER_ROWS
 from kubesched.framework.plugin_instances import build_plugins
@@ -111,6 +113,15 @@ def _quoted(name: str) -> str:
 
 def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginError:
     return PluginError(pl.name, point.value, message)
+
+
+def _scores_of(
+    pl: ScorePlugin, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray, check: bool
+) -> IntArray:
+    raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
+    if check and raw.shape != slots.shape:
+        raise ValueError(f"returned scores of shape {raw.shape}, expected {slots.shape} (one per node)")
+    return raw
 
 
 def _checked_and_normalizers(
@@ -208,6 +219,11 @@ class Framework:
         weights = [ref.weight or 1 for ref in profile.plugins.get(ep.SCORE, [])]
         self.score: list[tuple[ScorePlugin, int]] = list(zip(scorers, weights, strict=True))
         self._checked, self._normalizers = _checked_and_normalizers(self.filter, self.score)
+        #: Raw scores kept between cycles for the Score plugins that score each row alone; turned
+        #: off (``keep_scores = False``) every row is scored every cycle.
+        self.kept_scores = KeptScores()
+        self.keep_scores = True
+        self._row_scorers = frozenset(pl.name for pl, _ in self.score if isinstance(pl, RowScorePlugin))
         self.reserve = conforming(
             ep.RESERVE, [pl for pl in placed[ep.RESERVE] if isinstance(pl, ReservePlugin)], ReservePlugin
         )
@@ -768,15 +784,28 @@ class Framework:
         """Score, normalize and weight; returns the total per candidate slot."""
         total: IntArray | None = None
         checked = self._checked
+        row_scorers = self._row_scorers
+        # A fork's rows differ from its base's under the same stamps.
+        keep = self.keep_scores and not table.is_fork
         for pl, weight in self.score:
             if pl.name in state.skip_score_plugins:
                 continue
             check = pl.name in checked
             try:
-                raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
-                if check and raw.shape != slots.shape:
-                    raise ValueError(
-                        f"returned scores of shape {raw.shape}, expected {slots.shape} (one per node)"
+                key = (
+                    pl.row_score_key(state, pod)  # type: ignore[attr-defined]
+                    if pl.name in row_scorers and keep
+                    else None
+                )
+                if key is None:
+                    raw = _scores_of(pl, state, pod, table, slots, check)
+                else:
+                    raw = self.kept_scores.raw_scores(
+                        pl.name,
+                        key,
+                        table,
+                        slots,
+                        functools.partial(_scores_of, pl, state, pod, table, check=check),
                     )
             except Exception as exc:
                 raise _plugin_error(

@@ -12,6 +12,7 @@ The float arithmetic follows the Go code operation by operation, so scores agree
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -129,6 +130,11 @@ class NodeResourcesBalancedAllocation:
             return Status(Code.SKIP)
         state.write(PRE_SCORE_KEY, requests)
         return None
+
+    def row_score_key(self, state: CycleState, pod: Pod) -> Hashable | None:
+        """A node's score depends on the pod's requests and that node's row only."""
+        requests: list[int] | None = state.get(PRE_SCORE_KEY)
+        return tuple(requests if requests is not None else self._pod_requests(pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
         pod_requests: list[int] | None = state.get(PRE_SCORE_KEY)

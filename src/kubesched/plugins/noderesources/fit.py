@@ -11,6 +11,7 @@ with the non-zero defaults (100m / 200Mi) like upstream.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -395,6 +396,11 @@ class NodeResourcesFit:
             total += requested * MAX_NODE_SCORE // capacity * weight
             weights += weight
         return total // weights if weights else 0
+
+    def row_score_key(self, state: CycleState, pod: Pod) -> Hashable | None:
+        """A node's score depends on the pod's scored requests and that node's row only."""
+        requests: list[int] | None = state.get(PRE_SCORE_KEY)
+        return tuple(requests if requests is not None else self.score_requests(pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray) -> IntArray:
         # Without PreScore (disabled at preScore) the requests are computed here, as upstream does.
