@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -124,6 +124,38 @@ def _scores_of(
     return raw
 
 
+#: The key of the kept weighted sum, beside the plugins' own names.
+_WEIGHTED_SUM = ""
+
+
+def _row_score_key(pl: ScorePlugin, state: CycleState, pod: Pod) -> Hashable | None:
+    key: Hashable | None = pl.row_score_key(state, pod)  # type: ignore[attr-defined]
+    return key
+
+
+def _weighted_sum(
+    summed: list[tuple[ScorePlugin, int, Hashable]],
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    rows: IntArray,
+) -> IntArray:
+    total: IntArray | None = None
+    for pl, weight, _ in summed:
+        try:
+            raw = np.asarray(pl.score_nodes(state, pod, table, rows), dtype=np.int64)
+        except Exception as exc:
+            raise _plugin_error(
+                pl,
+                ExtensionPoint.SCORE,
+                f"running Score plugins: plugin {_quoted(pl.name)} failed with: {exc}",
+            ) from exc
+        part = raw * weight if weight != 1 else raw
+        total = part.copy() if total is None else total + part
+    assert total is not None
+    return total
+
+
 def _checked_and_normalizers(
     filters: list[FilterPlugin], score: list[tuple[ScorePlugin, int]]
 ) -> tuple[frozenset[str], dict[str, Callable[[CycleState, Pod, IntArray], None]]]:
@@ -224,6 +256,7 @@ class Framework:
         self.kept_scores = KeptScores()
         self.keep_scores = True
         self._row_scorers = frozenset(pl.name for pl, _ in self.score if isinstance(pl, RowScorePlugin))
+        self._summable = self._row_scorers - self._checked - set(self._normalizers)
         self.reserve = conforming(
             ep.RESERVE, [pl for pl in placed[ep.RESERVE] if isinstance(pl, ReservePlugin)], ReservePlugin
         )
@@ -787,16 +820,34 @@ class Framework:
         row_scorers = self._row_scorers
         # A fork's rows differ from its base's under the same stamps.
         keep = self.keep_scores and not table.is_fork
+        summed: list[tuple[ScorePlugin, int, Hashable]] = []
+        if keep and details is None and self._summable:
+            # The plugins whose scores are used as they come (no NormalizeScore, no checks) are
+            # kept as one weighted sum per row: one lookup per cycle instead of one per plugin.
+            for pl, weight in self.score:
+                if pl.name in self._summable and pl.name not in state.skip_score_plugins:
+                    key = _row_score_key(pl, state, pod)
+                    if key is not None:
+                        summed.append((pl, weight, key))
+            if summed:
+                total = self.kept_scores.raw_scores(
+                    _WEIGHTED_SUM,
+                    tuple((pl.name, weight, key) for pl, weight, key in summed),
+                    table,
+                    slots,
+                    functools.partial(_weighted_sum, summed, state, pod, table),
+                )
+        skip = (
+            state.skip_score_plugins.union(pl.name for pl, _, _ in summed)
+            if summed
+            else state.skip_score_plugins
+        )
         for pl, weight in self.score:
-            if pl.name in state.skip_score_plugins:
+            if pl.name in skip:
                 continue
             check = pl.name in checked
             try:
-                key = (
-                    pl.row_score_key(state, pod)  # type: ignore[attr-defined]
-                    if pl.name in row_scorers and keep
-                    else None
-                )
+                key = _row_score_key(pl, state, pod) if pl.name in row_scorers and keep else None
                 if key is None:
                     raw = _scores_of(pl, state, pod, table, slots, check)
                 else:
