@@ -6,7 +6,7 @@ For a Score plugin whose raw score (before NormalizeScore) of a row depends only
 from the pod (:class:`~kubesched.framework.interfaces.RowScorePlugin`) and on that row of the
 :class:`~kubesched.cache.node_table.NodeTable`, the score of a row that has not changed since it
 was last computed for the same key is the same number: it is kept, and only the rows written since
-(their ``row_stamp`` moved: a pod assumed, bound, forgotten or removed, the node updated, deleted
+(the table's ``change_log``: a pod assumed, bound, forgotten or removed, the node updated, deleted
 or replaced) are scored again. NormalizeScore and the weights still run over the cycle's rows.
 """
 
@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from kubesched.cache.node_table import NodeTable
-from kubesched.framework.types import IntArray
+from kubesched.framework.types import BoolArray, IntArray
 
 __all__ = ["KeptScores"]
 
-#: Keys kept per plugin: pods of a few shapes alternate in a queue, and each key holds two arrays
-#: of one value per row (16 bytes a row: 16 MB at 1,000,000 nodes).
+#: Keys kept per plugin: pods of a few shapes alternate in a queue, and each key holds one score
+#: and one flag per row (9 bytes a row: 9 MB at 1,000,000 nodes).
 KEYS_PER_PLUGIN = 2
 
 
@@ -34,21 +34,14 @@ class _Entry:
     capacity: int
     num_resources: int
     scores: IntArray
-    #: The row's ``row_stamp`` when its score was computed; -1: never.
-    stamps: IntArray = field(repr=False)
-
-    def fits(self, table: NodeTable) -> bool:
-        # Stamps count per table, so another table (a rebuilt snapshot) shares none of them; a new
-        # resource column changes what "absent" means for a resource on every row.
-        return (
-            self.table() is table
-            and self.capacity == table.capacity
-            and self.num_resources == table.num_resources
-        )
+    #: Whether the row's kept score is current.
+    current: BoolArray
+    #: Position in the table's change log up to which changes are applied to ``current``.
+    read: int
 
 
 class KeptScores:
-    """Raw scores per (plugin, key) and row, with the row stamp each was computed at."""
+    """Raw scores per (plugin, key) and row, and which of them are still current."""
 
     def __init__(self) -> None:
         self._entries: dict[str, dict[Hashable, _Entry]] = {}
@@ -68,7 +61,18 @@ class KeptScores:
         score is missing or stale. Returns a new array (callers normalize it in place)."""
         per_key = self._entries.setdefault(plugin, {})
         entry = per_key.get(key)
-        if entry is None or not entry.fits(table):
+        start = table.change_log_start
+        log = table.change_log
+        if (
+            entry is None
+            # Another table (a rebuilt snapshot) has other rows; a new resource column changes what
+            # "absent" means for a resource on every row; a reader that fell behind a restarted log
+            # cannot tell which rows changed.
+            or entry.table() is not table
+            or entry.capacity != table.capacity
+            or entry.num_resources != table.num_resources
+            or entry.read < start
+        ):
             if entry is None and len(per_key) >= KEYS_PER_PLUGIN:
                 del per_key[next(iter(per_key))]
             entry = _Entry(
@@ -76,16 +80,23 @@ class KeptScores:
                 table.capacity,
                 table.num_resources,
                 np.zeros(table.capacity, dtype=np.int64),
-                np.full(table.capacity, -1, dtype=np.int64),
+                np.zeros(table.capacity, dtype=np.bool_),
+                start + len(log),
             )
             per_key[key] = entry
-        current = table.row_stamp.take(slots)
-        stale = np.flatnonzero(current != entry.stamps.take(slots))
-        if len(stale):
-            rows = slots.take(stale) if len(stale) != len(slots) else slots
-            fresh = score(rows)
-            entry.scores[rows] = fresh
-            entry.stamps[rows] = current.take(stale) if len(stale) != len(slots) else current
-            if len(stale) == len(slots):
-                return fresh
+        elif entry.read < start + len(log):
+            current = entry.current
+            for rows in log[entry.read - start :]:
+                current[rows] = False
+            entry.read = start + len(log)
+        ok = entry.current.take(slots)
+        if ok.all():
+            return entry.scores.take(slots)
+        stale = np.flatnonzero(~ok)
+        rows = slots.take(stale) if len(stale) != len(slots) else slots
+        fresh = score(rows)
+        entry.scores[rows] = fresh
+        entry.current[rows] = True
+        if len(stale) == len(slots):
+            return fresh
         return entry.scores.take(slots)
