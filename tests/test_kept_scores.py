@@ -11,9 +11,12 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
+from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.runtime import Framework
+from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.noderesources.fit import FEW_ROWS, NodeResourcesFit
 from kubesched.sim.simulation import Simulation
 
 GPU = "example.com/gpu"
@@ -160,3 +163,53 @@ def test_kept_scores_follow_a_node_that_fills_up() -> None:
         sim.run()
     on = [o["spec"]["nodeName"] for o in sim.store.list("Pod")]
     assert sorted(on.count(n) for n in ("n0", "n1")) == [3, 3]
+
+
+def table_of(nodes: list[tuple[int, int]], used: list[tuple[int, int, int]]) -> Any:
+    """A snapshot table of nodes (milli-CPU, memory bytes) and bound pods (node, milli-CPU, bytes)."""
+    cache = SchedulerCache()
+    for i, (cpu, memory) in enumerate(nodes):
+        alloc = {"cpu": f"{cpu}m", "memory": str(memory), "pods": "110"}
+        cache.add_node(
+            Node.from_dict({"kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"allocatable": alloc}})
+        )
+    for k, (i, cpu, memory) in enumerate(used):
+        requests = {"cpu": f"{cpu}m", "memory": str(memory)}
+        spec = {
+            "nodeName": f"n{i % len(nodes)}",
+            "containers": [{"name": "c", "resources": {"requests": requests}}],
+        }
+        cache.add_pod(
+            Pod.from_dict({"kind": "Pod", "metadata": {"name": f"u{k}", "uid": f"u{k}"}, "spec": spec})
+        )
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    return snap.table
+
+
+amounts = st.one_of(st.integers(0, 64_000), st.integers(0, 2**62))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(amounts, amounts), min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 100), st.integers(0, 8000), st.integers(0, 2**34)), max_size=12),
+    st.tuples(st.integers(0, 8000), st.integers(0, 2**34)),
+)
+def test_a_few_rows_score_as_many_rows_do(
+    nodes: list[tuple[int, int]], used: list[tuple[int, int, int]], request: tuple[int, int]
+) -> None:
+    # Kept scores rescore a few rows at a time, row by row; a full cycle scores thousands with
+    # array operations: every row must get the same number both ways.
+    table = table_of(nodes, used)
+    requests = {"cpu": f"{request[0]}m", "memory": str(request[1])}
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    the_pod = Pod.from_dict({"kind": "Pod", "metadata": {"name": "p", "uid": "p"}, "spec": spec})
+    rows = np.flatnonzero(table.valid)
+    many = np.resize(rows, max(len(rows), 3 * FEW_ROWS))  # repeated rows: the array path
+    for plugin in (NodeResourcesFit(None), NodeResourcesBalancedAllocation()):
+        state = CycleState()
+        plugin.pre_score(state, the_pod, table, many)
+        together = plugin.score_nodes(state, the_pod, table, many).tolist()
+        alone = [int(plugin.score_nodes(state, the_pod, table, many[i : i + 1])[0]) for i in range(len(many))]
+        assert alone == together, plugin.name
