@@ -255,6 +255,9 @@ class Framework:
         #: off (``keep_scores = False``) every row is scored every cycle.
         self.kept_scores = KeptScores()
         self.keep_scores = True
+        #: Set while cycles are sampled for plugin metrics: every Score plugin then runs over every
+        #: row, as upstream's durations measure it.
+        self.kept_scores_paused = False
         self._row_scorers = frozenset(pl.name for pl, _ in self.score if isinstance(pl, RowScorePlugin))
         self._summable = self._row_scorers - self._checked - set(self._normalizers)
         self.reserve = conforming(
@@ -819,7 +822,7 @@ class Framework:
         checked = self._checked
         row_scorers = self._row_scorers
         # A fork's rows differ from its base's under the same stamps.
-        keep = self.keep_scores and not table.is_fork
+        keep = self.keep_scores and not self.kept_scores_paused and not table.is_fork
         summed: list[tuple[ScorePlugin, int, Hashable]] = []
         if keep and details is None and self._summable:
             # The plugins whose scores are used as they come (no NormalizeScore, no checks) are
