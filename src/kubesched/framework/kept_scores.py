@@ -24,8 +24,19 @@ from kubesched.framework.types import BoolArray, IntArray
 __all__ = ["KeptScores"]
 
 #: Keys kept per plugin: pods of a few shapes alternate in a queue, and each key holds one score
-#: and one flag per row (9 bytes a row: 9 MB at 1,000,000 nodes).
-KEYS_PER_PLUGIN = 2
+#: and one flag per row (9 bytes a row: 9 MB at 1,000,000 nodes), within a budget of bytes.
+MAX_KEYS_PER_PLUGIN = 16
+MIN_KEYS_PER_PLUGIN = 2
+BYTES_PER_PLUGIN = 64 << 20
+
+
+#: While most lookups miss, one miss in this many still takes a key.
+_ADMIT_EVERY = 8
+
+
+def keys_per_plugin(capacity: int) -> int:
+    """How many keys a plugin keeps at this many rows."""
+    return max(MIN_KEYS_PER_PLUGIN, min(MAX_KEYS_PER_PLUGIN, BYTES_PER_PLUGIN // (9 * max(capacity, 1))))
 
 
 @dataclass
@@ -45,9 +56,16 @@ class KeptScores:
 
     def __init__(self) -> None:
         self._entries: dict[str, dict[Hashable, _Entry]] = {}
+        #: Per plugin, a running share of lookups that found their key, and a count of misses:
+        #: when pods of more shapes than the kept keys come in turn, every lookup misses and keeping
+        #: costs more than it saves, so most misses then score without keeping (one in
+        #: ``_ADMIT_EVERY`` still takes a key, so a workload that settles on a few shapes gets them).
+        self._found: dict[str, float] = {}
+        self._misses = 0
 
     def clear(self) -> None:
         self._entries.clear()
+        self._found.clear()
 
     def raw_scores(
         self,
@@ -61,6 +79,12 @@ class KeptScores:
         score is missing or stale. Returns a new array (callers normalize it in place)."""
         per_key = self._entries.setdefault(plugin, {})
         entry = per_key.get(key)
+        found = self._found.get(plugin, 1.0) * 0.875
+        self._found[plugin] = found + 0.125 if entry is not None else found
+        if entry is None and len(per_key) >= keys_per_plugin(table.capacity) and found < 0.5:
+            self._misses += 1
+            if self._misses % _ADMIT_EVERY:
+                return score(slots)
         start = table.change_log_start
         log = table.change_log
         if (
@@ -73,22 +97,30 @@ class KeptScores:
             or entry.num_resources != table.num_resources
             or entry.read < start
         ):
-            if entry is None and len(per_key) >= KEYS_PER_PLUGIN:
-                del per_key[next(iter(per_key))]
+            old = entry
+            if old is None and len(per_key) >= keys_per_plugin(table.capacity):
+                old = per_key.pop(next(iter(per_key)))  # the key used longest ago
+            else:
+                per_key.pop(key, None)
+            if old is not None and old.capacity == table.capacity:
+                # Pods of many shapes in turn: reuse the arrays rather than allocate rows' worth.
+                scores, current = old.scores, old.current
+                current.fill(False)
+            else:
+                scores = np.zeros(table.capacity, dtype=np.int64)
+                current = np.zeros(table.capacity, dtype=np.bool_)
             entry = _Entry(
-                weakref.ref(table),
-                table.capacity,
-                table.num_resources,
-                np.zeros(table.capacity, dtype=np.int64),
-                np.zeros(table.capacity, dtype=np.bool_),
-                start + len(log),
+                weakref.ref(table), table.capacity, table.num_resources, scores, current, start + len(log)
             )
             per_key[key] = entry
-        elif entry.read < start + len(log):
-            current = entry.current
-            for rows in log[entry.read - start :]:
-                current[rows] = False
-            entry.read = start + len(log)
+        else:
+            if len(per_key) > 1:
+                per_key[key] = per_key.pop(key)  # the most recently used last
+            if entry.read < start + len(log):
+                current = entry.current
+                for rows in log[entry.read - start :]:
+                    current[rows] = False
+                entry.read = start + len(log)
         ok = entry.current.take(slots)
         if ok.all():
             return entry.scores.take(slots)
