@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from tests.metrics.conftest import bucket_bounds, sample, samples
 from tests.test_scheduler import make_node, make_pod
 
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
 from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.sim.simulation import Simulation
 
@@ -211,3 +214,25 @@ def test_sampled_cycles_time_the_plugins_that_take_attributes_and_run_the_others
     text = metrics.exposition()
     assert sample(text, plugin, plugin="PlainFilter", extension_point="Filter", status="Success") == 2
     assert sample(text, plugin, plugin="SlotsFilter", extension_point="Filter") is None
+
+
+def test_sampled_cycles_time_score_plugins_even_where_scores_are_kept() -> None:
+    # Scores kept between cycles would spare NodeResourcesFit a call when none of the rows changed;
+    # a sampled cycle still runs and times every Score plugin, as upstream's does.
+    sim, metrics = run([*(make_node(f"n{i}") for i in range(200)), make_pod("a")], sample_percent=100)
+    sched = sim.scheduler
+    fwk = sched.profiles[PROFILE]
+    probe = Pod.from_dict({**make_pod("probe"), "metadata": {"name": "probe", "uid": "uid-probe"}})
+    table = sched.snapshot.table
+    slots = np.flatnonzero(table.valid)[:150]
+    plugin = "scheduler_plugin_execution_duration_seconds_count"
+
+    def scored() -> float:
+        return sample(metrics.exposition(), plugin, plugin="NodeResourcesFit", extension_point="Score") or 0
+
+    before = scored()
+    for _ in range(2):
+        state = CycleState()
+        fwk.run_pre_score(state, probe, table, slots)
+        fwk.run_score(state, probe, table, slots, None)
+    assert scored() == before + 2

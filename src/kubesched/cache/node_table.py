@@ -49,6 +49,9 @@ BoolArray = NDArray[np.bool_]
 _RECHECK_ABOVE = INT64_MAX // 1024
 #: Rows changed between two headroom queries beyond which the bounds are recomputed instead.
 _FLOOR_LOG_LIMIT = 64
+#: Entries of :attr:`NodeTable.change_log` kept before it starts over (a reader further behind
+#: starts over too).
+_CHANGE_LOG_LIMIT = 1 << 16
 #: Tables up to this many resource columns write a row's usage from a list in one assignment.
 _ROW_AS_LIST_WIDTH = 16
 
@@ -115,6 +118,11 @@ class NodeTable:
         #: row write, so a reused fork (:meth:`refork`) knows which rows to copy again.
         self.row_stamp: IntArray = np.zeros(capacity, dtype=np.int64)
         self._stamp = 0
+        #: The rows changed in this (base) table, in order (a slot or an array of slots each), for
+        #: readers that follow changes row by row; ``change_log_start``: how many entries were
+        #: dropped before the first one. A reader keeps its position (start + entries read).
+        self.change_log: list[int | IntArray] = []
+        self.change_log_start = 0
         #: In a fork made by :meth:`refork`: its base, the base's stamps it has copied, and the rows
         #: it has changed since (``None`` elsewhere).
         self._base: NodeTable | None = None
@@ -267,6 +275,12 @@ class NodeTable:
         if self._own_masks is None:
             self._stamp += 1
             self.row_stamp[slots] = self._stamp
+            changes = self.change_log
+            # A caller's array may be reused after the call.
+            changes.append(slots if isinstance(slots, int) else np.array(slots))
+            if len(changes) > _CHANGE_LOG_LIMIT:
+                self.change_log_start += len(changes)
+                self.change_log = []
             log = self._floor_log
             if log is not None:
                 if len(log) < _FLOOR_LOG_LIMIT:

@@ -142,6 +142,19 @@ class ScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class RowScorePlugin(Protocol):
+    """A Score plugin whose raw score of a node (before NormalizeScore) is a function of a key it
+    draws from the pod and of that node's row in the :class:`NodeTable` alone: not of the other
+    nodes, the feasible set or anything PreScore gathers across nodes. The framework keeps such
+    scores between cycles and rescores only the rows written since.
+
+    ``row_score_key`` runs after PreScore, with the cycle's state; None: do not keep this pod's
+    scores."""
+
+    def row_score_key(self, state: CycleState, pod: Pod) -> Hashable | None: ...
+
+
+@runtime_checkable
 class ScoreNormalizer(Protocol):
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> None: ...
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -41,9 +41,11 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     RowFilterPlugin,
+    RowScorePlugin,
     ScoreNormalizer,
     ScorePlugin,
 )
+from kubesched.framework.kept_scores import KeptScores
 from kubesched.framework.nominated_pods import NominatedColumns, PodNominator
 from kubesched.framework.out_of_tree import ADAPTED_FILTER_ROWS
 from kubesched.framework.plugin_instances import build_plugins
@@ -111,6 +113,47 @@ def _quoted(name: str) -> str:
 
 def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginError:
     return PluginError(pl.name, point.value, message)
+
+
+def _scores_of(
+    pl: ScorePlugin, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray, check: bool
+) -> IntArray:
+    raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
+    if check and raw.shape != slots.shape:
+        raise ValueError(f"returned scores of shape {raw.shape}, expected {slots.shape} (one per node)")
+    return raw
+
+
+#: The key of the kept weighted sum, beside the plugins' own names.
+_WEIGHTED_SUM = ""
+
+
+def _row_score_key(pl: ScorePlugin, state: CycleState, pod: Pod) -> Hashable | None:
+    key: Hashable | None = pl.row_score_key(state, pod)  # type: ignore[attr-defined]
+    return key
+
+
+def _weighted_sum(
+    summed: list[tuple[ScorePlugin, int, Hashable]],
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    rows: IntArray,
+) -> IntArray:
+    total: IntArray | None = None
+    for pl, weight, _ in summed:
+        try:
+            raw = np.asarray(pl.score_nodes(state, pod, table, rows), dtype=np.int64)
+        except Exception as exc:
+            raise _plugin_error(
+                pl,
+                ExtensionPoint.SCORE,
+                f"running Score plugins: plugin {_quoted(pl.name)} failed with: {exc}",
+            ) from exc
+        part = raw * weight if weight != 1 else raw
+        total = part.copy() if total is None else total + part
+    assert total is not None
+    return total
 
 
 def _checked_and_normalizers(
@@ -208,6 +251,15 @@ class Framework:
         weights = [ref.weight or 1 for ref in profile.plugins.get(ep.SCORE, [])]
         self.score: list[tuple[ScorePlugin, int]] = list(zip(scorers, weights, strict=True))
         self._checked, self._normalizers = _checked_and_normalizers(self.filter, self.score)
+        #: Raw scores kept between cycles for the Score plugins that score each row alone; turned
+        #: off (``keep_scores = False``) every row is scored every cycle.
+        self.kept_scores = KeptScores()
+        self.keep_scores = True
+        #: Set while cycles are sampled for plugin metrics: every Score plugin then runs over every
+        #: row, as upstream's durations measure it.
+        self.kept_scores_paused = False
+        self._row_scorers = frozenset(pl.name for pl, _ in self.score if isinstance(pl, RowScorePlugin))
+        self._summable = self._row_scorers - self._checked - set(self._normalizers)
         self.reserve = conforming(
             ep.RESERVE, [pl for pl in placed[ep.RESERVE] if isinstance(pl, ReservePlugin)], ReservePlugin
         )
@@ -768,15 +820,46 @@ class Framework:
         """Score, normalize and weight; returns the total per candidate slot."""
         total: IntArray | None = None
         checked = self._checked
+        row_scorers = self._row_scorers
+        # A fork's rows differ from its base's under the same stamps.
+        keep = self.keep_scores and not self.kept_scores_paused and not table.is_fork
+        summed: list[tuple[ScorePlugin, int, Hashable]] = []
+        if keep and details is None and self._summable:
+            # The plugins whose scores are used as they come (no NormalizeScore, no checks) are
+            # kept as one weighted sum per row: one lookup per cycle instead of one per plugin.
+            for pl, weight in self.score:
+                if pl.name in self._summable and pl.name not in state.skip_score_plugins:
+                    key = _row_score_key(pl, state, pod)
+                    if key is not None:
+                        summed.append((pl, weight, key))
+            if summed:
+                total = self.kept_scores.raw_scores(
+                    _WEIGHTED_SUM,
+                    tuple((pl.name, weight, key) for pl, weight, key in summed),
+                    table,
+                    slots,
+                    functools.partial(_weighted_sum, summed, state, pod, table),
+                )
+        skip = (
+            state.skip_score_plugins.union(pl.name for pl, _, _ in summed)
+            if summed
+            else state.skip_score_plugins
+        )
         for pl, weight in self.score:
-            if pl.name in state.skip_score_plugins:
+            if pl.name in skip:
                 continue
             check = pl.name in checked
             try:
-                raw = np.asarray(pl.score_nodes(state, pod, table, slots), dtype=np.int64)
-                if check and raw.shape != slots.shape:
-                    raise ValueError(
-                        f"returned scores of shape {raw.shape}, expected {slots.shape} (one per node)"
+                key = _row_score_key(pl, state, pod) if pl.name in row_scorers and keep else None
+                if key is None:
+                    raw = _scores_of(pl, state, pod, table, slots, check)
+                else:
+                    raw = self.kept_scores.raw_scores(
+                        pl.name,
+                        key,
+                        table,
+                        slots,
+                        functools.partial(_scores_of, pl, state, pod, table, check=check),
                     )
             except Exception as exc:
                 raise _plugin_error(

@@ -172,6 +172,7 @@ class PluginTimers:
         normalizers = self._fwk._normalizers
         for name, fn, timed in self._normalizers:
             normalizers[name] = timed if on else fn
+        self._fwk.kept_scores_paused = on
 
 
 def instrument_framework(fwk: Framework, metrics: KubeSchedulerMetrics) -> None:
