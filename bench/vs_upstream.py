@@ -27,6 +27,7 @@ import asyncio
 import os
 import re
 import shlex
+import shutil
 import signal
 import ssl
 import statistics
@@ -217,12 +218,37 @@ async def request_counts(api: Api) -> Counter[str]:
     return counts
 
 
+@contextmanager
+def sampled(pid: int, out: Path | None) -> Iterator[None]:
+    """py-spy sampling ``pid`` while the block runs: 200 Hz, only the thread holding the GIL (so the
+    shares are of the Python CPU, not of threads waiting), raw collapsed stacks into ``out``."""
+    if out is None:
+        yield
+        return
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    args = [spy, "record", "--pid", str(pid), "--rate", "200", "--gil", "-f", "raw", "-o", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the load starts
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
 def measured_load(
-    side: str, api: Api, pids: dict[str, int], pods: int, clients: int, peak_of: str | None
+    side: str,
+    api: Api,
+    pids: dict[str, int],
+    pods: int,
+    clients: int,
+    peak_of: str | None,
+    profile: Path | None = None,
 ) -> Run:
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     requests_before = asyncio.run(request_counts(api))
-    result = asyncio.run(run_load(api.base, api.token, api.ca, pods=pods, clients=clients, timeout=600))
+    with sampled(pids[peak_of] if peak_of else next(iter(pids.values())), profile):
+        result = asyncio.run(run_load(api.base, api.token, api.ca, pods=pods, clients=clients, timeout=600))
     after = {name: cpu_seconds(pid) for name, pid in pids.items()}
     requests = asyncio.run(request_counts(api)) - requests_before
     if result.failed:
@@ -233,7 +259,9 @@ def measured_load(
     return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak, per_pod)
 
 
-def kube_scheduler_round(nodes: int, pods: int, clients: int, side: str = "kube-scheduler") -> Run:
+def kube_scheduler_round(
+    nodes: int, pods: int, clients: int, side: str = "kube-scheduler", profile: Path | None = None
+) -> Run:
     """refcp with kube-scheduler; the peak memory reported is kube-scheduler's."""
     with refcp(scheduler=True) as env:
         api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
@@ -244,10 +272,12 @@ def kube_scheduler_round(nodes: int, pods: int, clients: int, side: str = "kube-
             "apiserver": refcp_pid("kube-apiserver"),
             "etcd": refcp_pid("etcd"),
         }
-        return measured_load(side, api, pids, pods, clients, "scheduler")
+        return measured_load(side, api, pids, pods, clients, "scheduler", profile)
 
 
-def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> Run:
+def kubesched_run_round(
+    nodes: int, pods: int, clients: int, log_dir: Path, profile: Path | None = None
+) -> Run:
     with refcp(scheduler=False) as env:
         api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
         asyncio.run(create_nodes(api, nodes))
@@ -265,7 +295,7 @@ def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> R
                 "apiserver": refcp_pid("kube-apiserver"),
                 "etcd": refcp_pid("etcd"),
             }
-            return measured_load("kubesched run", api, pids, pods, clients, "scheduler")
+            return measured_load("kubesched run", api, pids, pods, clients, "scheduler", profile)
 
 
 def grant_kubesched_role() -> None:
@@ -344,6 +374,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each side, alternated")
     parser.add_argument("--port", type=int, default=16480, help="serve's port (serve mode)")
+    parser.add_argument(
+        "--only", choices=("upstream", "kubesched"), help="run one side only (scheduler mode)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="sample `kubesched run` with py-spy during each load (raw stacks into DIR/run-N.txt)",
+    )
     args = parser.parse_args()
     if not (REF_DIR / "bin" / "kube-apiserver").exists():
         raise SystemExit(f"refcp is not built in {REF_DIR}: run ../shared/refcp/build.sh")
@@ -354,13 +392,20 @@ def main() -> None:
         columns.append("scheduler peak MiB")
     print("| " + " | ".join(columns) + " |")
     print("| --- " * len(columns) + "|")
-    for _ in range(args.rounds):
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    for n in range(args.rounds):
         pair: list[Callable[[], Run]]
         if args.mode == "scheduler":
+            profile = args.profile / f"run-{n}.txt" if args.profile else None
             pair = [
                 lambda: kube_scheduler_round(args.nodes, args.pods, args.clients),
-                lambda: kubesched_run_round(args.nodes, args.pods, args.clients, log_dir),
+                lambda profile=profile: kubesched_run_round(
+                    args.nodes, args.pods, args.clients, log_dir, profile
+                ),
             ]
+            if args.only:
+                pair = pair[:1] if args.only == "upstream" else pair[1:]
         else:
             pair = [
                 lambda: kube_scheduler_round(args.nodes, args.pods, args.clients, PLANE),
