@@ -14,14 +14,24 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+try:  # libuv's loop: its I/O, TLS and call scheduling are compiled, where asyncio's are Python
+    import uvloop
+except ImportError:  # pragma: no cover - a platform without uvloop wheels
+    uvloop = None  # type: ignore[assignment]
+
 T = TypeVar("T")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop where it is installed, else asyncio's."""
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 
 class LoopThread:
     """An event loop running on its own daemon thread until :meth:`stop`."""
 
     def __init__(self, name: str = "kubesched-remote") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
