@@ -11,11 +11,17 @@ what the API server and etcd spent per pod meanwhile.
 etcd, kube-scheduler with lifted limits) and against ``kubesched serve``: pods/s end to end and
 the CPU per pod of all the server-side processes.
 
+``costs``: what each write of a scheduled pod costs kube-apiserver and etcd, measured alone: the
+pods' creates, then their Bindings, then their ``Scheduled`` events (events.k8s.io/v1), each phase
+from ``--clients`` kept-alive connections while ``--watchers`` pod watches are open, with the CPU
+of both processes per write.
+
 Each round starts a fresh plane (an empty etcd) or a fresh ``serve``; the sides alternate round by
 round so that the machine's load falls on both alike. Run from the repository root:
 
     python bench/vs_upstream.py scheduler --rounds 3
     python bench/vs_upstream.py serve --rounds 3
+    python bench/vs_upstream.py costs --rounds 2
 
 It needs refcp built (``../shared/refcp/build.sh``) and nothing else using its ports.
 """
@@ -27,6 +33,7 @@ import asyncio
 import os
 import re
 import shlex
+import shutil
 import signal
 import ssl
 import statistics
@@ -196,16 +203,25 @@ class Run:
     #: Requests per pod the API server answered during the load, by verb and resource
     #: (kube-apiserver's ``apiserver_request_total``; empty for a server without it).
     requests: dict[str, float] = field(default_factory=dict)
+    #: TCP connections the scheduler process held open to the API server after the load.
+    connections: int = 0
 
 
 async def request_counts(api: Api) -> Counter[str]:
-    """kube-apiserver's count of the requests it answered, by verb and resource/subresource."""
+    """kube-apiserver's count of the requests it answered, by verb and resource/subresource, and of
+    the events it sent on watches, by kind."""
     async with api.session(1) as session, session.get(f"{api.base}/metrics") as resp:
         if resp.status != 200:
             return Counter()
         text = await resp.text()
     counts: Counter[str] = Counter()
     for line in text.splitlines():
+        if line.startswith("apiserver_watch_events_total{"):
+            # What the server encoded and sent on watches, by kind (every watcher's copy).
+            labels_text, _, value = line.rpartition(" ")
+            kind = dict(re.findall(r'(\w+)="([^"]*)"', labels_text)).get("kind", "")
+            counts[f"watch events {kind}"] += int(float(value))
+            continue
         if not line.startswith("apiserver_request_total{"):
             continue
         labels_text, _, value = line.rpartition(" ")
@@ -217,23 +233,66 @@ async def request_counts(api: Api) -> Counter[str]:
     return counts
 
 
+@contextmanager
+def sampled(pid: int, out: Path | None) -> Iterator[None]:
+    """py-spy sampling ``pid`` while the block runs: 200 Hz, only the thread holding the GIL (so the
+    shares are of the Python CPU, not of threads waiting), raw collapsed stacks into ``out``."""
+    if out is None:
+        yield
+        return
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    args = [spy, "record", "--pid", str(pid), "--rate", "200", "--gil", "-f", "raw", "-o", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the load starts
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
+def connections_of(pid: int, url: str) -> int:
+    """Established TCP connections of process ``pid`` to the port of ``url`` (``ss``; 0 without it)."""
+    port = url.rsplit(":", 1)[-1].split("/", 1)[0]
+    try:
+        out = subprocess.run(
+            ["ss", "-Htnp", "state", "established", "dport", "=", f":{port}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in out.splitlines() if f"pid={pid}," in line)
+
+
 def measured_load(
-    side: str, api: Api, pids: dict[str, int], pods: int, clients: int, peak_of: str | None
+    side: str,
+    api: Api,
+    pids: dict[str, int],
+    pods: int,
+    clients: int,
+    peak_of: str | None,
+    profile: Path | None = None,
 ) -> Run:
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     requests_before = asyncio.run(request_counts(api))
-    result = asyncio.run(run_load(api.base, api.token, api.ca, pods=pods, clients=clients, timeout=600))
+    with sampled(pids[peak_of] if peak_of else next(iter(pids.values())), profile):
+        result = asyncio.run(run_load(api.base, api.token, api.ca, pods=pods, clients=clients, timeout=600))
     after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    connections = connections_of(pids[peak_of], api.base) if peak_of else 0
     requests = asyncio.run(request_counts(api)) - requests_before
     if result.failed:
         raise RuntimeError(f"{side}: {result.failed} creates failed")
     cpu = {name: 1000 * (after[name] - before[name]) / pods for name in pids}
     peak = peak_rss_mib(pids[peak_of]) if peak_of else 0.0
     per_pod = {key: n / pods for key, n in requests.most_common() if n / pods >= 0.01}
-    return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak, per_pod)
+    return Run(side, result.pods_per_second, pods / result.create_seconds, cpu, peak, per_pod, connections)
 
 
-def kube_scheduler_round(nodes: int, pods: int, clients: int, side: str = "kube-scheduler") -> Run:
+def kube_scheduler_round(
+    nodes: int, pods: int, clients: int, side: str = "kube-scheduler", profile: Path | None = None
+) -> Run:
     """refcp with kube-scheduler; the peak memory reported is kube-scheduler's."""
     with refcp(scheduler=True) as env:
         api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
@@ -244,10 +303,12 @@ def kube_scheduler_round(nodes: int, pods: int, clients: int, side: str = "kube-
             "apiserver": refcp_pid("kube-apiserver"),
             "etcd": refcp_pid("etcd"),
         }
-        return measured_load(side, api, pids, pods, clients, "scheduler")
+        return measured_load(side, api, pids, pods, clients, "scheduler", profile)
 
 
-def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> Run:
+def kubesched_run_round(
+    nodes: int, pods: int, clients: int, log_dir: Path, profile: Path | None = None
+) -> Run:
     with refcp(scheduler=False) as env:
         api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
         asyncio.run(create_nodes(api, nodes))
@@ -265,7 +326,7 @@ def kubesched_run_round(nodes: int, pods: int, clients: int, log_dir: Path) -> R
                 "apiserver": refcp_pid("kube-apiserver"),
                 "etcd": refcp_pid("etcd"),
             }
-            return measured_load("kubesched run", api, pids, pods, clients, "scheduler")
+            return measured_load("kubesched run", api, pids, pods, clients, "scheduler", profile)
 
 
 def grant_kubesched_role() -> None:
@@ -304,6 +365,142 @@ def serve_round(nodes: int, pods: int, clients: int, log_dir: Path, port: int) -
         return measured_load("kubesched serve", api, {"serve": proc.pid}, pods, clients, None)
 
 
+# -- what each write costs the plane ------------------------------------------------------------------
+def pod_body(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "10m"}}}]},
+    }
+
+
+def binding_body(name: str, uid: str, node_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": "default", "uid": uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+    }
+
+
+def event_body(name: str, uid: str, node_name: str) -> dict[str, Any]:
+    """The Scheduled event as both schedulers write it (events.k8s.io/v1)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": "default"},
+        "eventTime": now,
+        "reportingController": "default-scheduler",
+        "reportingInstance": "default-scheduler-bench",
+        "action": "Binding",
+        "reason": "Scheduled",
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": "default", "uid": uid},
+        "note": f"Successfully assigned default/{name} to {node_name}",
+        "type": "Normal",
+    }
+
+
+async def post_all(api: Api, items: list[tuple[str, dict[str, Any]]], clients: int) -> list[Any]:
+    """POST each (path, body) from ``clients`` kept-alive connections; the answers, in order."""
+    answers: list[Any] = [None] * len(items)
+    async with api.session(clients) as session:
+
+        async def worker(first: int) -> None:
+            for i in range(first, len(items), clients):
+                path, body = items[i]
+                async with session.post(f"{api.base}{path}", data=orjson.dumps(body)) as resp:
+                    raw = await resp.read()
+                    if resp.status not in (200, 201):
+                        raise RuntimeError(f"POST {path}: {resp.status} {raw[:200]!r}")
+                    answers[i] = orjson.loads(raw)
+
+        await asyncio.gather(*(worker(i) for i in range(clients)))
+    return answers
+
+
+def costs_round(nodes: int, pods: int, clients: int, watchers: int) -> dict[str, dict[str, float]]:
+    """refcp without a scheduler: the pods' creates, then their Bindings, then their Scheduled
+    events, each phase timed alone; kube-apiserver's and etcd's CPU per write in each. ``watchers``
+    pod watches stay open meanwhile (a scheduler's and the load generator's)."""
+    out: dict[str, dict[str, float]] = {}
+    with refcp(scheduler=False) as env:
+        api = Api(env["REF_API_URL"], env["REF_TOKEN"], env["REF_CA"])
+        asyncio.run(create_nodes(api, nodes))
+        pids = {"apiserver": refcp_pid("kube-apiserver"), "etcd": refcp_pid("etcd")}
+        names = [f"cost-{i}" for i in range(pods)]
+        pod_path = "/api/v1/namespaces/default/pods"
+
+        async def phases() -> None:
+            async with api.session(watchers + 1) as session:
+                watches = [
+                    asyncio.create_task(_drain_watch(session, f"{api.base}{pod_path}?watch=true"))
+                    for _ in range(watchers)
+                ]
+                await asyncio.sleep(0.5)
+                created = await timed("create pod", [(pod_path, pod_body(n)) for n in names])
+                uids = [c["metadata"]["uid"] for c in created]
+                nodes_of = [f"node-{i % nodes}" for i in range(pods)]
+                await timed(
+                    "POST pods/binding",
+                    [
+                        (f"{pod_path}/{n}/binding", binding_body(n, u, node))
+                        for n, u, node in zip(names, uids, nodes_of, strict=True)
+                    ],
+                )
+                await timed(
+                    "POST events (events.k8s.io/v1)",
+                    [
+                        ("/apis/events.k8s.io/v1/namespaces/default/events", event_body(n, u, node))
+                        for n, u, node in zip(names, uids, nodes_of, strict=True)
+                    ],
+                )
+                for task in watches:
+                    task.cancel()
+                await asyncio.gather(*watches, return_exceptions=True)
+
+        async def timed(what: str, items: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            start = time.monotonic()
+            answers = await post_all(api, items, clients)
+            seconds = time.monotonic() - start
+            # What the watches still have to send is part of the write's cost.
+            await asyncio.sleep(0.5)
+            after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            out[what] = {name: 1000 * (after[name] - before[name]) / len(items) for name in pids}
+            out[what]["per second"] = len(items) / seconds
+            return answers
+
+        asyncio.run(phases())
+    return out
+
+
+async def _drain_watch(session: aiohttp.ClientSession, url: str) -> None:
+    async with session.get(url) as resp:
+        async for _chunk in resp.content.iter_any():
+            pass
+
+
+def costs(args: argparse.Namespace) -> None:
+    rounds = [costs_round(args.nodes, args.pods, args.clients, args.watchers) for _ in range(args.rounds)]
+    print("| write | per second | kube-apiserver CPU ms per write | etcd CPU ms per write |")
+    print("| --- | --- | --- | --- |")
+    for what in rounds[0]:
+        rate = [r[what]["per second"] for r in rounds]
+        api = [r[what]["apiserver"] for r in rounds]
+        etcd = [r[what]["etcd"] for r in rounds]
+
+        def listed(xs: list[float], digits: int) -> str:
+            return ", ".join(f"{x:.{digits}f}" for x in xs)
+
+        print(f"| {what} | {listed(rate, 0)} | {listed(api, 2)} | {listed(etcd, 2)} |")
+    print(
+        f"({args.pods} writes each, {args.clients} clients, {args.watchers} pod watches open; load average "
+        f"{os.getloadavg()[0]:.1f})"
+    )
+
+
 # -- the report ---------------------------------------------------------------------------------------
 def row(run: Run, with_peak: bool) -> str:
     cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run.cpu_ms.items())
@@ -328,6 +525,8 @@ def summary(runs: list[Run]) -> list[str]:
         if requests:
             listed = ", ".join(f"{key} {n:.2f}" for key, n in requests.items())
             out.append(f"  API requests per pod (last run, all clients): {listed}")
+        if mine[-1].connections:
+            out.append(f"  scheduler's connections to the API server after the load: {mine[-1].connections}")
     if len(sides) == 2:
         a, b = ([r.pods_per_second for r in runs if r.side == s] for s in sides)
         out.append(
@@ -338,15 +537,27 @@ def summary(runs: list[Run]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("scheduler", "serve"))
+    parser.add_argument("mode", choices=("scheduler", "serve", "costs"))
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each side, alternated")
     parser.add_argument("--port", type=int, default=16480, help="serve's port (serve mode)")
+    parser.add_argument("--watchers", type=int, default=3, help="pod watches held open (costs mode)")
+    parser.add_argument(
+        "--only", choices=("upstream", "kubesched"), help="run one side only (scheduler mode)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="sample `kubesched run` with py-spy during each load (raw stacks into DIR/run-N.txt)",
+    )
     args = parser.parse_args()
     if not (REF_DIR / "bin" / "kube-apiserver").exists():
         raise SystemExit(f"refcp is not built in {REF_DIR}: run ../shared/refcp/build.sh")
+    if args.mode == "costs":
+        costs(args)
+        return
     log_dir = Path(tempfile.mkdtemp(prefix="vs-upstream-"))
     runs: list[Run] = []
     columns = ["side", "pods/s end to end", "create rate", "CPU ms per pod"]
@@ -354,13 +565,20 @@ def main() -> None:
         columns.append("scheduler peak MiB")
     print("| " + " | ".join(columns) + " |")
     print("| --- " * len(columns) + "|")
-    for _ in range(args.rounds):
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    for n in range(args.rounds):
         pair: list[Callable[[], Run]]
         if args.mode == "scheduler":
+            profile = args.profile / f"run-{n}.txt" if args.profile else None
             pair = [
                 lambda: kube_scheduler_round(args.nodes, args.pods, args.clients),
-                lambda: kubesched_run_round(args.nodes, args.pods, args.clients, log_dir),
+                lambda profile=profile: kubesched_run_round(
+                    args.nodes, args.pods, args.clients, log_dir, profile
+                ),
             ]
+            if args.only:
+                pair = pair[:1] if args.only == "upstream" else pair[1:]
         else:
             pair = [
                 lambda: kube_scheduler_round(args.nodes, args.pods, args.clients, PLANE),

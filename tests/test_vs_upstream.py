@@ -48,3 +48,16 @@ def test_both_sides_measured_and_compared(mode: str, sides: tuple[str, str]) -> 
         # Every watched process used some CPU for the pods.
         assert all(float(ms) > 0 for ms in re.findall(r" (\d+\.\d+)", r.split(" | ")[3]))
     assert re.search(rf"ratio {re.escape(sides[1])} / {re.escape(sides[0])}: \d+\.\d+x", done.stdout)
+
+
+def test_costs_times_each_write_of_a_scheduled_pod() -> None:
+    args = [sys.executable, "bench/vs_upstream.py", "costs", "--rounds", "1", "--nodes", "5", "--pods", "40"]
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    writes = [r.split(" | ")[0].lstrip("| ") for r in rows[1:]]
+    assert writes == ["create pod", "POST pods/binding", "POST events (events.k8s.io/v1)"]
+    for r in rows[1:]:
+        rate, apiserver, _etcd = (float(x) for x in r.strip(" |").split(" | ")[1:])
+        assert rate > 0
+        assert apiserver > 0  # the API server spent CPU on every kind of write

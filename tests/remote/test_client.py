@@ -7,6 +7,7 @@ import base64
 import random
 import socket
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -438,6 +439,56 @@ def test_watch_lines_split_across_reads(loop_thread, connect, piece):
         assert loop_thread.run(collect()) == events
     finally:
         loop_thread.run(server.stop())
+
+
+def test_watch_batches_keep_order_and_stop_after_a_malformed_line(loop_thread, connect):
+    """Lines read together come as one batch; a line that does not decode ends the stream as a
+    lost connection, after the events before it were given."""
+    events = [
+        {"type": "ADDED", "object": {"metadata": {"name": f"p{i}", "resourceVersion": str(i)}}}
+        for i in range(5)
+    ]
+    payload = b"".join(orjson.dumps(e) + b"\n" for e in events) + b"{not json\n"
+    server = _Streaming(payload, len(payload))
+    loop_thread.run(server.start())
+    try:
+        client = connect(ClientConfig(server=f"http://127.0.0.1:{server.port}"))
+        got: list[list[dict[str, Any]]] = []
+
+        async def collect() -> None:
+            async for batch in client.watch_batches("/api/v1/pods", {"resourceVersion": "0"}):
+                got.append(batch)
+
+        with pytest.raises(ApiConnectionError, match="malformed event"):
+            loop_thread.run(collect())
+        assert [e for batch in got for e in batch] == events
+        assert len(got) == 1  # one write from the server, one batch
+    finally:
+        loop_thread.run(server.stop())
+
+
+def test_loop_thread_run_returns_raises_and_times_out(loop_thread):
+    async def answer() -> int:
+        return 42
+
+    async def refuse() -> None:
+        raise RemoteNotFound(404, "NotFound", 'pods "x" not found')
+
+    cancelled = threading.Event()
+
+    async def hang() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    assert loop_thread.run(answer()) == 42
+    with pytest.raises(RemoteNotFound):
+        loop_thread.run(refuse())
+    with pytest.raises(TimeoutError):
+        loop_thread.run(hang(), timeout=0.05)
+    assert cancelled.wait(5)  # the coroutine left behind is cancelled, not left running
 
 
 def test_backoff_grows_with_jitter_caps_and_resets():

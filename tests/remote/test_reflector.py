@@ -576,6 +576,11 @@ class _Scripted:
                 raise event
             yield event
 
+    async def watch_batches(self, path: str, params: Any) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """The scripted stream one event per batch (the reflector reads batches)."""
+        async for event in self.watch(path, params):
+            yield [event]
+
 
 def _obj(name: str, rv: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv, "uid": name}}

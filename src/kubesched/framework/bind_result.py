@@ -28,10 +28,12 @@ imports it without the kube-scheduler's framework.
 
 from __future__ import annotations
 
+import functools
+import logging
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from kubesched.api.objects import Pod
@@ -42,6 +44,8 @@ from kubesched.store.ports import Binder, EventRecorder
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+log = logging.getLogger(__name__)
 
 
 def send_binding(binder: Binder, pod: Pod, node: str) -> StoreError | None:
@@ -99,6 +103,68 @@ def record_bound(
     )
 
 
+class WorkerPool:
+    """Threads that run the calls put on one queue, in order taken. Handing a call over is one
+    ``put`` on a C ``SimpleQueue`` (a bind goes to a worker per pod against an API server: a
+    ``ThreadPoolExecutor`` adds a future, a work item and a semaphore check to each)."""
+
+    def __init__(self, workers: int, thread_name_prefix: str) -> None:
+        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{thread_name_prefix}_{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, call: Callable[[], None]) -> None:
+        self._calls.put(call)
+
+    def _work(self) -> None:
+        while (call := self._calls.get()) is not None:
+            try:
+                call()
+            except Exception:  # a worker outlives a failed call, as a pool's thread does
+                log.exception("a call on a worker thread failed")
+
+    def map(self, send: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``send`` of every item on the workers side by side; the results in the order of
+        ``items``. The first item's exception, in that order, is raised once all are done."""
+        todo = list(items)
+        results: list[R | None] = [None] * len(todo)
+        errors: dict[int, BaseException] = {}
+        left = [len(todo)]
+        finished = threading.Condition()
+
+        def run(i: int, item: T) -> None:
+            try:
+                results[i] = send(item)
+            except BaseException as exc:
+                errors[i] = exc
+            finally:
+                with finished:
+                    left[0] -= 1
+                    if not left[0]:
+                        finished.notify_all()
+
+        for i, item in enumerate(todo):
+            self.submit(functools.partial(run, i, item))
+        with finished:
+            finished.wait_for(lambda: not left[0])
+        if errors:
+            raise errors[min(errors)]
+        return results  # type: ignore[return-value]
+
+    def shutdown(self, wait: bool = True) -> None:
+        """The workers stop once the calls already given are done."""
+        for _ in self._threads:
+            self._calls.put(None)
+        if wait:
+            for thread in self._threads:
+                if thread is not threading.current_thread():
+                    thread.join()
+
+
 class BindWorkers(Generic[T, R]):
     """Threads that send binds, or none (``workers=0``): then every bind is sent in place.
 
@@ -107,9 +173,7 @@ class BindWorkers(Generic[T, R]):
     takes it (:meth:`take`) and settles it."""
 
     def __init__(self, workers: int, thread_name_prefix: str) -> None:
-        self.executor = (
-            ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix) if workers else None
-        )
+        self.executor = WorkerPool(workers, thread_name_prefix) if workers else None
         #: Binds handed to the workers by :meth:`start` and not yet taken back.
         self.in_flight = 0
         #: Results of started binds, (item, result), in the order the workers finished them.
@@ -123,13 +187,13 @@ class BindWorkers(Generic[T, R]):
         results in the order of ``items``."""
         if self.executor is None:
             return [send(item) for item in items]
-        return list(self.executor.map(send, items))
+        return self.executor.map(send, items)
 
     def start(self, send: Callable[[T], R], item: T) -> None:
         """Hand one bind to a worker (there must be workers)."""
         assert self.executor is not None
         self.in_flight += 1
-        self.executor.submit(self._run, send, item)
+        self.executor.submit(lambda: self._run(send, item))
 
     def _run(self, send: Callable[[T], R], item: T) -> None:
         self.done.append((item, send(item)))

@@ -19,6 +19,7 @@ Only what the scheduler's hot path needs, done the way client-go's REST client d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
@@ -304,6 +305,17 @@ class ApiClient:
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
         """Stream a watch: one decoded event (``{"type": …, "object": …}``) per line, until the server
         ends the stream. Close it with ``contextlib.aclosing`` when leaving early."""
+        async with contextlib.aclosing(self.watch_batches(path, params)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def watch_batches(
+        self, path: str, params: Mapping[str, str]
+    ) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """The same stream, as the events that arrived together: each batch holds the whole lines of
+        one read from the socket, in order (a busy server sends several per read). A line that does
+        not decode ends the stream after the events before it were given."""
         query = {**params, "watch": "true"}
         url = self.base + path
         self.throttled += await self.limiter.acquire()
@@ -318,6 +330,7 @@ class ApiClient:
         timeout = aiohttp.ClientTimeout(
             total=seconds + self.timeout if seconds > 0 else None, sock_connect=self.timeout
         )
+        loads = orjson.loads
         try:
             async with self.session.get(
                 url, params=query, headers=headers, timeout=timeout, **self._request_kwargs
@@ -334,11 +347,19 @@ class ApiClient:
                         continue
                     lines = buffer.split(b"\n")
                     buffer = lines.pop()
+                    batch: list[dict[str, Any]] = []
                     for line in lines:
-                        if line.strip():
-                            yield orjson.loads(line)
+                        if line and not line.isspace():
+                            try:
+                                batch.append(loads(line))
+                            except orjson.JSONDecodeError:
+                                if batch:
+                                    yield batch
+                                raise
+                    if batch:
+                        yield batch
                 if buffer.strip():
-                    yield orjson.loads(buffer)
+                    yield [loads(buffer)]
         except _CONNECTION_ERRORS as exc:
             raise ApiConnectionError(f"watch {url}: {_describe(exc)}") from exc
         except orjson.JSONDecodeError as exc:

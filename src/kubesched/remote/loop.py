@@ -14,14 +14,24 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+try:  # libuv's loop: its I/O, TLS and call scheduling are compiled, where asyncio's are Python
+    import uvloop
+except ImportError:  # pragma: no cover - a platform without uvloop wheels
+    uvloop = None  # type: ignore[assignment]
+
 T = TypeVar("T")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop where it is installed, else asyncio's."""
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 
 class LoopThread:
     """An event loop running on its own daemon thread until :meth:`stop`."""
 
     def __init__(self, name: str = "kubesched-remote") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -63,16 +73,43 @@ class LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result (its exception is raised here). On
-        timeout the coroutine is cancelled and ``TimeoutError`` raised."""
+        timeout the coroutine is cancelled and ``TimeoutError`` raised.
+
+        Every bind and status write of the schedulers comes through here, so the handoff is kept
+        small: the task is created from one ``call_soon_threadsafe`` and its end releases a plain
+        lock the caller waits on (no ``concurrent.futures.Future`` chained to the task)."""
         if self.in_loop():
             coro.close()
             raise RuntimeError("LoopThread.run called from the loop's own thread (await the coroutine)")
-        future = self.submit(coro)
+        if not self.running:
+            coro.close()
+            raise RuntimeError("the event loop thread is stopped")
+        done = threading.Lock()
+        done.acquire()
+        box: list[asyncio.Task[T]] = []
+
+        def finished(_task: asyncio.Task[T]) -> None:
+            done.release()
+
+        def start() -> None:
+            task = self.loop.create_task(coro)
+            box.append(task)
+            task.add_done_callback(finished)
+
         try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TimeoutError(f"no result within {timeout}s") from None
+            self.loop.call_soon_threadsafe(start)
+        except RuntimeError:
+            coro.close()
+            raise RuntimeError("the event loop thread is stopped") from None
+        if not done.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            # The task may not have been created yet: cancel it once it is.
+            self.loop.call_soon_threadsafe(lambda: box[0].cancel() if box else coro.close())
+            raise TimeoutError(f"no result within {timeout}s")
+        task = box[0]
+        if task.cancelled():
+            # As a future of run_coroutine_threadsafe reports it: an Exception, not asyncio's.
+            raise concurrent.futures.CancelledError()
+        return task.result()
 
     def stop(self, timeout: float | None = 5.0) -> None:
         """Cancel what still runs on the loop, stop it and wait for the thread to end."""

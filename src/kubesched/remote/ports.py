@@ -769,15 +769,37 @@ class EventSink:
         self._lock = threading.Lock()
         #: The events on their way, touched only on the client's loop.
         self._sending: set[asyncio.Task[None]] = set()
+        #: Events recorded and not yet taken by the loop, and whether the loop is woken for them.
+        self._recorded: list[tuple[str, dict[str, Any]]] = []
+        self._wake_pending = False
         self._closed = False
 
     def send(self, path: str, event: dict[str, Any]) -> None:
         if self._closed:
             return
+        # Events recorded while the loop has not yet taken the earlier ones go with them: one
+        # wake-up of the loop for all, each still sent on its own at once.
+        with self._lock:
+            self._recorded.append((path, event))
+            if self._wake_pending:
+                return
+            self._wake_pending = True
         try:
-            self.loop.loop.call_soon_threadsafe(self._start, path, event)
+            self.loop.loop.call_soon_threadsafe(self._start_recorded)
         except RuntimeError:
-            self._drop("the client's event loop is closed")
+            with self._lock:
+                lost = len(self._recorded)
+                self._recorded.clear()
+                self._wake_pending = False
+            for _ in range(lost):
+                self._drop("the client's event loop is closed")
+
+    def _start_recorded(self) -> None:
+        with self._lock:
+            recorded, self._recorded = self._recorded, []
+            self._wake_pending = False
+        for path, event in recorded:
+            self._start(path, event)
 
     def _start(self, path: str, event: dict[str, Any]) -> None:
         """On the loop: send the event, or drop it while ``capacity`` are on their way."""

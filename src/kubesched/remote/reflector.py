@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 #: Objects asked for per list page (client-go's pager default).
 PAGE_SIZE = 500
 
+#: The watch event types that change an object.
+_CHANGES = frozenset({EventType.ADDED, EventType.MODIFIED, EventType.DELETED})
+
 #: A watch that ends this soon without an event is treated as a failure (client-go: "very short watch").
 SHORT_WATCH = 1.0
 
@@ -239,6 +242,19 @@ class Reflector:
         self.synced.set()
 
     # -- watch ----------------------------------------------------------------------------------
+    def _apply(self, changes: list[tuple[str, dict[str, Any]]]) -> None:
+        """Apply the watched changes gathered so far (and forget them); the resourceVersion moves to
+        the last one's."""
+        if not changes:
+            return
+        self.mirror.apply_events(self.kind, changes)
+        self.stats.events += len(changes)
+        self._progressed = True
+        rv = str((changes[-1][1].get("metadata") or {}).get("resourceVersion") or "")
+        if rv:
+            self.resource_version = rv
+        changes.clear()
+
     async def _watch(self) -> None:
         """One watch from the current resourceVersion, until the server ends it."""
         low, high = self.watch_timeout
@@ -254,36 +270,38 @@ class Reflector:
         seen = 0
         kind = self.kind
         convert = self.discovery.convert
-        mirror = self.mirror
-        async with contextlib.aclosing(self.client.watch(self.path, params)) as stream:
-            async for event in stream:
-                seen += 1
-                type_ = event.get("type")
-                obj = event.get("object")
-                if not isinstance(obj, dict):
-                    raise ApiError(500, "InternalError", f"a {kind} watch event without an object")
-                if type_ == "BOOKMARK":
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                    if rv:
-                        self.resource_version = rv
-                    self.stats.bookmarks += 1
-                    self._progressed = True
-                    continue
-                if type_ == "ERROR":
-                    err = error_from_status(obj)
-                    if isinstance(err, Gone):
-                        raise err
-                    raise _Relist(f"watch error {err}")
-                if type_ not in (EventType.ADDED, EventType.MODIFIED, EventType.DELETED):
-                    log.warning("%s: ignoring a watch event of type %r", kind, type_)
-                    continue
-                convert(kind, obj)
-                mirror.apply(kind, type_, obj)
-                self.stats.events += 1
-                self._progressed = True
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                if rv:
-                    self.resource_version = rv
+        async with contextlib.aclosing(self.client.watch_batches(self.path, params)) as stream:
+            async for batch in stream:
+                seen += len(batch)
+                # The changes that arrived together are applied to the mirror together: one lock,
+                # one wake-up of the scheduler, in the server's order.
+                changes: list[tuple[str, dict[str, Any]]] = []
+                try:
+                    for event in batch:
+                        type_ = event.get("type")
+                        obj = event.get("object")
+                        if not isinstance(obj, dict):
+                            raise ApiError(500, "InternalError", f"a {kind} watch event without an object")
+                        if type_ == "BOOKMARK":
+                            self._apply(changes)
+                            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                            if rv:
+                                self.resource_version = rv
+                            self.stats.bookmarks += 1
+                            self._progressed = True
+                            continue
+                        if type_ == "ERROR":
+                            err = error_from_status(obj)
+                            if isinstance(err, Gone):
+                                raise err
+                            raise _Relist(f"watch error {err}")
+                        if type_ not in _CHANGES:
+                            log.warning("%s: ignoring a watch event of type %r", kind, type_)
+                            continue
+                        convert(kind, obj)
+                        changes.append((type_, obj))
+                finally:
+                    self._apply(changes)
         if seen == 0 and time.monotonic() - started < SHORT_WATCH:
             raise ApiConnectionError(f"the {kind} watch ended at once without an event")
 
