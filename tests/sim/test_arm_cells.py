@@ -18,6 +18,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.sim.sweep_helpers import count_shares
 
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kubesched.sim.arm_cells import (
@@ -188,14 +189,7 @@ def test_topology_runs_on_the_engine_equal_the_inline_runs_and_each_input_goes_o
     engine: SweepEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fabric, jobs = _fabric(), _jobs(20)
-    shared: list[str] = []
-    share = engine.share
-
-    def counting(value: object) -> object:
-        shared.append(type(value).__name__)
-        return share(value)
-
-    monkeypatch.setattr(engine, "share", counting)
+    shared = count_shares(engine, monkeypatch)
     got = _topology_sweep(_topology_cells(jobs, fabric, [1, 2]), fabric, engine=engine)
     want = [run_topology_arm(arm, jobs, fabric, seed=seed) for seed in (1, 2) for arm in TOPOLOGY_ARMS]
     assert _timeless(got) == _timeless(want)

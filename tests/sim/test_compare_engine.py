@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.sim.sweep_helpers import heavy_cluster
 
 from kubesched.api.manifests import load_manifests
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNSCHEDULABLE, main
@@ -182,34 +183,6 @@ def test_workers_must_be_positive(capsys: pytest.CaptureFixture[str], argv: list
     assert "--workers" in capsys.readouterr().err
 
 
-def _heavy_cluster(path: Path) -> Path:
-    """Enough pods that a run lasts about a second: a worker is busy with one when another ends."""
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"n{i:03d}"},
-            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
-        }
-        for i in range(100)
-    ]
-    docs += [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p{i:04d}", "namespace": "default"},
-            "spec": {
-                "containers": [
-                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": str(1 + i % 3)}}}
-                ]
-            },
-        }
-        for i in range(2000)
-    ]
-    path.write_text(yaml.safe_dump_all(docs))
-    return path
-
-
 def _plain(results: list[RunResult]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     out = []
     for result, recorder in results:
@@ -235,7 +208,7 @@ def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path) -> None:
     )
     runs = plan_runs([], str(sweep), registry)
     settings = RunSettings(registry=registry, metrics=True, seed=5)
-    loaded = load_manifests([str(_heavy_cluster(tmp_path / "cluster.yaml"))])
+    loaded = load_manifests([str(heavy_cluster(tmp_path / "cluster.yaml"))])
     killed: list[int] = []
     finished: list[int] = []
     with SweepEngine(workers=2) as engine:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.sim.sweep_helpers import count_shares
 
 from kubesched.cli import main
 from kubesched.errors import InputError
@@ -249,14 +250,7 @@ def test_inputs_are_shipped_once_not_per_cell(
 ) -> None:
     nodes, pods = _write_trace(tmp_path, 40, 300)
     _, other = _write_trace(tmp_path, 40, 200, name="other")
-    shared: list[str] = []
-    share = engine.share
-
-    def counting(value: object) -> object:
-        shared.append(type(value).__name__)
-        return share(value)
-
-    monkeypatch.setattr(engine, "share", counting)
+    shared = count_shares(engine, monkeypatch)
     got = run_grid(nodes, [pods, other], POLICIES, [1, 2, 3], engine=engine, progress=lambda d, t, s: None)
     assert len(got) == 18
     # The cluster once, and each pod list with its typical pods once, for all 18 cells.

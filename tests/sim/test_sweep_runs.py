@@ -20,6 +20,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.sim.sweep_helpers import heavy_cluster
 
 from kubesched.api.manifests import load_manifests
 from kubesched.batch.conf_loader import default_batch_conf
@@ -345,34 +346,6 @@ def test_run_directories_are_one_plain_component_each(labels: list[str]) -> None
         assert len(name.encode()) <= 255
 
 
-def _heavy_cluster(path: Path) -> Path:
-    """Enough pods that a run lasts about a second: a kill after the first run leaves others."""
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"n{i:03d}"},
-            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
-        }
-        for i in range(100)
-    ]
-    docs += [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p{i:04d}", "namespace": "default"},
-            "spec": {
-                "containers": [
-                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": str(1 + i % 3)}}}
-                ]
-            },
-        }
-        for i in range(2000)
-    ]
-    path.write_text(yaml.safe_dump_all(docs))
-    return path
-
-
 def test_a_sweep_killed_mid_way_resumes_to_the_uninterrupted_output(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -383,7 +356,7 @@ def test_a_sweep_killed_mid_way_resumes_to_the_uninterrupted_output(
         {"name": "pct30", "percentageOfNodesToScore": 30},
     ]
     sweep.write_text(yaml.safe_dump({"variants": variants}))
-    args = ["simulate", str(_heavy_cluster(tmp_path / "cluster.yaml")), "--sweep", str(sweep), "-o", "json"]
+    args = ["simulate", str(heavy_cluster(tmp_path / "cluster.yaml")), "--sweep", str(sweep), "-o", "json"]
     killed = tmp_path / "killed"
     command = [sys.executable, "-c", "import sys; from kubesched.cli import main; sys.exit(main())"]
     # A session of its own: the kill takes the command and the engine's worker processes together.
@@ -456,7 +429,7 @@ def test_every_setting_of_the_runs_is_in_the_fingerprint() -> None:
 
 
 def test_the_workload_digest_is_of_the_objects_read(tmp_path: Path) -> None:
-    cluster = _heavy_cluster(tmp_path / "cluster.yaml")
+    cluster = heavy_cluster(tmp_path / "cluster.yaml")
     digest = workload_digest(load_manifests([str(cluster)]))
     assert workload_digest(load_manifests([str(cluster)])) == digest
     cluster.write_text(cluster.read_text().replace("cpu: '16'", "cpu: '17'", 1))

@@ -115,6 +115,13 @@ def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginErro
     return PluginError(pl.name, point.value, message)
 
 
+def _score_error(pl: Plugin, exc: Exception) -> PluginError:
+    """A Score plugin's failure, worded as upstream's RunScorePlugins words it."""
+    return _plugin_error(
+        pl, ExtensionPoint.SCORE, f"running Score plugins: plugin {_quoted(pl.name)} failed with: {exc}"
+    )
+
+
 def _scores_of(
     pl: ScorePlugin, state: CycleState, pod: Pod, table: NodeTable, slots: IntArray, check: bool
 ) -> IntArray:
@@ -145,11 +152,7 @@ def _weighted_sum(
         try:
             raw = np.asarray(pl.score_nodes(state, pod, table, rows), dtype=np.int64)
         except Exception as exc:
-            raise _plugin_error(
-                pl,
-                ExtensionPoint.SCORE,
-                f"running Score plugins: plugin {_quoted(pl.name)} failed with: {exc}",
-            ) from exc
+            raise _score_error(pl, exc) from exc
         part = raw * weight if weight != 1 else raw
         total = part.copy() if total is None else total + part
     assert total is not None
@@ -862,11 +865,7 @@ class Framework:
                         functools.partial(_scores_of, pl, state, pod, table, check=check),
                     )
             except Exception as exc:
-                raise _plugin_error(
-                    pl,
-                    ExtensionPoint.SCORE,
-                    f"running Score plugins: plugin {_quoted(pl.name)} failed with: {exc}",
-                ) from exc
+                raise _score_error(pl, exc) from exc
             scores = raw.copy() if details is not None else raw
             normalize = self._normalizers.get(pl.name)
             if normalize is not None:

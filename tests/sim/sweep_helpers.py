@@ -1,0 +1,54 @@
+"""What the sweep tests share: a cluster whose runs last long enough to be caught mid-sweep, and a
+count of what a sweep ships to its workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.sim.sweep_engine import SweepEngine
+
+
+def heavy_cluster(path: Path) -> Path:
+    """100 nodes and 2,000 pods written to ``path``: a run lasts about a second, so a sweep of a few
+    is still busy when one of its runs ends."""
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"n{i:03d}"},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+        }
+        for i in range(100)
+    ]
+    docs += [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i:04d}", "namespace": "default"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": str(1 + i % 3)}}}
+                ]
+            },
+        }
+        for i in range(2000)
+    ]
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def count_shares(engine: SweepEngine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The type name of every value the engine is asked to share from now on, in order."""
+    shared: list[str] = []
+    share = engine.share
+
+    def counting(value: object) -> object:
+        shared.append(type(value).__name__)
+        return share(value)
+
+    monkeypatch.setattr(engine, "share", counting)
+    return shared
