@@ -52,3 +52,14 @@ def count_shares(engine: SweepEngine, monkeypatch: pytest.MonkeyPatch) -> list[s
 
     monkeypatch.setattr(engine, "share", counting)
     return shared
+
+
+def two_variants(path: Path) -> Path:
+    """A sweep file at ``path`` of two variants of the base config: MostAllocated scoring, and 50 %
+    of nodes scored."""
+    variants = [
+        {"name": "most", "scoringStrategy": "MostAllocated"},
+        {"name": "pct50", "percentageOfNodesToScore": 50},
+    ]
+    path.write_text(yaml.safe_dump({"variants": variants}))
+    return path

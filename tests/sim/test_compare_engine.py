@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.sim.sweep_helpers import heavy_cluster
+from tests.sim.sweep_helpers import heavy_cluster, two_variants
 
 from kubesched.api.manifests import load_manifests
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNSCHEDULABLE, main
@@ -35,17 +35,7 @@ def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def argv(tmp_path: Path) -> list[str]:
     """A trace replayed under two configs and the two variants of a sweep file: four runs."""
-    sweep = tmp_path / "sweep.yaml"
-    sweep.write_text(
-        yaml.safe_dump(
-            {
-                "variants": [
-                    {"name": "most", "scoringStrategy": "MostAllocated"},
-                    {"name": "pct50", "percentageOfNodesToScore": 50},
-                ]
-            }
-        )
-    )
+    sweep = two_variants(tmp_path / "sweep.yaml")
     return [
         "--trace",
         str(DATA / "alibaba_pods.csv"),

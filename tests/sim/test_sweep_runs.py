@@ -20,7 +20,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.sim.sweep_helpers import heavy_cluster
+from tests.sim.sweep_helpers import heavy_cluster, two_variants
 
 from kubesched.api.manifests import load_manifests
 from kubesched.batch.conf_loader import default_batch_conf
@@ -52,17 +52,7 @@ def inline(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def argv(tmp_path: Path) -> list[str]:
     """A trace replayed under two configs and the two variants of a sweep file: four runs."""
-    sweep = tmp_path / "sweep.yaml"
-    sweep.write_text(
-        yaml.safe_dump(
-            {
-                "variants": [
-                    {"name": "most", "scoringStrategy": "MostAllocated"},
-                    {"name": "pct50", "percentageOfNodesToScore": 50},
-                ]
-            }
-        )
-    )
+    sweep = two_variants(tmp_path / "sweep.yaml")
     fgd = tmp_path / "fgd.yaml"
     fgd.write_text((EXAMPLES / "fgd.yaml").read_text())
     return [
