@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod
+from kubesched.cache import node_table as node_table_module
 from kubesched.cache.cache import SchedulerCache, Snapshot
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.runtime import Framework
@@ -163,6 +165,27 @@ def test_kept_scores_follow_a_node_that_fills_up() -> None:
         sim.run()
     on = [o["spec"]["nodeName"] for o in sim.store.list("Pod")]
     assert sorted(on.count(n) for n in ("n0", "n1")) == [3, 3]
+
+
+def test_kept_scores_start_over_when_the_change_log_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A log of changed rows that starts over past a few rows: a reader behind it cannot know which
+    # rows changed, and must score them all afresh, not keep what it had.
+    monkeypatch.setattr(node_table_module, "_CHANGE_LOG_LIMIT", 3)
+    spec = [(8, 16, 0), (16, 32, 0), (4, 8, 0), (32, 64, 0)]
+    kept = cluster(spec, keep=True)
+    fwk = kept.scheduler.profiles["default-scheduler"]
+    for step in range(6):
+        for k in range(step + 1):
+            kept.store.create(pod(f"p{step}-{k}", step % len(SHAPES)))
+        kept.run()
+        sched = kept.scheduler
+        sched.cache.update_snapshot(sched.snapshot)
+        table = sched.snapshot.table
+        assert len(table.change_log) <= 3
+        slots = np.flatnonzero(table.valid)
+        for shape in range(len(SHAPES)):
+            assert scores(fwk, kept, shape, slots, True) == scores(fwk, kept, shape, slots, False)
+    assert kept.scheduler.snapshot.table.change_log_start > 0
 
 
 def table_of(nodes: list[tuple[int, int]], used: list[tuple[int, int, int]]) -> Any:

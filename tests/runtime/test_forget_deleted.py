@@ -34,8 +34,8 @@ from kubesched.store.sqlite import SqliteStore
 Obj = dict[str, Any]
 
 #: Containers that may grow between rounds because they are bounded by design, not by the pods
-#: that exist: the latest batch sessions' figures (a bounded deque), the NodeTable's log of
-#: changed rows (dropped past its limit), metric label sets (plugin, extension point, status,
+#: that exist: the latest batch sessions' figures (a bounded deque), the NodeTable's logs of
+#: changed rows (each dropped past its limit, in rows), metric label sets (plugin, extension point, status,
 #: queue, cluster event: never a pod) as new combinations are first seen, and the caches of parsed selectors,
 #: affinity terms and spread constraints and their counters (each capped: started over or its
 #: least recently used dropped past a fixed size). DefaultPreemption's rows of each node's pods
@@ -44,6 +44,7 @@ BOUNDED = (
     ".columns.pods",
     ".sessions",
     "._floor_log",
+    ".change_log",
     "._children",
     "._event_labels",
     "._parsed",

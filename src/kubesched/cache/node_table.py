@@ -49,8 +49,9 @@ BoolArray = NDArray[np.bool_]
 _RECHECK_ABOVE = INT64_MAX // 1024
 #: Rows changed between two headroom queries beyond which the bounds are recomputed instead.
 _FLOOR_LOG_LIMIT = 64
-#: Entries of :attr:`NodeTable.change_log` kept before it starts over (a reader further behind
-#: starts over too).
+#: Rows named by the entries of :attr:`NodeTable.change_log` before it starts over (a reader further
+#: behind starts over too): counted in rows, not entries, so that entries of many rows at once
+#: cannot hold more than this many slots.
 _CHANGE_LOG_LIMIT = 1 << 16
 #: Tables up to this many resource columns write a row's usage from a list in one assignment.
 _ROW_AS_LIST_WIDTH = 16
@@ -123,6 +124,7 @@ class NodeTable:
         #: dropped before the first one. A reader keeps its position (start + entries read).
         self.change_log: list[int | IntArray] = []
         self.change_log_start = 0
+        self._change_log_rows = 0
         #: In a fork made by :meth:`refork`: its base, the base's stamps it has copied, and the rows
         #: it has changed since (``None`` elsewhere).
         self._base: NodeTable | None = None
@@ -276,11 +278,18 @@ class NodeTable:
             self._stamp += 1
             self.row_stamp[slots] = self._stamp
             changes = self.change_log
-            # A caller's array may be reused after the call.
-            changes.append(slots if isinstance(slots, int) else np.array(slots))
-            if len(changes) > _CHANGE_LOG_LIMIT:
+            if isinstance(slots, int):
+                changes.append(slots)
+                self._change_log_rows += 1
+            else:
+                # A caller's array may be reused after the call.
+                copied = np.array(slots)
+                changes.append(copied)
+                self._change_log_rows += copied.size
+            if self._change_log_rows > _CHANGE_LOG_LIMIT:
                 self.change_log_start += len(changes)
                 self.change_log = []
+                self._change_log_rows = 0
             log = self._floor_log
             if log is not None:
                 if len(log) < _FLOOR_LOG_LIMIT:
