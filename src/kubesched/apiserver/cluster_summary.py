@@ -187,14 +187,22 @@ def catch_up(store: SqliteStore, follower: F | None, fresh: Callable[[list[Obj],
         try:
             while True:
                 changes = store.changes_since(follower.resource_version)
+                # Only each pod's last change counts (a follower keeps a pod's latest state): a pod
+                # created, bound and started within one catch-up is read once, not three times.
+                last: dict[tuple[str, str], Any] = {}
                 for event in changes:
                     if event.kind == "Pod":
-                        if event.type == EventType.DELETED:
-                            meta = event.obj["metadata"]
-                            follower.remove((str(meta.get("namespace", "")), str(meta.get("name", ""))))
-                        else:
-                            follower.put(event.obj)
-                    follower.resource_version = int(event.obj["metadata"]["resourceVersion"])
+                        meta = event.obj["metadata"]
+                        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+                        last.pop(key, None)
+                        last[key] = event
+                for key, event in last.items():
+                    if event.type == EventType.DELETED:
+                        follower.remove(key)
+                    else:
+                        follower.put(event.obj)
+                if changes:
+                    follower.resource_version = int(changes[-1].obj["metadata"]["resourceVersion"])
                 if len(changes) < CHANGES_PAGE:
                     return follower
         except TooOld:
