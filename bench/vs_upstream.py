@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import re
 import shlex
@@ -573,9 +574,7 @@ def main() -> None:
             profile = args.profile / f"run-{n}.txt" if args.profile else None
             pair = [
                 lambda: kube_scheduler_round(args.nodes, args.pods, args.clients),
-                lambda profile=profile: kubesched_run_round(
-                    args.nodes, args.pods, args.clients, log_dir, profile
-                ),
+                functools.partial(kubesched_run_round, args.nodes, args.pods, args.clients, log_dir, profile),
             ]
             if args.only:
                 pair = pair[:1] if args.only == "upstream" else pair[1:]
