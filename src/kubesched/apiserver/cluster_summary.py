@@ -67,18 +67,48 @@ def _contribution(pod: Mapping[str, Any]) -> tuple[str | None, dict[str, int]]:
     return node, requests
 
 
-class Tally:
+class VersionedFollower:
+    """Something kept up to date from the store's changes that answers as of a version of its own.
+
+    ``resource_version`` is the store's change it is brought up to; ``version`` the change that
+    last altered what it shows. Most of a busy store's changes (Leases, Events, a pod's status that
+    moves nothing shown) alter nothing: a client holding ``version`` is answered 304, and does not
+    fetch and draw the same thing again. A change that alters it calls :meth:`altered`; a
+    catch-up ends with :meth:`settle`."""
+
+    def __init__(self, resource_version: int) -> None:
+        self.resource_version = resource_version
+        self.version = resource_version
+        self._altered = False
+
+    def altered(self) -> None:
+        self._altered = True
+
+    def settle(self) -> None:
+        """Mark the changes read so far: when one of them altered what is shown, that is the
+        version it is answered as of."""
+        if self._altered:
+            self.version = self.resource_version
+            self._altered = False
+
+
+def stands(
+    store: SqliteStore, follower: VersionedFollower, checked_at: float, cost: float, now: float
+) -> bool:
+    """Whether an answer made from ``follower`` at ``checked_at`` still stands at ``now``
+    (monotonic): the store has not changed since, or bringing it up to date again (``cost``
+    seconds last time) so soon would take more than :data:`MAX_SHARE` of the server's time."""
+    if store.resource_version == follower.resource_version:
+        return True
+    return now - checked_at < max(MIN_INTERVAL, cost / MAX_SHARE)
+
+
+class Tally(VersionedFollower):
     """Every pod's contribution and each node's sums, kept up to date from the store's changes, so
     that a summary costs the changes since the last one rather than a walk over every pod."""
 
     def __init__(self, pods: Sequence[Mapping[str, Any]], resource_version: int) -> None:
-        #: The store's change this tally is brought up to.
-        self.resource_version = resource_version
-        #: The change the summary was last altered by. Most of a busy store's changes (Leases,
-        #: Events, pod statuses) alter no sum: a client holding this version is answered 304, and
-        #: does not fetch and redraw the same cluster again.
-        self.version = resource_version
-        self._altered = False
+        super().__init__(resource_version)
         self.pods: dict[tuple[str, str], tuple[str | None, dict[str, int]]] = {}
         self.requested: dict[str, dict[str, int]] = {}
         #: Per node its pods' names in arrival order (a dict as an ordered set).
@@ -101,7 +131,7 @@ class Tally:
         if self.pods.get(key) == contribution:
             return
         self.remove(key)
-        self._altered = True
+        self.altered()
         self.pods[key] = (node, requests)
         if node == "":
             self.pending += 1
@@ -116,7 +146,7 @@ class Tally:
         known = self.pods.pop(key, None)
         if known is None:
             return
-        self._altered = True
+        self.altered()
         node, requests = known
         if node == "":
             self.pending -= 1
@@ -130,13 +160,6 @@ class Tally:
             if not names:
                 del self.names[node]
                 del self.requested[node]
-
-    def settle(self) -> None:
-        """Mark the changes read so far: when one of them altered the summary, that is the version
-        the summary is answered as of."""
-        if self._altered:
-            self.version = self.resource_version
-            self._altered = False
 
     def body(self) -> dict[str, Any]:
         nodes: dict[str, Any] = {}
@@ -220,11 +243,12 @@ def _current(server: ApiServer) -> Summary:
     now = time.monotonic()
     known: Summary | None = server.cluster_summary
     before = server.pod_tally
-    if known is not None and before is not None:
-        if server.store.resource_version == before.resource_version:
-            return known
-        if now - known.computed_at < max(MIN_INTERVAL, known.cost / MAX_SHARE):
-            return known
+    if (
+        known is not None
+        and before is not None
+        and stands(server.store, before, known.computed_at, known.cost, now)
+    ):
+        return known
     started = time.perf_counter()
     tally = _catch_up(server)
     tally.settle()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from aiohttp import web
 from sortedcontainers import SortedList
 
-from kubesched.apiserver.cluster_summary import MAX_SHARE, MIN_INTERVAL, catch_up
+from kubesched.apiserver.cluster_summary import VersionedFollower, catch_up, stands
 from kubesched.apiserver.handlers.responses import json_response
 from kubesched.registry.errors import bad_request, method_not_allowed
 
@@ -112,22 +112,20 @@ def _place(row: Row, sort: str) -> tuple[int, str, str]:
     return (row.rank, "" if sort == "name" else field, row.key)
 
 
-class PodRows:
+class PodRows(VersionedFollower):
     """One row per pod, kept up to date from the store's changes. Each order asked for is kept as
     a sorted list of places (``SortedList``: a removal and an insertion in logarithmic time per
     change), so that a page costs its own rows and a change a few microseconds per order, not a
     sort of every pod, nor moving every place after it in one long list."""
 
     def __init__(self, pods: Sequence[Mapping[str, Any]], resource_version: int) -> None:
-        self.resource_version = resource_version
-        #: The resourceVersion the rows were last seen to change at: what a page is as of, so that
-        #: changes to other kinds (a node's status) do not resend an unchanged page.
-        self.version = resource_version
+        # ``version``: what a page is as of, so that changes to other kinds (a node's status) do
+        # not resend an unchanged page.
+        super().__init__(resource_version)
         #: Per ``namespace/name`` its row (names hold no ``/``, so the key is unambiguous).
         self.rows: dict[str, Row] = {}
         self._orders: dict[str, SortedList] = {}
         self._filtered: dict[tuple[str, str], list[Row]] = {}
-        self._changed = False
         for pod in pods:
             self.put(pod)
 
@@ -153,14 +151,7 @@ class PodRows:
 
     def _touched(self) -> None:
         self._filtered.clear()
-        self._changed = True
-
-    def settle(self) -> None:
-        """Called after a catch-up: the rows are as of the store's resourceVersion now, and if any
-        changed, that is the version pages are answered as of."""
-        if self._changed:
-            self.version = self.resource_version
-            self._changed = False
+        self.altered()
 
     def _order(self, sort: str) -> SortedList:
         order = self._orders.get(sort)
@@ -231,15 +222,17 @@ class Freshness:
 
 def current_rows(server: ApiServer) -> PodRows:
     """The server's rows, brought up to date when the store has changed and the last update is old
-    enough that another keeps the time spent on them under :data:`MAX_SHARE`."""
+    enough that another keeps the time spent on them under
+    :data:`~kubesched.apiserver.cluster_summary.MAX_SHARE`."""
     rows: PodRows | None = server.pod_rows
     fresh: Freshness | None = server.pod_rows_freshness
     now = time.monotonic()
-    if rows is not None and fresh is not None:
-        if server.store.resource_version == rows.resource_version:
-            return rows
-        if now - fresh.checked_at < max(MIN_INTERVAL, fresh.cost / MAX_SHARE):
-            return rows
+    if (
+        rows is not None
+        and fresh is not None
+        and stands(server.store, rows, fresh.checked_at, fresh.cost, now)
+    ):
+        return rows
     started = time.perf_counter()
     known = rows
     rows = server.pod_rows = catch_up(server.store, rows, PodRows)

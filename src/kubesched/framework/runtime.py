@@ -150,7 +150,7 @@ def _weighted_sum(
     total: IntArray | None = None
     for pl, weight, _ in summed:
         try:
-            raw = np.asarray(pl.score_nodes(state, pod, table, rows), dtype=np.int64)
+            raw = _scores_of(pl, state, pod, table, rows, check=False)
         except Exception as exc:
             raise _score_error(pl, exc) from exc
         part = raw * weight if weight != 1 else raw

@@ -36,6 +36,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, IntArray
 from kubesched.plugins.helper.int64 import saturating_add
 from kubesched.plugins.helper.sign import frozen
+from kubesched.plugins.noderesources.fit import FEW_ROWS
 
 PRE_SCORE_KEY: Final = "PreScoreNodeResourcesBalancedAllocation"
 _FIXED_COLUMNS: Final = {CPU: CPU_COL, MEMORY: MEMORY_COL, EPHEMERAL_STORAGE: EPHEMERAL_COL}
@@ -102,11 +103,6 @@ def balanced_score(requested: list[IntArray], allocatable: list[IntArray]) -> In
     std *= float(MAX_NODE_SCORE)
     result: IntArray = std.astype(np.int64)
     return result
-
-
-#: Up to this many rows, scores are computed row by row in Python: fewer operations than NumPy's
-#: fixed cost per array operation. Kept scores rescore a few changed rows each cycle.
-FEW_ROWS = 8
 
 
 def _two_resources_few(table: NodeTable, slots: IntArray, scored: list[tuple[int, int]]) -> IntArray:
