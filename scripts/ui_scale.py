@@ -1,7 +1,7 @@
 """Time the web UI on a large served cluster, in headless Chromium; measure what an open UI costs.
 
     python scripts/ui_scale.py --nodes 5000 --pods 50000 [--runs 2] [--view pods]
-    python scripts/ui_scale.py --loadbar 5 [--load-pods 5000]
+    python scripts/ui_scale.py --loadbar 5 [--load-pods 8000] [--no-pin]
     python scripts/ui_scale.py --churn --nodes 5000 --pods 50000
 
 Starts ``kubesched serve FILE --nodes N --no-schedulers`` (the kubesched found on ``PYTHONPATH``)
@@ -14,8 +14,12 @@ Debian's ``chromium`` and ``chromium-driver`` and Selenium.
 
 ``--loadbar ROUNDS`` runs the serve load test (``kubesched.apiserver.loadgen``, 1000 nodes) once
 per setup per round, alternating: no UI, Chromium on the Cluster view, no UI again, Chromium on the
-Pods view; a fresh ``serve`` for each run. It prints each run's end-to-end pods/s and the CPU time
-``serve`` spent per pod, then per setup the medians and the spreads.
+Pods view; a fresh ``serve`` for each run. ``serve`` runs on one core and everything else (the load
+generator, the browser, this script) on the others, as a user's browser runs on another machine
+than the server (``--no-pin`` shares every core). It prints each run's end-to-end pods/s, the CPU
+time ``serve`` spent per pod and the browser's, then per setup the medians, quartiles and ranges,
+and each UI setup's runs set against the no-UI runs next to them (the paired ratio, its median
+and a 95 % bootstrap interval); "no UI again" against "no UI" is the noise floor.
 """
 
 from __future__ import annotations
@@ -214,7 +218,12 @@ def main() -> None:
     parser.add_argument(
         "--churn", action="store_true", help="time the server's work per second of changes, in-process"
     )
-    parser.add_argument("--load-pods", type=int, default=5000, help="pods each load test creates")
+    parser.add_argument("--load-pods", type=int, default=8000, help="pods each load test creates")
+    parser.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="let serve share every core with the load generator and the browser",
+    )
     parser.add_argument(
         "--hold",
         nargs=2,
@@ -240,7 +249,7 @@ def main() -> None:
         churn(args.nodes, args.pods)
         return
     if args.loadbar:
-        loadbar(args.loadbar, args.load_pods, args.port)
+        loadbar(args.loadbar, args.load_pods, args.port, pin=not args.no_pin)
         return
     with tempfile.TemporaryDirectory() as tmp:
         manifest = Path(tmp) / "pods.json"
@@ -291,26 +300,107 @@ def main() -> None:
             serve.wait()
 
 
-def loadbar(rounds: int, pods: int, port: int) -> None:
+#: The setups of ``--loadbar``, in the order run in each round; "none-again" is the noise floor.
+SETUPS = ("none", "cluster", "none-again", "pods")
+
+
+def cores(pin: bool) -> tuple[set[int] | None, set[int] | None]:
+    """The cores for ``serve`` and for everything else (load generator, browser, this script):
+    one each when pinning on a machine with two or more, else no pinning."""
+    have = sorted(os.sched_getaffinity(0))
+    if not pin or len(have) < 2:
+        return None, None
+    return {have[0]}, set(have[1:])
+
+
+def adjacent_pairs(runs: list[str], setup: str) -> list[tuple[int, list[int]]]:
+    """Each run of ``setup`` (by its index in ``runs``, the order run) with the no-UI runs next to
+    it: the nearest before and after it, skipping other setups' runs, so that a UI run is set
+    against the baseline of its own minutes. For "none-again" the neighbours are the "none" runs."""
+    base = ("none",) if setup == "none-again" else ("none", "none-again")
+    out = []
+    for i, one in enumerate(runs):
+        if one != setup:
+            continue
+        before = next((j for j in range(i - 1, -1, -1) if runs[j] in base), None)
+        after = next((j for j in range(i + 1, len(runs)) if runs[j] in base), None)
+        near = [j for j in (before, after) if j is not None]
+        if near:
+            out.append((i, near))
+    return out
+
+
+def paired_ratios(values: list[float], runs: list[str], setup: str) -> list[float]:
+    """Each run of ``setup`` over the mean of its adjacent no-UI runs (of the same figure)."""
+    return [values[i] / statistics.fmean(values[j] for j in near) for i, near in adjacent_pairs(runs, setup)]
+
+
+def bootstrap_median(ratios: list[float], draws: int = 4000, seed: int = 1) -> tuple[float, float]:
+    """A 95 % percentile-bootstrap interval of the median of ``ratios``."""
+    import random
+
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
+def describe(values: list[float], unit: str) -> str:
+    median = statistics.median(values)
+    low, high = statistics.quantiles(values, n=4)[::2] if len(values) >= 2 else (values[0], values[0])
+    return (
+        f"median {median:{unit}} (quartiles {low:{unit}} to {high:{unit}}, "
+        f"range {min(values):{unit}} to {max(values):{unit}}, n {len(values)})"
+    )
+
+
+def loadbar(rounds: int, pods: int, port: int, pin: bool = True) -> None:
     """The load test's end-to-end pods/s and the CPU time ``serve`` spent per pod, per setup, the
-    setups alternated run by run."""
-    setups = ("none", "cluster", "none-again", "pods")
-    rates: dict[str, list[float]] = {s: [] for s in setups}
-    cpu: dict[str, list[float]] = {s: [] for s in setups}
+    setups alternated run by run; each UI run is also set against the no-UI runs next to it."""
+    serve_cores, other_cores = cores(pin)
+    if other_cores is not None:
+        os.sched_setaffinity(0, other_cores)
+        print(f"serve pinned to cores {sorted(serve_cores or ())}, the rest to {sorted(other_cores)}")
+    runs: list[str] = []
+    rates: list[float] = []
+    cpu: list[float] = []
+    seen: list[float] = []
     for r in range(rounds):
-        for setup in setups:
+        for setup in SETUPS:
             with tempfile.TemporaryDirectory() as tmp:
-                rate, ms, browser_ms = load_run(Path(tmp), setup, pods, port)
-            rates[setup].append(rate)
-            cpu[setup].append(ms)
-            seen = f", the browser {browser_ms:.2f}" if setup in ("cluster", "pods") else ""
-            print(f"round {r + 1} {setup}: {rate:.0f} pods/s, serve {ms:.2f}{seen} ms CPU/pod", flush=True)
-    for setup in setups:
-        for what, values, unit in (("pods/s", rates[setup], ".0f"), ("CPU ms/pod", cpu[setup], ".2f")):
-            median = statistics.median(values)
-            spread = (max(values) - min(values)) / median * 100 if median else 0.0
-            listed = ", ".join(format(x, unit) for x in values)
-            print(f"{setup} {what}: {listed}; median {median:{unit}}, spread {spread:.0f} %")
+                rate, ms, browser_ms = load_run(Path(tmp), setup, pods, port, serve_cores)
+            runs.append(setup)
+            rates.append(rate)
+            cpu.append(ms)
+            seen.append(browser_ms)
+            shown = f", the browser {browser_ms:.3f}" if setup in ("cluster", "pods") else ""
+            print(
+                f"round {r + 1} {setup}: {rate:.0f} pods/s, serve {ms:.3f}{shown} ms CPU/pod",
+                flush=True,
+            )
+    report(runs, rates, cpu, seen)
+
+
+def report(runs: list[str], rates: list[float], cpu: list[float], seen: list[float]) -> None:
+    """Per setup the medians and spreads, then the paired ratios against adjacent no-UI runs."""
+    for setup in SETUPS:
+        mine = [i for i, one in enumerate(runs) if one == setup]
+        if not mine:
+            continue
+        print(f"{setup} pods/s: {describe([rates[i] for i in mine], '.0f')}")
+        print(f"{setup} serve CPU ms/pod: {describe([cpu[i] for i in mine], '.3f')}")
+        if setup in ("cluster", "pods"):
+            print(f"{setup} browser CPU ms/pod: {describe([seen[i] for i in mine], '.3f')}")
+    for setup in SETUPS[1:]:
+        for what, values in (("pods/s", rates), ("serve CPU ms/pod", cpu)):
+            ratios = paired_ratios(values, runs, setup)
+            if len(ratios) < 2:
+                continue
+            low, high = bootstrap_median(ratios)
+            listed = ", ".join(f"{(x - 1) * 100:+.1f}" for x in ratios)
+            print(
+                f"{setup} vs adjacent no UI, {what}: median {(statistics.median(ratios) - 1) * 100:+.1f} % "
+                f"(95 % bootstrap {(low - 1) * 100:+.1f} to {(high - 1) * 100:+.1f} %; runs {listed})"
+            )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -334,7 +424,9 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def load_run(tmp: Path, setup: str, pods: int, port: int) -> tuple[float, float, float]:
+def load_run(
+    tmp: Path, setup: str, pods: int, port: int, serve_cores: set[int] | None = None
+) -> tuple[float, float, float]:
     """End-to-end pods/s of one load test, and the milliseconds of CPU ``serve`` and the browser
     (with its driver) spent per pod during it (which the other work on a shared machine does not
     inflate as it does the wall time)."""
@@ -343,7 +435,13 @@ def load_run(tmp: Path, setup: str, pods: int, port: int) -> tuple[float, float,
     serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000"]
     serve_cmd += ["--data-dir", str(data), "--port", str(port)]
     with log.open("w") as out:
-        serve = subprocess.Popen(serve_cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ)
+        serve = subprocess.Popen(
+            serve_cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=os.environ,
+            preexec_fn=None if serve_cores is None else lambda: os.sched_setaffinity(0, serve_cores),
+        )
     holder = None
     try:
         while "web UI" not in log.read_text():
