@@ -220,6 +220,11 @@ def main() -> None:
     )
     parser.add_argument("--load-pods", type=int, default=8000, help="pods each load test creates")
     parser.add_argument(
+        "--setups",
+        default=",".join(SETUPS),
+        help="the setups each round runs, in order (none, cluster, none-again, pods, poll)",
+    )
+    parser.add_argument(
         "--no-pin",
         action="store_true",
         help="let serve share every core with the load generator and the browser",
@@ -249,7 +254,11 @@ def main() -> None:
         churn(args.nodes, args.pods)
         return
     if args.loadbar:
-        loadbar(args.loadbar, args.load_pods, args.port, pin=not args.no_pin)
+        setups = tuple(args.setups.split(","))
+        unknown = set(setups) - {*SETUPS, *CLIENTS}
+        if unknown or "none" not in setups:
+            parser.error(f"--setups: 'none' and some of {', '.join(SETUPS + CLIENTS[2:])}")
+        loadbar(args.loadbar, args.load_pods, args.port, pin=not args.no_pin, setups=setups)
         return
     with tempfile.TemporaryDirectory() as tmp:
         manifest = Path(tmp) / "pods.json"
@@ -302,6 +311,9 @@ def main() -> None:
 
 #: The setups of ``--loadbar``, in the order run in each round; "none-again" is the noise floor.
 SETUPS = ("none", "cluster", "none-again", "pods")
+#: Setups with a UI client: a browser on either view, or ``poll`` (the Cluster view's requests made
+#: by a Python client, no browser: what the view costs ``serve`` without the browser's own work).
+CLIENTS = ("cluster", "pods", "poll")
 
 
 def cores(pin: bool) -> tuple[set[int] | None, set[int] | None]:
@@ -353,7 +365,7 @@ def describe(values: list[float], unit: str) -> str:
     )
 
 
-def loadbar(rounds: int, pods: int, port: int, pin: bool = True) -> None:
+def loadbar(rounds: int, pods: int, port: int, pin: bool = True, setups: tuple[str, ...] = SETUPS) -> None:
     """The load test's end-to-end pods/s and the CPU time ``serve`` spent per pod, per setup, the
     setups alternated run by run; each UI run is also set against the no-UI runs next to it."""
     serve_cores, other_cores = cores(pin)
@@ -364,33 +376,49 @@ def loadbar(rounds: int, pods: int, port: int, pin: bool = True) -> None:
     rates: list[float] = []
     cpu: list[float] = []
     seen: list[float] = []
+    views: list[float] = []
     for r in range(rounds):
-        for setup in SETUPS:
+        for setup in setups:
             with tempfile.TemporaryDirectory() as tmp:
-                rate, ms, browser_ms = load_run(Path(tmp), setup, pods, port, serve_cores)
+                rate, ms, browser_ms, ui_ms = load_run(Path(tmp), setup, pods, port, serve_cores)
             runs.append(setup)
             rates.append(rate)
             cpu.append(ms)
             seen.append(browser_ms)
-            shown = f", the browser {browser_ms:.3f}" if setup in ("cluster", "pods") else ""
+            views.append(ui_ms)
+            shown = ""
+            if setup in CLIENTS:
+                shown = f" (its UI views {ui_ms:.4f}), the browser {browser_ms:.3f}"
             print(
                 f"round {r + 1} {setup}: {rate:.0f} pods/s, serve {ms:.3f}{shown} ms CPU/pod",
                 flush=True,
             )
-    report(runs, rates, cpu, seen)
+    report(runs, rates, cpu, seen, views, setups)
 
 
-def report(runs: list[str], rates: list[float], cpu: list[float], seen: list[float]) -> None:
+def report(
+    runs: list[str],
+    rates: list[float],
+    cpu: list[float],
+    seen: list[float],
+    views: list[float],
+    setups: tuple[str, ...] = SETUPS,
+) -> None:
     """Per setup the medians and spreads, then the paired ratios against adjacent no-UI runs."""
-    for setup in SETUPS:
+    for setup in setups:
         mine = [i for i, one in enumerate(runs) if one == setup]
         if not mine:
             continue
         print(f"{setup} pods/s: {describe([rates[i] for i in mine], '.0f')}")
         print(f"{setup} serve CPU ms/pod: {describe([cpu[i] for i in mine], '.3f')}")
-        if setup in ("cluster", "pods"):
+        if setup in CLIENTS:
             print(f"{setup} browser CPU ms/pod: {describe([seen[i] for i in mine], '.3f')}")
-    for setup in SETUPS[1:]:
+            print(f"{setup} serve's UI views CPU ms/pod: {describe([views[i] for i in mine], '.4f')}")
+            shares = [views[i] / cpu[i] * 100 for i in mine if cpu[i]]
+            print(f"{setup} serve's UI views, % of serve's CPU: {describe(shares, '.2f')}")
+    for setup in setups:
+        if setup == "none":
+            continue
         for what, values in (("pods/s", rates), ("serve CPU ms/pod", cpu)):
             ratios = paired_ratios(values, runs, setup)
             if len(ratios) < 2:
@@ -407,6 +435,21 @@ def cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_priority() -> None:
+    """Run this process (and the browser it starts) only when its core has nothing else to run:
+    a user's browser runs on another machine and never delays the load generator's clients."""
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
+def ui_cpu_seconds(base: str, token: str) -> float:
+    """The seconds ``serve`` has spent making the web UI's views, every view together."""
+    request = Request(base + "/metrics", headers={"Authorization": "Bearer " + token})
+    with urlopen(request, context=ssl._create_unverified_context()) as answer:
+        text = answer.read().decode()
+    found = re.findall(r"^kubesched_ui_cpu_seconds_total\{[^}]*\} (\S+)$", text, re.M)
+    return sum(float(seconds) for seconds in found)
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -426,10 +469,11 @@ def tree_cpu_seconds(pid: int) -> float:
 
 def load_run(
     tmp: Path, setup: str, pods: int, port: int, serve_cores: set[int] | None = None
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     """End-to-end pods/s of one load test, and the milliseconds of CPU ``serve`` and the browser
     (with its driver) spent per pod during it (which the other work on a shared machine does not
-    inflate as it does the wall time)."""
+    inflate as it does the wall time), and of ``serve``'s the part spent making the UI's views
+    (``kubesched_ui_cpu_seconds_total``)."""
     data = tmp / "data"
     log = tmp / "serve.log"
     serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000"]
@@ -450,23 +494,35 @@ def load_run(
             time.sleep(0.5)
         time.sleep(2)
         base = f"https://127.0.0.1:{port}"
-        if setup in ("cluster", "pods"):
+        if setup in CLIENTS:
             hold_cmd = [sys.executable, __file__, "--hold", base, str(data), "--view", setup]
-            holder = subprocess.Popen(hold_cmd, stdout=subprocess.PIPE, text=True, env=os.environ)
+            if setup == "poll":
+                hold_cmd = [sys.executable, __file__, "--poll", base, str(data)]
+            holder = subprocess.Popen(
+                hold_cmd,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=os.environ,
+                preexec_fn=None if serve_cores is None else idle_priority,
+            )
             assert holder.stdout is not None
             holder.stdout.readline()  # "holding the … view open"
             time.sleep(3)
         load_cmd = [sys.executable, "-m", "kubesched.apiserver.loadgen", "--server", base]
         load_cmd += ["--data-dir", str(data), "--pods", str(pods)]
+        token = read_token(data)
+        ui_before = ui_cpu_seconds(base, token)
         before = cpu_seconds(serve.pid)
         browser_before = tree_cpu_seconds(holder.pid) if holder is not None else 0.0
         done = subprocess.run(load_cmd, capture_output=True, text=True, env=os.environ, check=True)
         spent = cpu_seconds(serve.pid) - before
         browser_spent = tree_cpu_seconds(holder.pid) - browser_before if holder is not None else 0.0
+        ui_spent = ui_cpu_seconds(base, token) - ui_before
         found = re.search(r"(\d+) pods/s end to end", done.stdout)
         if found is None:
             sys.exit("loadgen said:\n" + done.stdout + done.stderr)
-        return float(found.group(1)), spent * 1000 / pods, browser_spent * 1000 / pods
+        per_pod = 1000 / pods
+        return float(found.group(1)), spent * per_pod, browser_spent * per_pod, ui_spent * per_pod
     finally:
         if holder is not None:
             holder.terminate()

@@ -4,6 +4,7 @@ configuration (view and hot replace) and the scheduling results written on pods.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -476,3 +477,25 @@ def test_the_first_walk_over_every_pod_does_not_hold_back_the_next_pods_page(clu
     assert freshness is not None and freshness.cost == 0.0
     assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod("late"))[0] == 201
     wait_for(lambda: cluster.request("GET", "/kubesched/v1/pods")[1]["total"] == first["total"] + 1)
+
+
+def ui_cpu_seconds(cluster: Any) -> dict[str, float]:
+    code, text, _ = cluster.request("GET", "/metrics")
+    assert code == 200, text
+    found = re.findall(r'^kubesched_ui_cpu_seconds_total\{view="(\w+)"\} (\S+)$', text, re.M)
+    return {view: float(seconds) for view, seconds in found}
+
+
+def test_the_time_spent_on_each_view_is_exported_in_the_metrics(cluster: Any) -> None:
+    assert ui_cpu_seconds(cluster) == {"cluster": 0.0, "pods": 0.0}
+    assert cluster.request("GET", "/kubesched/v1/cluster")[0] == 200
+    after_summary = ui_cpu_seconds(cluster)
+    assert after_summary["cluster"] > 0.0
+    assert after_summary["pods"] == 0.0
+    assert cluster.request("GET", "/kubesched/v1/pods")[0] == 200
+    after_page = ui_cpu_seconds(cluster)
+    assert after_page["pods"] > 0.0
+    assert after_page["cluster"] == after_summary["cluster"]
+    # Other clients' requests are not the UI's.
+    assert cluster.request("GET", "/api/v1/pods")[0] == 200
+    assert ui_cpu_seconds(cluster) == after_page

@@ -93,6 +93,9 @@ class ApiServer:
         #: The Pods view's rows (``/kubesched/v1/pods``), kept up to date from the store's changes.
         self.pod_rows: PodRows | None = None
         self.pod_rows_freshness: Freshness | None = None
+        #: CPU seconds this server's thread spent making the web UI's views (``cluster``: the
+        #: summary; ``pods``: the pod rows' pages), exported as ``kubesched_ui_cpu_seconds_total``.
+        self.ui_cpu_seconds: dict[str, float] = {"cluster": 0.0, "pods": 0.0}
 
     # -- wiring ----------------------------------------------------------------------------------
     def app(self) -> web.Application:

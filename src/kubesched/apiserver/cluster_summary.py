@@ -268,7 +268,11 @@ def _current(server: ApiServer) -> Summary:
 async def cluster_summary(server: ApiServer, request: web.Request) -> web.Response:
     if request.method != "GET":
         raise method_not_allowed()
-    summary = _current(server)
-    if request.query.get("resourceVersion") == str(summary.resource_version):
-        return web.Response(status=304)
-    return json_response(summary.body, headers={"Cache-Control": "no-store"})
+    started = time.thread_time()
+    try:
+        summary = _current(server)
+        if request.query.get("resourceVersion") == str(summary.resource_version):
+            return web.Response(status=304)
+        return json_response(summary.body, headers={"Cache-Control": "no-store"})
+    finally:
+        server.ui_cpu_seconds["cluster"] += time.thread_time() - started

@@ -24,6 +24,7 @@ from kubesched.apiserver.manifests import create_start_objects
 from kubesched.apiserver.replay import Replayer
 from kubesched.apiserver.running_configs import DEFAULT_CONFIG_TEXT, RunningConfigs
 from kubesched.apiserver.schedulers import ServedSchedulers
+from kubesched.apiserver.ui import UiCostCollector
 from kubesched.batch.conf import BatchConf
 from kubesched.batch.conf_loader import DEFAULT_BATCH_CONF_YAML
 from kubesched.controllers.dradriver import DraDriverOptions
@@ -37,6 +38,7 @@ from kubesched.registry.admission import admit, apply_defaults
 from kubesched.registry.core.servicealloc import DEFAULT_SERVICE_CIDR, DEFAULT_SERVICE_CIDR_NAME
 from kubesched.registry.networking.servicecidr import default_service_cidr
 from kubesched.runtime.heap import HeapTrimmer
+from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.store.base import AlreadyExists
 from kubesched.store.memory import format_timestamp
 from kubesched.store.sqlite import DEFAULT_HISTORY, CommitFailed, SqliteStore, StoreLocked
@@ -219,7 +221,7 @@ class Served:
         store = self.store
         self.api.ready_checks["sqlite"] = lambda: store.healthy
         if self.schedulers is not None:
-            self.api.metrics = self.schedulers.metrics
+            self._serve_metrics(self.schedulers.metrics)
             self.api.ready_checks["kubesched-schedulers"] = lambda: (
                 self.schedulers is not None and self.schedulers.running
             )
@@ -261,8 +263,13 @@ class Served:
             old.stop()
         new = self._schedulers(config, batch_conf)
         self.schedulers = new
-        self.api.metrics = new.metrics
+        self._serve_metrics(new.metrics)
         new.start()
+
+    def _serve_metrics(self, metrics: SchedulerMetrics) -> None:
+        """Serve ``metrics`` at ``/metrics``, with the web UI's cost beside the schedulers'."""
+        metrics.registry.register(UiCostCollector(self.api))
+        self.api.metrics = metrics
 
     @property
     def url(self) -> str:

@@ -18,12 +18,15 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
+from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 from aiohttp import web
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from kubesched.api.yaml_input import BoundedSafeLoader
 from kubesched.apiserver.handlers.body import raw_body
@@ -79,6 +82,26 @@ class LoginCodes:
                 del self._codes[known]
                 return self._token
         return None
+
+
+UI_CPU_HELP = (
+    "CPU seconds the API server spent making the web UI's views: bringing the Cluster view's "
+    "summary and the Pods view's rows up to date from the store's changes and answering them."
+)
+
+
+class UiCostCollector(Collector):
+    """``kubesched_ui_cpu_seconds_total{view}``, read from the server at scrape time: what an open
+    UI costs the server beyond the watches and requests every client makes."""
+
+    def __init__(self, server: ApiServer) -> None:
+        self.server = server
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily("kubesched_ui_cpu_seconds", UI_CPU_HELP, labels=["view"])
+        for view, seconds in self.server.ui_cpu_seconds.items():
+            family.add_metric([view], seconds)
+        yield family
 
 
 def _asset(name: str) -> bytes:
