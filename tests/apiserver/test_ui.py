@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.apiserver.conftest import pod
 
 from kubesched.apiserver.cluster_summary import Summary, Tally, summarize
-from kubesched.apiserver.pod_list import PodRows, page
+from kubesched.apiserver.pod_list import ORDER_IDLE, PodRows, page
 from kubesched.apiserver.ui import LoginCodes, decode_documents
 from kubesched.scheduler.result_annotations import (
     FILTER_RESULT,
@@ -499,3 +499,27 @@ def test_the_time_spent_on_each_view_is_exported_in_the_metrics(cluster: Any) ->
     # Other clients' requests are not the UI's.
     assert cluster.request("GET", "/api/v1/pods")[0] == 200
     assert ui_cpu_seconds(cluster) == after_page
+
+
+def test_an_order_no_page_asks_for_is_no_longer_kept_and_is_made_again_when_asked() -> None:
+    def placed(i: int, node: str = "") -> dict[str, Any]:
+        spec = {"nodeName": node} if node else {}
+        return {"metadata": {"namespace": "ns", "name": f"p-{i}"}, "spec": spec, "status": {}}
+
+    now = [0.0]
+    rows = PodRows([placed(i, f"n{i % 3}") for i in range(6)], 1)
+    rows.clock = lambda: now[0]
+    page(rows, 0, 10, "", "node")
+    page(rows, 0, 10, "", "name")
+    now[0] = ORDER_IDLE / 2
+    page(rows, 0, 10, "", "name")
+    now[0] = ORDER_IDLE + 1
+    page(rows, 0, 10, "", "name")
+    # The node order was last asked for longer ago than ORDER_IDLE: changes no longer go to it.
+    assert set(rows._orders) == {"name"}
+    for i in range(6, 9):
+        rows.put(placed(i, "n0"))
+    rows.remove(("ns", "p-1"))
+    fresh = PodRows([placed(i, "n0" if i >= 6 else f"n{i % 3}") for i in range(9) if i != 1], 1)
+    for sort in ("node", "name"):
+        assert page(rows, 0, 20, "", sort) == page(fresh, 0, 20, "", sort)

@@ -26,7 +26,7 @@ from kubesched.api.resources import pod_requests
 from kubesched.apiserver.handlers.responses import json_response
 from kubesched.errors import InputError
 from kubesched.registry.errors import method_not_allowed
-from kubesched.store.base import EventType, Obj
+from kubesched.store.base import EventType, Obj, WatchEvent
 from kubesched.store.sqlite import SqliteStore, TooOld
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def _contribution(pod: Mapping[str, Any]) -> tuple[str | None, dict[str, int]]:
     if not node:
         return "", {}
     try:
-        requests, _ = pod_requests(spec)
+        # Pods of one shape share one dict of requests, which the sums only read.
+        requests, _ = pod_requests(spec, shared=True)
     except InputError:
         requests = {}
     return node, requests
@@ -123,10 +124,11 @@ class Tally(VersionedFollower):
     @staticmethod
     def _key(pod: Mapping[str, Any]) -> tuple[str, str]:
         meta = pod.get("metadata") or {}
-        return (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        return (meta.get("namespace") or "", meta.get("name") or "")
 
-    def put(self, pod: Mapping[str, Any]) -> None:
-        key = self._key(pod)
+    def put(self, pod: Mapping[str, Any], key: tuple[str, str] | None = None) -> None:
+        if key is None:
+            key = self._key(pod)
         node, requests = contribution = _contribution(pod)
         if self.pods.get(key) == contribution:
             return
@@ -195,7 +197,8 @@ class Follower(Protocol):
 
     resource_version: int
 
-    def put(self, pod: Mapping[str, Any]) -> None: ...
+    def put(self, pod: Mapping[str, Any], key: tuple[str, str] | None = None) -> None:
+        """Take the pod's latest state; ``key``: its ``(namespace, name)`` when already known."""
 
     def remove(self, key: tuple[str, str]) -> None: ...
 
@@ -211,19 +214,18 @@ def catch_up(store: SqliteStore, follower: F | None, fresh: Callable[[list[Obj],
             while True:
                 changes = store.changes_since(follower.resource_version)
                 # Only each pod's last change counts (a follower keeps a pod's latest state): a pod
-                # created, bound and started within one catch-up is read once, not three times.
-                last: dict[tuple[str, str], Any] = {}
+                # created, bound and started within one catch-up is read once, not three times. The
+                # pods are taken in any order: what a follower keeps does not depend on it.
+                last: dict[tuple[str, str], WatchEvent] = {}
                 for event in changes:
                     if event.kind == "Pod":
                         meta = event.obj["metadata"]
-                        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-                        last.pop(key, None)
-                        last[key] = event
+                        last[(meta.get("namespace") or "", meta.get("name") or "")] = event
                 for key, event in last.items():
                     if event.type == EventType.DELETED:
                         follower.remove(key)
                     else:
-                        follower.put(event.obj)
+                        follower.put(event.obj, key)
                 if changes:
                     follower.resource_version = int(changes[-1].obj["metadata"]["resourceVersion"])
                 if len(changes) < CHANGES_PAGE:

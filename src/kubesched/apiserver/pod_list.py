@@ -40,6 +40,9 @@ MAX_LIMIT = 500
 FILTERS_KEPT = 8
 #: The orders a page can be sorted by (after waiting pods first).
 SORTS = ("name", "node", "status", "created")
+#: An order no page has asked for in this many seconds is no longer kept up to date (it is made
+#: again if asked for), so that a sort picked once costs nothing at every later change.
+ORDER_IDLE = 60.0
 
 #: Statuses of pods that wait for a node, in the order they are shown: refused by the scheduler,
 #: held by scheduling gates, not tried yet. A pod bound to a node and not yet running comes next,
@@ -91,18 +94,22 @@ def pod_reason(pod: Mapping[str, Any]) -> str:
     return ""
 
 
-def _row(pod: Mapping[str, Any]) -> Row:
+def _row(pod: Mapping[str, Any], key: tuple[str, str] | None = None) -> Row:
     meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    node = str(spec.get("nodeName") or "")
+    if key is None:
+        key = (meta.get("namespace") or "", meta.get("name") or "")
     status = pod_status(pod)
-    node = str((pod.get("spec") or {}).get("nodeName") or "")
     rank = _RANK.get(status, _LAST)
+    # Positional: a named tuple built from keywords costs twice as much, once per pod change.
     return Row(
-        rank=_BOUND if rank == _RANK["Pending"] and node else rank,
-        key=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
-        status=status,
-        node=node,
-        reason=pod_reason(pod),
-        created=str(meta.get("creationTimestamp") or ""),
+        _BOUND if rank == _RANK["Pending"] and node else rank,
+        f"{key[0]}/{key[1]}",
+        status,
+        node,
+        pod_reason(pod),
+        str(meta.get("creationTimestamp") or ""),
     )
 
 
@@ -125,12 +132,15 @@ class PodRows(VersionedFollower):
         #: Per ``namespace/name`` its row (names hold no ``/``, so the key is unambiguous).
         self.rows: dict[str, Row] = {}
         self._orders: dict[str, SortedList] = {}
+        #: When each kept order was last asked for (by ``clock``), to drop those no page shows.
+        self._asked: dict[str, float] = {}
+        self.clock = time.monotonic
         self._filtered: dict[tuple[str, str], list[Row]] = {}
         for pod in pods:
             self.put(pod)
 
-    def put(self, pod: Mapping[str, Any]) -> None:
-        row = _row(pod)
+    def put(self, pod: Mapping[str, Any], key: tuple[str, str] | None = None) -> None:
+        row = _row(pod, key)
         old = self.rows.get(row.key)
         if old == row:
             return
@@ -154,6 +164,11 @@ class PodRows(VersionedFollower):
         self.altered()
 
     def _order(self, sort: str) -> SortedList:
+        now = self.clock()
+        self._asked[sort] = now
+        for idle in [o for o, asked in self._asked.items() if now - asked > ORDER_IDLE]:
+            del self._asked[idle]
+            self._orders.pop(idle, None)
         order = self._orders.get(sort)
         if order is None:
             order = self._orders[sort] = SortedList(_place(r, sort) for r in self.rows.values())
