@@ -14,12 +14,16 @@ Debian's ``chromium`` and ``chromium-driver`` and Selenium.
 
 ``--loadbar ROUNDS`` runs the serve load test (``kubesched.apiserver.loadgen``, 1000 nodes) once
 per setup per round, alternating: no UI, Chromium on the Cluster view, no UI again, Chromium on the
-Pods view; a fresh ``serve`` for each run. ``serve`` runs on one core and everything else (the load
-generator, the browser, this script) on the others, as a user's browser runs on another machine
-than the server (``--no-pin`` shares every core). It prints each run's end-to-end pods/s, the CPU
-time ``serve`` spent per pod and the browser's, then per setup the medians, quartiles and ranges,
-and each UI setup's runs set against the no-UI runs next to them (the paired ratio, its median
-and a 95 % bootstrap interval); "no UI again" against "no UI" is the noise floor.
+Pods view (``--setups`` picks others, ``poll``: the Cluster view's requests from a Python client);
+a fresh ``serve`` for each run. ``serve`` runs on one core and everything else (the load
+generator, the browser, this script) on the others, the browser at idle priority, as a user's
+browser runs on another machine than the server and takes nothing from the load's clients
+(``--no-pin`` shares every core alike). It prints each run's end-to-end pods/s, the CPU time
+``serve`` spent per pod, the part of it spent making the UI's views
+(``kubesched_ui_cpu_seconds_total``) and the browser's CPU per pod, then per setup the medians,
+quartiles and ranges, and each UI setup's runs set against the no-UI runs next to them (the
+paired ratio, its median and a 95 % bootstrap interval); "no UI again" against "no UI" is the
+noise floor.
 """
 
 from __future__ import annotations
