@@ -222,6 +222,16 @@ def main() -> None:
     parser.add_argument(
         "--churn", action="store_true", help="time the server's work per second of changes, in-process"
     )
+    parser.add_argument(
+        "--summarize",
+        metavar="LOG",
+        help="print the summary of the runs a --loadbar output (perhaps cut short) lists",
+    )
+    parser.add_argument(
+        "--catch-up",
+        action="store_true",
+        help="time, in-process, each view's CPU per pod of a load test's changes (--load-pods)",
+    )
     parser.add_argument("--load-pods", type=int, default=8000, help="pods each load test creates")
     parser.add_argument(
         "--setups",
@@ -256,6 +266,12 @@ def main() -> None:
         return
     if args.churn:
         churn(args.nodes, args.pods)
+        return
+    if args.catch_up:
+        catch_up_cost(args.load_pods)
+        return
+    if args.summarize:
+        summarize_log(Path(args.summarize))
         return
     if args.loadbar:
         setups = tuple(args.setups.split(","))
@@ -435,6 +451,27 @@ def report(
             )
 
 
+RUN_LINE = re.compile(
+    r"^round \d+ (?P<setup>[\w-]+): (?P<rate>\d+) pods/s, serve (?P<cpu>[\d.]+)"
+    r"(?: \(its UI views (?P<views>[\d.]+)\), the browser (?P<browser>[\d.]+))? ms CPU/pod$"
+)
+
+
+def summarize_log(log: Path) -> None:
+    """The summary :func:`loadbar` prints, from the run lines it printed."""
+    runs: list[str] = []
+    columns: list[list[float]] = [[], [], [], []]
+    for line in log.read_text().splitlines():
+        found = RUN_LINE.match(line)
+        if found is None:
+            continue
+        runs.append(found["setup"])
+        for column, name in zip(columns, ("rate", "cpu", "browser", "views"), strict=True):
+            column.append(float(found[name] or 0.0))
+    setups = tuple(dict.fromkeys(runs))
+    report(runs, *columns, setups=setups)
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -533,6 +570,71 @@ def load_run(
             holder.wait()
         serve.terminate()
         serve.wait()
+
+
+def catch_up_cost(pods: int, rate: int = 1400, nodes: int = 1000, runs: int = 9) -> None:
+    """In-process: the CPU microseconds per pod each view costs the server under a load test's
+    changes (per pod: created, bound, running, and an Event; ``rate`` pods a second, the view
+    brought up to date and answered once a second, as an open page asks), through the same
+    catch-up from the store's changes as in ``serve``, with ``serve``'s collector settings."""
+    import copy
+
+    import orjson
+
+    from kubesched.apiserver.cluster_summary import Tally, catch_up
+    from kubesched.apiserver.pod_list import PodRows, page
+    from kubesched.runtime.collector import tune_collector
+    from kubesched.store.base import EventType, WatchEvent
+
+    tune_collector()
+
+    class Changes:
+        """What ``catch_up`` reads of a store: its changes after a resourceVersion."""
+
+        def __init__(self) -> None:
+            self.history: list[WatchEvent] = []
+            self.resource_version = 0
+
+        def changes_since(self, rv: int, limit: int = 10_000) -> list[WatchEvent]:
+            return self.history[rv : rv + limit]  # resourceVersion n is the n-th change
+
+        def list_with_version(self, kind: str) -> tuple[list[Any], int]:
+            return [], 0
+
+        def add(self, kind: str, kind_of: EventType, obj: dict[str, Any]) -> None:
+            self.resource_version += 1
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(self.resource_version)
+            self.history.append(WatchEvent(kind_of, kind, obj))
+
+    def one_run(view: str) -> float:
+        store: Any = Changes()
+        fresh: Any = Tally if view == "cluster" else PodRows
+        follower = catch_up(store, None, fresh)
+        spent = 0.0
+        for first in range(0, pods, rate):
+            for i in range(first, min(pods, first + rate)):
+                meta = {"name": f"load-{i}", "namespace": "load", "creationTimestamp": "2026-01-01T00:00:00Z"}
+                container = {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "10m"}}}
+                pod: dict[str, Any] = {"metadata": meta, "spec": {"containers": [container]}, "status": {}}
+                store.add("Pod", EventType.ADDED, pod)
+                pod["spec"]["nodeName"] = f"node-{i % nodes}"
+                store.add("Pod", EventType.MODIFIED, pod)
+                scheduled = {"type": "PodScheduled", "status": "True"}
+                pod["status"] = {"phase": "Running", "conditions": [scheduled]}
+                store.add("Pod", EventType.MODIFIED, pod)
+                store.add("Event", EventType.ADDED, {"metadata": {"name": f"e-{i}", "namespace": "load"}})
+            started = time.thread_time()
+            follower = catch_up(store, follower, fresh)
+            follower.settle()
+            orjson.dumps(follower.body() if view == "cluster" else page(follower, 0, 100, "", "name"))
+            spent += time.thread_time() - started
+        return spent / pods * 1e6
+
+    for view in ("cluster", "pods"):
+        costs = [one_run(view) for _ in range(runs)]
+        listed = ", ".join(f"{c:.1f}" for c in costs)
+        print(f"{view} view: {listed} us CPU per pod; median {statistics.median(costs):.1f}", flush=True)
 
 
 def churn(nodes: int, pods: int, rounds: int = 5) -> None:
