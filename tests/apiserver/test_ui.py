@@ -3,6 +3,7 @@ configuration (view and hot replace) and the scheduling results written on pods.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.apiserver.conftest import pod
 
-from kubesched.apiserver.cluster_summary import Summary, Tally, summarize
+from kubesched.apiserver.cluster_summary import Summary, Tally, catch_up, summarize
 from kubesched.apiserver.pod_list import ORDER_IDLE, PodRows, page
 from kubesched.apiserver.ui import LoginCodes, decode_documents
 from kubesched.scheduler.result_annotations import (
@@ -22,6 +23,7 @@ from kubesched.scheduler.result_annotations import (
     SCORE_RESULT,
     SELECTED_NODE,
 )
+from kubesched.store.base import EventType, WatchEvent
 
 
 def wait_for(check: Any, timeout: float = 15.0) -> Any:
@@ -523,3 +525,71 @@ def test_an_order_no_page_asks_for_is_no_longer_kept_and_is_made_again_when_aske
     fresh = PodRows([placed(i, "n0" if i >= 6 else f"n{i % 3}") for i in range(9) if i != 1], 1)
     for sort in ("node", "name"):
         assert page(rows, 0, 20, "", sort) == page(fresh, 0, 20, "", sort)
+
+
+class _Changes:
+    """What ``catch_up`` reads of the store: its changes after a resourceVersion, and a listing."""
+
+    def __init__(self) -> None:
+        self.history: list[WatchEvent] = []
+        self.live: dict[str, dict[str, Any]] = {}
+
+    @property
+    def resource_version(self) -> int:
+        return len(self.history)
+
+    def changes_since(self, rv: int, limit: int = 10_000) -> list[WatchEvent]:
+        return self.history[rv : rv + limit]
+
+    def list_with_version(self, kind: str) -> tuple[list[dict[str, Any]], int]:
+        return list(self.live.values()), self.resource_version
+
+    def write(self, pod: dict[str, Any] | None, name: str) -> None:
+        known = self.live.get(name)
+        if pod is None and known is None:
+            return
+        obj = copy.deepcopy(pod if pod is not None else known)
+        assert obj is not None
+        obj["metadata"] = {**obj["metadata"], "name": name, "resourceVersion": str(len(self.history) + 1)}
+        if pod is None:
+            del self.live[name]
+            kind_of = EventType.DELETED
+        else:
+            kind_of = EventType.MODIFIED if known is not None else EventType.ADDED
+            self.live[name] = obj
+        self.history.append(WatchEvent(kind_of, "Pod", obj))
+        if len(self.history) % 3 == 0:  # other kinds' changes come between, and are passed over
+            lease = {"metadata": {"name": "l", "resourceVersion": "0"}}
+            self.history.append(WatchEvent(EventType.MODIFIED, "Lease", lease))
+
+
+@given(
+    _pods,
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 39), st.booleans()), max_size=40),
+    st.sampled_from(["name", "node", "status", "created"]),
+)
+def test_views_caught_up_from_the_stores_changes_equal_ones_made_afresh(
+    shapes: list[dict[str, Any]], writes: list[tuple[int, int, bool]], sort: str
+) -> None:
+    # Pods created, changed, deleted and created again, read in catch-ups of a few changes each
+    # (a pod's several changes within one read once, in any order), sum and list as a fresh
+    # listing of what is left does.
+    store: Any = _Changes()
+    tally = catch_up(store, None, Tally)
+    rows = catch_up(store, None, PodRows)
+    page(rows, 0, 1, "", sort)
+    for name_of, shape_of, delete in writes:
+        name = f"p-{name_of}"
+        store.write(None if delete or not shapes else shapes[shape_of % len(shapes)], name)
+        if shape_of % 3 == 0:
+            tally = catch_up(store, tally, Tally)
+            rows = catch_up(store, rows, PodRows)
+    tally = catch_up(store, tally, Tally)
+    rows = catch_up(store, rows, PodRows)
+    left = list(store.live.values())
+    mine, theirs = tally.body(), Tally(left, 1).body()
+    assert (mine["pods"], mine["pending"]) == (theirs["pods"], theirs["pending"])
+    assert {n: e["requested"] for n, e in mine["nodes"].items()} == {
+        n: e["requested"] for n, e in theirs["nodes"].items()
+    }
+    assert page(rows, 0, 100, "", sort)["items"] == page(PodRows(left, 1), 0, 100, "", sort)["items"]
