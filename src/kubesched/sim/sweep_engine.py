@@ -10,9 +10,9 @@ its nanny and the scheduler runs its cells again on a live worker; a cell that f
 (an exception) is not retried: it would fail again.
 
 :class:`ParquetCells` is the output: a directory of Parquet files, one per finished cell, each written
-under a temporary name and renamed, so a sweep stopped at any point leaves only whole cells and a
-later run can skip them (``--resume``). The directory reads as one table
-(``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
+under a temporary name and renamed (:func:`write_atomically`), so a sweep stopped at any point
+leaves only whole cells and a later run can skip them (``--resume``). The directory reads as one
+table (``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
 
 :func:`run_sweep` is a whole sweep over them: the cells already in the directory read back, the
 others run on an engine (or in the command's own process, :class:`InlineCells`, for a sweep of one
@@ -45,7 +45,15 @@ from rich.progress import (
 
 from kubesched.errors import InputError
 
-__all__ = ["CellRunner", "InlineCells", "ParquetCells", "SweepEngine", "SweepProgress", "run_sweep"]
+__all__ = [
+    "CellRunner",
+    "InlineCells",
+    "ParquetCells",
+    "SweepEngine",
+    "SweepProgress",
+    "run_sweep",
+    "write_atomically",
+]
 
 T = TypeVar("T")
 
@@ -210,6 +218,14 @@ def _itself(value: Any) -> Any:
     return value
 
 
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` to a temporary name beside ``path``, then renamed to it: ``path`` is whole or
+    not there, wherever the process was stopped. A stopped write leaves ``*.tmp`` to remove."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
 class ParquetCells:
     """A directory of finished cells, one Parquet file of one row each, named by the cell's key.
 
@@ -235,11 +251,8 @@ class ParquetCells:
         return {k for k in keys if self.path_of(k).is_file()}
 
     def write(self, key: str, row: Mapping[str, Any]) -> None:
-        path = self.path_of(key)
-        tmp = path.with_name(path.name + ".tmp")
         table = pa.Table.from_pylist([dict(row)], schema=self.schema)
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        write_atomically(self.path_of(key), lambda tmp: pq.write_table(table, tmp))
 
     def read(self, key: str) -> dict[str, Any]:
         path = self.path_of(key)

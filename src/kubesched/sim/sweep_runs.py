@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import shutil
 from collections.abc import Callable, Sequence
@@ -38,6 +37,7 @@ from kubesched.sim.export import PODS, TIMESERIES, pod_table, timeseries_table, 
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.report import RunReport
 from kubesched.sim.simulation import SimulationResult
+from kubesched.sim.sweep_engine import write_atomically
 
 __all__ = ["RUNS", "STATE", "Fingerprint", "RunStore", "fingerprint", "workload_digest"]
 
@@ -170,29 +170,23 @@ class RunStore:
             report = [RunReport(run.label, recorder, run.source, run.text)]
             series = timeseries_table(report)
             pods = pod_table(report)
-            _replace(
+            write_atomically(
                 where / f"{TIMESERIES}.parquet",
                 lambda p: write_parquet(p, series, float_columns=[n for n in series if n != "run"]),
             )
-            _replace(
+            write_atomically(
                 where / f"{PODS}.parquet",
                 lambda p: write_parquet(p, pods, float_columns=[n for n in _POD_FLOATS if n in pods]),
             )
             summary["summary"] = recorder.summary()
         summary["fingerprint"] = {"digest": fp.digest, **fp.parts}
         text = json.dumps(summary, indent=2, allow_nan=False) + "\n"
-        _replace(where / SUMMARY, lambda p: p.write_text(text, encoding="utf-8"))
+        write_atomically(where / SUMMARY, lambda p: p.write_text(text, encoding="utf-8"))
         payload = pickle.dumps((sim_result, recorder), protocol=pickle.HIGHEST_PROTOCOL)
         header = json.dumps(
             {"fingerprint": fp.parts, "label": run.label, "sha256": _sha256(payload)}, sort_keys=True
         )
-        _replace(where / STATE, lambda p: p.write_bytes(_MAGIC + header.encode() + b"\n" + payload))
-
-
-def _replace(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+        write_atomically(where / STATE, lambda p: p.write_bytes(_MAGIC + header.encode() + b"\n" + payload))
 
 
 def _clean(run_dir: Path, *, everything: bool) -> None:
