@@ -37,7 +37,6 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, config_from_dict, load_config
 from kubesched.framework.registry import Registry
-from kubesched.runtime.collector import tune_collector
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.progress import ReplayProgress
 from kubesched.sim.simulation import Simulation, SimulationResult
@@ -317,21 +316,6 @@ def run_one(
     return sim.run(), recorder
 
 
-def _task(settings: RunSettings, run: RunSpec, loaded: LoadResult) -> RunResult | InputError:
-    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
-    # thresholds unless set here, and walks the run's whole heap again and again.
-    tune_collector()
-    try:
-        out: RunResult | InputError = run_one(settings, run, loaded)
-    except InputError as exc:
-        # Bad input is the command's error to report, located, as when run inline; raised here, it
-        # would also be logged by the worker with the task's whole repr and traceback.
-        out = exc
-    # As between inline runs: the worker would otherwise hold every cluster it simulated.
-    gc.collect()
-    return out
-
-
 def run_inline(
     settings: RunSettings,
     runs: Sequence[RunSpec],
@@ -366,11 +350,13 @@ def run_on_engine(
     """The runs as tasks of ``engine`` (started), the settings and the workload shipped once per
     worker; ``on_result(i, result)`` as run ``i`` ends, whatever its place in ``runs``, then
     ``on_done(finished, total)``. The results come in the order of ``runs``."""
+    from kubesched.sim.sweep_engine import cell_task
+
     settings_f = engine.share(settings)
     loaded_f = engine.share(loaded)
     results: dict[int, RunResult] = {}
-    cells = ((str(i), (settings_f, run, loaded_f)) for i, run in enumerate(runs))
-    for key, result in engine.run(_task, cells):
+    cells = ((str(i), (run_one, settings_f, run, loaded_f)) for i, run in enumerate(runs))
+    for key, result in engine.run(cell_task, cells):
         if isinstance(result, InputError):
             raise result
         results[int(key)] = result

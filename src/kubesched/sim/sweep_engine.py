@@ -17,10 +17,13 @@ table (``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
 :func:`run_sweep` is a whole sweep over them: the cells already in the directory read back, the
 others run on an engine (or in the command's own process, :class:`InlineCells`, for a sweep of one
 cell), each written as it finishes.
+:func:`cell_task` is what a worker runs for a cell that simulates: bad input comes back as a value,
+and the run's garbage goes before the next cell.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import time
@@ -44,6 +47,7 @@ from rich.progress import (
 )
 
 from kubesched.errors import InputError
+from kubesched.runtime.collector import tune_collector
 
 __all__ = [
     "CellRunner",
@@ -51,6 +55,7 @@ __all__ = [
     "ParquetCells",
     "SweepEngine",
     "SweepProgress",
+    "cell_task",
     "run_sweep",
     "write_atomically",
 ]
@@ -294,6 +299,24 @@ class InlineCells:
     ) -> Iterator[tuple[str, Any]]:
         for key, args in cells:
             yield key, fn(*args)
+
+
+def cell_task(fn: Callable[..., T], *args: Any) -> T | InputError:
+    """``fn(*args)`` as a worker of the engine runs a cell that simulates; :func:`run_sweep` raises
+    the :class:`InputError` it may return."""
+    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
+    # thresholds unless set here, and walks the run's whole heap again and again.
+    tune_collector()
+    try:
+        out: T | InputError = fn(*args)
+    except InputError as exc:
+        # Bad input is the command's error to report, located, as when run inline; raised here, it
+        # would also be logged by the worker with the task's whole repr and traceback.
+        out = exc
+    # A run's simulation is cyclic garbage once it returns: a worker would otherwise hold every
+    # cluster it simulated until a full collection.
+    gc.collect()
+    return out
 
 
 def run_sweep(
