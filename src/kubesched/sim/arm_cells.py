@@ -227,7 +227,6 @@ def run_arm_cells(
     this process. With ``out`` (a directory) every finished run is written there as it finishes
     (``schema``, its ``summary`` row among the columns), and ``resume`` takes the runs already
     there, of the same settings, instead of running them again."""
-    sink = ParquetCells(out, schema, resume=resume) if out is not None else None
 
     def restore(key: str, row: dict[str, Any]) -> ArmResult:
         ran = json.loads(row["settings"])
@@ -236,10 +235,21 @@ def run_arm_cells(
             if ran.get(flag) != asked.get(flag):
                 raise InputError(
                     f"this run was made with {flag} {ran.get(flag)!r}, the sweep asks {asked.get(flag)!r}",
-                    file=str(sink.path_of(key)) if sink is not None else None,
                     field=flag,
                 )
         return arm_result(row)
+
+    sink = (
+        ParquetCells(
+            out,
+            schema,
+            to_row=lambda key, r: arm_row(r, cells[key].settings, summary(r)),
+            from_row=restore,
+            resume=resume,
+        )
+        if out is not None
+        else None
+    )
 
     def args_of(runner: CellRunner, todo: Sequence[str]) -> Iterator[tuple[str, tuple[Any, ...]]]:
         shared: dict[int, Any] = {}
@@ -262,8 +272,6 @@ def run_arm_cells(
         keys,
         args_of,
         sink=sink,
-        to_row=lambda key, r: arm_row(r, cells[key].settings, summary(r)),
-        from_row=restore,
         engine=engine,
         address=address,
         workers=n_workers,

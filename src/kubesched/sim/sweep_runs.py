@@ -12,6 +12,7 @@ Every file is written under a temporary name and renamed, ``state.pickle`` last:
 file is present is whole, whenever the sweep was stopped. A run is kept by ``--resume`` only if its
 **fingerprint** (the config's text, the workload's objects, the settings every run shares and the
 kubesched version) is that of the run the sweep asks for now; otherwise it runs again.
+:class:`RunStore` is the sweep's sink (:class:`~kubesched.sim.sweep_engine.CellSink`).
 """
 
 from __future__ import annotations
@@ -126,39 +127,67 @@ def run_dir_name(label: str) -> str:
 
 
 class RunStore:
-    """``DIR/runs/``: the finished runs of one sweep. ``resume=False`` removes the runs a previous
-    sweep left there (a new sweep); ``resume=True`` keeps them for :meth:`kept`."""
+    """``DIR/runs/``: the finished runs of one sweep, as its sink, each keyed by its label.
+    ``resume=False`` removes the runs a previous sweep left there (a new sweep); ``resume=True``
+    keeps them for :meth:`restore`. ``prints`` are the ``runs``' fingerprints; ``flag`` names the
+    directory in errors; ``note`` is told of each finished run that runs again, and why, and of the
+    runs kept."""
 
-    def __init__(self, directory: Path, resume: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        runs: Sequence[RunSpec],
+        prints: Sequence[Fingerprint],
+        *,
+        flag: str,
+        resume: bool = False,
+        note: Callable[[str], None] = lambda text: None,
+    ) -> None:
         self.directory = directory / RUNS
-        if self.directory.is_dir():
-            for run_dir in self.directory.iterdir():
-                if run_dir.is_dir():
-                    _clean(run_dir, everything=not resume)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.flag = flag
+        self.note = note
+        self._runs = {run.label: (run, fp) for run, fp in zip(runs, prints, strict=True)}
+        try:
+            if self.directory.is_dir():
+                for run_dir in self.directory.iterdir():
+                    if run_dir.is_dir():
+                        _clean(run_dir, everything=not resume)
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot read or write: {exc}", field=flag) from None
 
     def path_of(self, run: RunSpec) -> Path:
         return self.directory / run_dir_name(run.label)
 
-    def kept(
-        self, runs: Sequence[RunSpec], prints: Sequence[Fingerprint], note: Callable[[str], None]
-    ) -> dict[int, RunResult]:
-        """The runs already finished here with the same fingerprint, by index into ``runs``;
-        ``note`` is told of each finished run that runs again, and why."""
-        out: dict[int, RunResult] = {}
-        for i, (run, fp) in enumerate(zip(runs, prints, strict=True)):
-            state = self.path_of(run) / STATE
-            if not state.is_file():
-                continue
-            got = _read_state(state, fp)
-            if isinstance(got, str):
-                note(f"{run.label}: running again: {got} ({state})")
-            else:
-                out[i] = got
-        return out
+    def restore(self, keys: Sequence[str]) -> dict[str, RunResult]:
+        """The runs of ``keys`` already finished here with the same fingerprint, by label."""
+        kept: dict[str, RunResult] = {}
+        try:
+            for key in keys:
+                run, fp = self._runs[key]
+                state = self.path_of(run) / STATE
+                if not state.is_file():
+                    continue
+                got = _read_state(state, fp)
+                if isinstance(got, str):
+                    self.note(f"{run.label}: running again: {got} ({state})")
+                else:
+                    kept[key] = got
+        except OSError as exc:
+            raise InputError(f"cannot read or write: {exc}", field=self.flag) from None
+        if kept:
+            self.note(f"kept {len(kept)} of {len(keys)} runs finished in {self.directory}")
+        return kept
 
-    def write(self, run: RunSpec, fp: Fingerprint, result: RunResult) -> None:
-        """Write ``run``'s files (its state last), each whole or not at all."""
+    def write(self, key: str, result: RunResult) -> None:
+        """Write the run's files (its state last), each whole or not at all."""
+        run, fp = self._runs[key]
+        try:
+            self._write(run, fp, result)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc}", field=self.flag) from None
+
+    def _write(self, run: RunSpec, fp: Fingerprint, result: RunResult) -> None:
         sim_result, recorder = result
         where = self.path_of(run)
         where.mkdir(parents=True, exist_ok=True)
