@@ -30,7 +30,8 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.sim import compare, sweep_engine
-from kubesched.sim.sweep_runs import RUNS, STATE, fingerprint, run_dir_name, workload_digest
+from kubesched.sim.sweep_engine import path_component
+from kubesched.sim.sweep_runs import RUNS, STATE, fingerprint, workload_digest
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gpu-sharing"
@@ -320,7 +321,7 @@ def test_one_run_writes_no_run_files(capsys: pytest.CaptureFixture[str], tmp_pat
 
 @given(st.lists(st.text(min_size=1, max_size=300), min_size=2, max_size=2, unique=True))
 def test_run_directories_are_one_plain_component_each(labels: list[str]) -> None:
-    a, b = (run_dir_name(label) for label in labels)
+    a, b = (path_component(label) for label in labels)
     assert a != b
     for name in (a, b):
         assert "/" not in name and "\0" not in name

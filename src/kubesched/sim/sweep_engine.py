@@ -24,13 +24,14 @@ and the run's garbage goes before the next cell.
 from __future__ import annotations
 
 import gc
+import hashlib
 import logging
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -57,6 +58,7 @@ __all__ = [
     "SweepEngine",
     "SweepProgress",
     "cell_task",
+    "path_component",
     "run_sweep",
     "write_atomically",
 ]
@@ -224,6 +226,21 @@ def _itself(value: Any) -> Any:
     return value
 
 
+#: Longest file or directory name a sweep writes whole; file systems allow 255 bytes.
+_NAME_MAX: Final = 200
+
+
+def path_component(key: str) -> str:
+    """``key`` as one path component: percent-encoded, never ``.``, ``..`` or hidden, and a long
+    one cut short with a digest of the whole key."""
+    name = quote(key, safe="")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name) > _NAME_MAX:
+        name = f"{name[: _NAME_MAX - 17]}~{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    return name
+
+
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """``write(tmp)`` to a temporary name beside ``path``, then renamed to it: ``path`` is whole or
     not there, wherever the process was stopped. A stopped write leaves ``*.tmp`` to remove."""
@@ -274,8 +291,8 @@ class ParquetCells(Generic[T]):
                 old.unlink()
 
     def path_of(self, key: str) -> Path:
-        # Percent-encoded: one file per key, whatever characters a pod list's name has.
-        return self.directory / f"{quote(key, safe='')}.parquet"
+        # One file per key, whatever characters (and however many) a pod list's name has.
+        return self.directory / f"{path_component(key)}.parquet"
 
     def restore(self, keys: Sequence[str]) -> dict[str, T]:
         kept: dict[str, T] = {}

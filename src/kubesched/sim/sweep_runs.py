@@ -1,7 +1,7 @@
 """The finished runs of a ``simulate`` sweep on disk: each run's files written the moment its result
 arrives, and the runs a resumed sweep can keep instead of running again.
 
-Under the export directory, ``runs/<label>/`` (the label percent-encoded) holds one run:
+Under the export directory, ``runs/<label>/`` (the label percent-encoded, a long one cut short) holds one run:
 
 * ``timeseries.parquet`` and ``pods.parquet``: the run's rows of the combined export tables;
 * ``summary.json``: its label, config source, metrics summary and input fingerprint;
@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -38,7 +37,7 @@ from kubesched.sim.export import PODS, TIMESERIES, pod_table, timeseries_table, 
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.report import RunReport
 from kubesched.sim.simulation import SimulationResult
-from kubesched.sim.sweep_engine import write_atomically
+from kubesched.sim.sweep_engine import path_component, write_atomically
 
 __all__ = ["RUNS", "STATE", "Fingerprint", "RunStore", "fingerprint", "workload_digest"]
 
@@ -111,21 +110,6 @@ def fingerprint(run: RunSpec, workload: str, settings: RunSettings) -> Fingerpri
     )
 
 
-#: Longest directory name kept whole; file systems allow 255 bytes.
-_NAME_MAX: Final = 200
-
-
-def run_dir_name(label: str) -> str:
-    """``label`` as one path component: percent-encoded, never ``.``, ``..`` or hidden, and a long
-    one cut short with a digest of the whole label."""
-    name = quote(label, safe="")
-    if name.startswith("."):
-        name = "%2E" + name[1:]
-    if len(name) > _NAME_MAX:
-        name = f"{name[: _NAME_MAX - 17]}~{_sha256(label.encode())[:16]}"
-    return name
-
-
 class RunStore:
     """``DIR/runs/``: the finished runs of one sweep, as its sink, each keyed by its label.
     ``resume=False`` removes the runs a previous sweep left there (a new sweep); ``resume=True``
@@ -157,7 +141,7 @@ class RunStore:
             raise InputError(f"cannot read or write: {exc}", field=flag) from None
 
     def path_of(self, run: RunSpec) -> Path:
-        return self.directory / run_dir_name(run.label)
+        return self.directory / path_component(run.label)
 
     def restore(self, keys: Sequence[str]) -> dict[str, RunResult]:
         """The runs of ``keys`` already finished here with the same fingerprint, by label."""
