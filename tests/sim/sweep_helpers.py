@@ -1,5 +1,5 @@
-"""What the sweep tests share: a cluster whose runs last long enough to be caught mid-sweep, and a
-count of what a sweep ships to its workers."""
+"""What the sweep tests share: a cluster whose runs last long enough to be caught mid-sweep, a
+count of what a sweep ships to its workers, and the cells it gives them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ import pytest
 import yaml
 
 from kubesched.sim.sweep_engine import SweepEngine
+
+#: The runs of the tests' four-run sweep, in order: the example configs fgd.yaml and bestfit.yaml,
+#: then :func:`two_variants`.
+LABELS = ["fgd.yaml", "bestfit.yaml", "most", "pct50"]
 
 
 def heavy_cluster(path: Path) -> Path:
@@ -52,6 +56,21 @@ def count_shares(engine: SweepEngine, monkeypatch: pytest.MonkeyPatch) -> list[s
 
     monkeypatch.setattr(engine, "share", counting)
     return shared
+
+
+def sent_to_engine(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The keys of the cells given to a sweep engine from now on (a run of ``simulate``: its label),
+    one list per sweep."""
+    sent: list[list[str]] = []
+    run = SweepEngine.run
+
+    def spy(engine: SweepEngine, fn: Any, cells: Any, priority: Any = None) -> Any:
+        cells = list(cells)
+        sent.append([key for key, _ in cells])
+        return run(engine, fn, cells, priority)
+
+    monkeypatch.setattr(SweepEngine, "run", spy)
+    return sent
 
 
 def two_variants(path: Path) -> Path:

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.sim.sweep_helpers import heavy_cluster, two_variants
+from tests.sim.sweep_helpers import LABELS, heavy_cluster, sent_to_engine, two_variants
 
 from kubesched.api.manifests import load_manifests
 from kubesched.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNSCHEDULABLE, main
 from kubesched.cli import simulate as simulate_cli
 from kubesched.cli.simulate import result_document
 from kubesched.plugins import default_registry
-from kubesched.sim.compare import RunResult, RunSettings, plan_runs, run_inline, run_on_engine
+from kubesched.sim.compare import RunResult, RunSettings, plan_runs, run_as_sweep, run_inline
 from kubesched.sim.sweep_engine import SweepEngine
 from kubesched.sim.sweep_runs import STATE
 
@@ -68,23 +68,16 @@ def test_the_engine_gives_the_inline_output_byte_for_byte(
     argv: list[str],
     output: str,
 ) -> None:
-    engine_runs: list[int] = []
-    real = simulate_cli.run_on_engine
-
-    def spy(engine: SweepEngine, settings: RunSettings, runs: Any, *rest: Any) -> list[RunResult]:
-        engine_runs.append(len(runs))
-        return real(engine, settings, runs, *rest)
-
-    monkeypatch.setattr(simulate_cli, "run_on_engine", spy)
+    sent = sent_to_engine(monkeypatch)
     flags = [*argv, "-o", output, "--fail-on-unschedulable", "--seed", "3"]
     code = main(["simulate", *flags, "--export", str(tmp_path / "engine"), "--workers", "2"])
     engine_out, engine_err = capsys.readouterr()
-    assert engine_runs == [4]
+    assert sent == [LABELS]
     # The same runs one after the other in this process.
     monkeypatch.setattr(simulate_cli, "ENGINE_RUNS", 1000)
     inline_code = main(["simulate", *flags, "--export", str(tmp_path / "inline")])
     inline_out, inline_err = capsys.readouterr()
-    assert engine_runs == [4]
+    assert sent == [LABELS]
     assert (code, engine_out) == (inline_code, inline_out)
     # One pod of the trace fits no node under any config.
     assert code == EXIT_UNSCHEDULABLE
@@ -93,12 +86,7 @@ def test_the_engine_gives_the_inline_output_byte_for_byte(
     )
     assert _files(tmp_path / "engine") == _files(tmp_path / "inline")
     if output == "json":
-        assert [yaml.safe_load(line)["run"] for line in engine_out.splitlines()] == [
-            "fgd.yaml",
-            "bestfit.yaml",
-            "most",
-            "pct50",
-        ]
+        assert [yaml.safe_load(line)["run"] for line in engine_out.splitlines()] == LABELS
 
 
 def test_one_run_never_starts_the_engine(
@@ -203,7 +191,7 @@ def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path) -> None:
     finished: list[int] = []
     with SweepEngine(workers=2) as engine:
 
-        def on_done(done: int, total: int) -> None:
+        def on_done(done: int, total: int, started: float) -> None:
             finished.append(done)
             if done == 1 and not killed:
                 busy = [w for w, keys in engine.client.processing().items() if keys]
@@ -211,10 +199,10 @@ def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
 
-        got = run_on_engine(engine, settings, runs, loaded, on_done)
+        got = run_as_sweep(settings, runs, loaded, engine=engine, progress=on_done)
         assert killed and killed[0] not in engine.worker_pids().values()
     # Every run reported once, in the order of the runs, as if none had been interrupted.
-    assert finished == [1, 2, 3, 4]
+    assert finished == [0, 1, 2, 3, 4]
     assert _plain(got) == _plain(run_inline(settings, runs, loaded))
 
 

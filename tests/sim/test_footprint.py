@@ -22,6 +22,7 @@ from kubesched.sim import compare
 from kubesched.sim.compare import plan_runs
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.simulation import Simulation
+from kubesched.sim.sweep_engine import cell_task
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -139,7 +140,7 @@ def test_each_run_of_several_configs_is_freed_before_the_next(
         loaded = load_manifests([str(EXAMPLES / "quickstart")])
         for run in runs:
             # What a worker of the sweep engine does with each run it is given.
-            compare._task(settings, run, loaded)
+            cell_task(compare.run_one, settings, run, loaded)
     finally:
         gc.set_threshold(*thresholds)
     assert alive_at_start == [[], [False], [False, False]]

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.sim.sweep_helpers import heavy_cluster, two_variants
+from tests.sim.sweep_helpers import LABELS, heavy_cluster, sent_to_engine, two_variants
 
 from kubesched.api.manifests import load_manifests
 from kubesched.batch.conf_loader import default_batch_conf
@@ -30,11 +30,11 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.framework.registry import Registry
 from kubesched.plugins import default_registry
 from kubesched.sim import compare, sweep_engine
-from kubesched.sim.sweep_runs import RUNS, STATE, fingerprint, run_dir_name, workload_digest
+from kubesched.sim.sweep_engine import path_component
+from kubesched.sim.sweep_runs import RUNS, STATE, fingerprint, workload_digest
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gpu-sharing"
-LABELS = ["fgd.yaml", "bestfit.yaml", "most", "pct50"]
 
 
 @pytest.fixture(autouse=True)
@@ -176,14 +176,7 @@ def test_resume_runs_only_the_missing_runs_and_prints_the_uninterrupted_output(
         if p.is_file():
             p.unlink()
     kept = _state_times(cut)
-    engine_runs: list[int] = []
-    real = simulate_cli.run_on_engine
-
-    def spy(engine: Any, settings: Any, runs: Any, *rest: Any) -> Any:
-        engine_runs.append(len(runs))
-        return real(engine, settings, runs, *rest)
-
-    monkeypatch.setattr(simulate_cli, "run_on_engine", spy)
+    sent = sent_to_engine(monkeypatch)
     bar: list[tuple[int, int]] = []
 
     class Bar:
@@ -207,7 +200,7 @@ def test_resume_runs_only_the_missing_runs_and_prints_the_uninterrupted_output(
     resumed = _run(capsys, [*flags, "--resume", str(cut)])
     assert resumed[:2] == (code, out)
     assert f"kept 2 of 4 runs finished in {cut / RUNS}" in re.sub(r"\x1b\[[0-9;]*m", "", resumed[2])
-    assert engine_runs == [2]
+    assert sent == [LABELS[2:]]
     # The kept runs count as done from the start.
     assert bar == [(2, 4), (3, 4), (4, 4)]
     assert _combined(cut) == _combined(whole)
@@ -328,7 +321,7 @@ def test_one_run_writes_no_run_files(capsys: pytest.CaptureFixture[str], tmp_pat
 
 @given(st.lists(st.text(min_size=1, max_size=300), min_size=2, max_size=2, unique=True))
 def test_run_directories_are_one_plain_component_each(labels: list[str]) -> None:
-    a, b = (run_dir_name(label) for label in labels)
+    a, b = (path_component(label) for label in labels)
     assert a != b
     for name in (a, b):
         assert "/" not in name and "\0" not in name
@@ -371,16 +364,9 @@ def test_a_sweep_killed_mid_way_resumes_to_the_uninterrupted_output(
     assert 1 <= len(done) < 3
     assert not (killed / "summary.json").exists()
 
-    sent: list[str] = []
-    real = simulate_cli.run_on_engine
-
-    def spy(engine: Any, settings: Any, runs: list[compare.RunSpec], *rest: Any) -> Any:
-        sent.extend(run.label for run in runs)
-        return real(engine, settings, runs, *rest)
-
-    monkeypatch.setattr(simulate_cli, "run_on_engine", spy)
+    sent = sent_to_engine(monkeypatch)
     code, out, _ = _run(capsys, [*args, "--resume", str(killed), "--workers", "2"])
-    assert sorted(sent) == sorted({"least", "most", "pct30"} - set(done))
+    assert sent == [[label for label in ("least", "most", "pct30") if label not in done]]
     assert _state_times(killed).items() >= done.items()
     # Every run once, as in a sweep never interrupted (here one run after the other: the same bytes).
     monkeypatch.setattr(simulate_cli, "ENGINE_RUNS", 1000)

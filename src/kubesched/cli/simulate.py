@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,7 +38,7 @@ from kubesched.errors import InputError
 from kubesched.framework.config import parse_feature_gates
 from kubesched.framework.outcome import PodOutcome
 from kubesched.sim.batch_output import batch_document, print_batch_tables
-from kubesched.sim.compare import RunResult, RunSettings, RunSpec, plan_runs, run_inline, run_on_engine
+from kubesched.sim.compare import RunResult, RunSettings, RunSpec, plan_runs, run_as_sweep, run_inline
 from kubesched.sim.export import export_runs
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.report import RunReport, summary_table, write_report
@@ -184,10 +183,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         sample_every=sample_every,
         pool_label=args.pool_label,
     )
-    if len(runs) > 1 and args.export:
-        results = _run_streamed(args, settings, runs, loaded, err, show_progress, on_engine)
-    elif on_engine:
-        results = _run_on_engine(args, settings, runs, loaded, err if show_progress else None)
+    if on_engine or (len(runs) > 1 and args.export):
+        results = _run_sweep(args, settings, runs, loaded, err, show_progress, on_engine)
     else:
         results = run_inline(settings, runs, loaded, err if show_progress else None)
     done = [(run, result, recorder) for run, (result, recorder) in zip(runs, results, strict=True)]
@@ -224,7 +221,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_streamed(
+def _run_sweep(
     args: argparse.Namespace,
     settings: RunSettings,
     runs: list[RunSpec],
@@ -233,79 +230,43 @@ def _run_streamed(
     show_progress: bool,
     on_engine: bool,
 ) -> list[RunResult]:
-    """Several runs with an export directory: each run's files written as it ends
-    (kubesched.sim.sweep_runs), and with ``--resume`` the runs already there kept, not run again."""
-    from kubesched.sim.sweep_runs import RunStore, fingerprint, workload_digest
-
-    flag = "--resume" if args.resume is not None else "--export"
-    workload = workload_digest(loaded)
-    prints = [fingerprint(run, workload, settings) for run in runs]
-
-    def note(text: str) -> None:
-        if not args.quiet:
-            err.print(escape(text), soft_wrap=True)
-
-    try:
-        store = RunStore(Path(args.export), resume=args.resume is not None)
-        kept = store.kept(runs, prints, note) if args.resume is not None else {}
-    except OSError as exc:
-        raise InputError(f"cannot read or write: {exc}", field=flag) from None
-    if kept:
-        note(f"kept {len(kept)} of {len(runs)} runs finished in {store.directory}")
-    todo = [i for i in range(len(runs)) if i not in kept]
-
-    def write(j: int, result: RunResult) -> None:
-        try:
-            store.write(runs[todo[j]], prints[todo[j]], result)
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc}", field=flag) from None
-
-    fresh: list[RunResult] = []
-    if todo and on_engine:
-        fresh = _run_on_engine(
-            args,
-            settings,
-            [runs[i] for i in todo],
-            loaded,
-            err if show_progress else None,
-            on_result=write,
-            kept=len(kept),
-        )
-    elif todo:
-        fresh = run_inline(settings, [runs[i] for i in todo], loaded, err if show_progress else None, write)
-    results = dict(kept)
-    results.update(zip(todo, fresh, strict=True))
-    return [results[i] for i in range(len(runs))]
-
-
-def _run_on_engine(
-    args: argparse.Namespace,
-    settings: RunSettings,
-    runs: list[RunSpec],
-    loaded: LoadResult,
-    progress: Console | None,
-    *,
-    on_result: Callable[[int, RunResult], None] | None = None,
-    kept: int = 0,
-) -> list[RunResult]:
-    """The runs as tasks of the sweep engine: a local Dask cluster of one worker per run (at most one
-    per core), or the one at ``--cluster``. ``kept``: runs of the sweep done before, which the
-    progress bar counts as done from the start."""
+    """Several runs as one sweep: ``on_engine``, tasks of the sweep engine (a local Dask cluster of
+    one worker per run to run, at most one per core, or the one at ``--cluster``), else one after
+    the other in this process. With an export directory each run's files are written as it ends
+    (kubesched.sim.sweep_runs), and with ``--resume`` the runs already there are kept, not run
+    again."""
     # Imported here: only several runs pay for the engine's import.
-    from kubesched.sim.sweep_engine import SweepEngine, SweepProgress
+    from kubesched.sim.sweep_engine import InlineCells, SweepProgress
 
-    workers = args.workers or min(len(runs), os.cpu_count() or 1)
-    bar = SweepProgress("runs", progress) if progress is not None else None
-    total = len(runs) + kept
+    sink = None
+    if len(runs) > 1 and args.export:
+        from kubesched.sim.sweep_runs import RunStore, fingerprint, workload_digest
 
-    def on_done(done: int, _: int) -> None:
-        if bar is not None:
-            bar(kept + done, total)
+        def note(text: str) -> None:
+            if not args.quiet:
+                err.print(escape(text), soft_wrap=True)
 
+        workload = workload_digest(loaded)
+        sink = RunStore(
+            Path(args.export),
+            runs,
+            [fingerprint(run, workload, settings) for run in runs],
+            flag="--resume" if args.resume is not None else "--export",
+            resume=args.resume is not None,
+            note=note,
+        )
+    bar = SweepProgress("runs", err) if show_progress else None
     try:
-        with SweepEngine(args.cluster, workers) as engine:
-            on_done(0, len(runs))
-            return run_on_engine(engine, settings, runs, loaded, on_done, on_result)
+        return run_as_sweep(
+            settings,
+            runs,
+            loaded,
+            sink=sink,
+            engine=None if on_engine else InlineCells(),
+            address=args.cluster,
+            workers=args.workers,
+            progress=bar,
+        )
     finally:
         if bar is not None:
             bar.stop()

@@ -13,7 +13,6 @@ series over virtual time and one struct per job (``job_results``).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -24,9 +23,8 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from kubesched.errors import InputError
-from kubesched.runtime.collector import tune_collector
 from kubesched.sim.gang_experiment import SUMMARY_COLUMNS, ArmResult, ClusterShape, Job, JobResult, run_arm
-from kubesched.sim.sweep_engine import CellRunner, ParquetCells, SweepEngine, run_sweep
+from kubesched.sim.sweep_engine import CellRunner, ParquetCells, SweepEngine, cell_task, run_sweep
 from kubesched.sim.topology_experiment import TOPOLOGY_COLUMNS, Fabric, run_topology_arm
 
 __all__ = [
@@ -210,21 +208,6 @@ def topology_cell(arm: str, jobs: Sequence[Job], fabric: Fabric, seed: int) -> A
     return run_topology_arm(arm, jobs, fabric, seed=seed)
 
 
-def _task(fn: Callable[..., ArmResult], *args: Any) -> ArmResult | InputError:
-    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
-    # thresholds unless set here, and walks the run's whole heap again and again.
-    tune_collector()
-    try:
-        out: ArmResult | InputError = fn(*args)
-    except InputError as exc:
-        # Bad input is the command's error to report, located, as when run inline.
-        out = exc
-    # A run's simulation is cyclic garbage once it returns: a worker would otherwise hold every
-    # cluster it simulated until a full collection.
-    gc.collect()
-    return out
-
-
 def run_arm_cells(
     fn: Callable[..., ArmResult],
     cells: Mapping[str, ArmCell],
@@ -244,7 +227,6 @@ def run_arm_cells(
     this process. With ``out`` (a directory) every finished run is written there as it finishes
     (``schema``, its ``summary`` row among the columns), and ``resume`` takes the runs already
     there, of the same settings, instead of running them again."""
-    sink = ParquetCells(out, schema, resume=resume) if out is not None else None
 
     def restore(key: str, row: dict[str, Any]) -> ArmResult:
         ran = json.loads(row["settings"])
@@ -253,10 +235,21 @@ def run_arm_cells(
             if ran.get(flag) != asked.get(flag):
                 raise InputError(
                     f"this run was made with {flag} {ran.get(flag)!r}, the sweep asks {asked.get(flag)!r}",
-                    file=str(sink.path_of(key)) if sink is not None else None,
                     field=flag,
                 )
         return arm_result(row)
+
+    sink = (
+        ParquetCells(
+            out,
+            schema,
+            to_row=lambda key, r: arm_row(r, cells[key].settings, summary(r)),
+            from_row=restore,
+            resume=resume,
+        )
+        if out is not None
+        else None
+    )
 
     def args_of(runner: CellRunner, todo: Sequence[str]) -> Iterator[tuple[str, tuple[Any, ...]]]:
         shared: dict[int, Any] = {}
@@ -275,12 +268,10 @@ def run_arm_cells(
     if n_workers is None and address is None:
         n_workers = max(1, min(len(keys), os.cpu_count() or 1))
     done = run_sweep(
-        _task,
+        cell_task,
         keys,
         args_of,
         sink=sink,
-        to_row=lambda key, r: arm_row(r, cells[key].settings, summary(r)),
-        from_row=restore,
         engine=engine,
         address=address,
         workers=n_workers,

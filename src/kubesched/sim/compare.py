@@ -13,16 +13,17 @@ The runs come from repeated ``--config`` files and from a *sweep file*::
         percentageOfNodesToScore: 10
 
 Every run gets a fresh simulation of the same workload with the same seed; see ``docs/reports.md``.
-One run goes inline in the command's process (:func:`run_inline`); several are tasks of the sweep
-engine (:func:`run_on_engine`, Dask distributed), the workload shared once per worker, and come back
-in the order of the runs whatever order they finish in, so the output is the same either way.
+One run goes inline in the command's process (:func:`run_inline`); several are cells of a sweep
+(:func:`run_as_sweep`, tasks of the Dask sweep engine), the workload shared once per worker, and
+come back in the order of the runs whatever order they finish in, so the output is the same either
+way.
 """
 
 from __future__ import annotations
 
 import copy
 import gc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -37,7 +38,6 @@ from kubesched.controllers.dradriver import DraDriverOptions
 from kubesched.errors import InputError
 from kubesched.framework.config import SchedulerConfig, config_from_dict, load_config
 from kubesched.framework.registry import Registry
-from kubesched.runtime.collector import tune_collector
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.progress import ReplayProgress
 from kubesched.sim.simulation import Simulation, SimulationResult
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     # Not at run time: one run never starts the engine, nor pays for importing it.
-    from kubesched.sim.sweep_engine import SweepEngine
+    from kubesched.sim.sweep_engine import CellRunner, CellSink
 
 __all__ = [
     "RunSettings",
@@ -54,8 +54,8 @@ __all__ = [
     "apply_variant",
     "load_sweep",
     "plan_runs",
+    "run_as_sweep",
     "run_inline",
-    "run_on_engine",
     "run_one",
 ]
 
@@ -317,21 +317,6 @@ def run_one(
     return sim.run(), recorder
 
 
-def _task(settings: RunSettings, run: RunSpec, loaded: LoadResult) -> RunResult | InputError:
-    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
-    # thresholds unless set here, and walks the run's whole heap again and again.
-    tune_collector()
-    try:
-        out: RunResult | InputError = run_one(settings, run, loaded)
-    except InputError as exc:
-        # Bad input is the command's error to report, located, as when run inline; raised here, it
-        # would also be logged by the worker with the task's whole repr and traceback.
-        out = exc
-    # As between inline runs: the worker would otherwise hold every cluster it simulated.
-    gc.collect()
-    return out
-
-
 def run_inline(
     settings: RunSettings,
     runs: Sequence[RunSpec],
@@ -355,27 +340,40 @@ def run_inline(
     return done
 
 
-def run_on_engine(
-    engine: SweepEngine,
+def run_as_sweep(
     settings: RunSettings,
     runs: Sequence[RunSpec],
     loaded: LoadResult,
-    on_done: Callable[[int, int], None] | None = None,
-    on_result: Callable[[int, RunResult], None] | None = None,
+    *,
+    sink: CellSink[RunResult] | None = None,
+    engine: CellRunner | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
 ) -> list[RunResult]:
-    """The runs as tasks of ``engine`` (started), the settings and the workload shipped once per
-    worker; ``on_result(i, result)`` as run ``i`` ends, whatever its place in ``runs``, then
-    ``on_done(finished, total)``. The results come in the order of ``runs``."""
-    settings_f = engine.share(settings)
-    loaded_f = engine.share(loaded)
-    results: dict[int, RunResult] = {}
-    cells = ((str(i), (settings_f, run, loaded_f)) for i, run in enumerate(runs))
-    for key, result in engine.run(_task, cells):
-        if isinstance(result, InputError):
-            raise result
-        results[int(key)] = result
-        if on_result is not None:
-            on_result(int(key), result)
-        if on_done is not None:
-            on_done(len(results), len(runs))
-    return [results[i] for i in range(len(runs))]
+    """The runs as cells of a sweep (:func:`kubesched.sim.sweep_engine.run_sweep`, which says what
+    ``sink``, ``engine``, ``address``, ``workers`` and ``progress`` do), each keyed by its label,
+    the settings and the workload shipped once per worker. The results come in the order of
+    ``runs``, whatever order they finish in."""
+    from kubesched.sim.sweep_engine import cell_task, run_sweep
+
+    by_label = {run.label: run for run in runs}
+    if len(by_label) != len(runs):
+        raise ValueError("runs of one sweep need distinct labels (plan_runs makes them so)")
+
+    def cells(runner: CellRunner, todo: Sequence[str]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        settings_f = runner.share(settings)
+        loaded_f = runner.share(loaded)
+        return ((label, (run_one, settings_f, by_label[label], loaded_f)) for label in todo)
+
+    done = run_sweep(
+        cell_task,
+        list(by_label),
+        cells,
+        sink=sink,
+        engine=engine,
+        address=address,
+        workers=workers,
+        progress=progress,
+    )
+    return list(done.values())

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -341,17 +342,23 @@ def run_grid(
     keys = {
         cell_key(pl.stem, pol, s): (pl, pol, s) for pl in stems.values() for pol in policies for s in seeds
     }
-    sink = ParquetCells(out, CELL_SCHEMA, resume=resume) if out is not None else None
 
     def restore(key: str, row: dict[str, Any]) -> CellResult:
         for col, flag in _SETTINGS.items():
             if row[col] != settings[col]:
                 raise InputError(
                     f"this cell was run with {col} {row[col]!r}, the sweep asks {settings[col]!r}",
-                    file=str(sink.path_of(key)) if sink is not None else None,
                     field=flag,
                 )
         return _result(row)
+
+    sink = (
+        ParquetCells(
+            out, CELL_SCHEMA, to_row=lambda key, r: _row(r, settings), from_row=restore, resume=resume
+        )
+        if out is not None
+        else None
+    )
 
     bar = SweepProgress() if progress is None else None
     try:
@@ -360,11 +367,10 @@ def run_grid(
             list(keys),
             lambda runner, todo: _cells(runner, node_list, every, todo, keys, tie_break, path),
             sink=sink,
-            to_row=lambda key, r: _row(r, settings),
-            from_row=restore,
             engine=engine,
             address=cluster,
-            workers=workers,
+            # All cores, however few cells are left to run.
+            workers=workers if workers is not None else os.cpu_count() or 1,
             progress=progress or bar,
             priority=_fgd_first(keys),
         )

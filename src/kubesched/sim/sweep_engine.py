@@ -9,25 +9,29 @@ futures, so no cell carries them. A worker that dies mid-cell (killed, out of me
 its nanny and the scheduler runs its cells again on a live worker; a cell that fails by itself
 (an exception) is not retried: it would fail again.
 
-:class:`ParquetCells` is the output: a directory of Parquet files, one per finished cell, each written
-under a temporary name and renamed, so a sweep stopped at any point leaves only whole cells and a
-later run can skip them (``--resume``). The directory reads as one table
-(``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
+A :class:`CellSink` keeps each cell as it finishes and gives back, to a resumed sweep, those it kept
+before. :class:`ParquetCells` is the experiments' sink: a directory of Parquet files, one per
+finished cell, each written under a temporary name and renamed (:func:`write_atomically`), so a
+sweep stopped at any point leaves only whole cells and a later run can skip them (``--resume``). The
+directory reads as one table (``pyarrow.parquet.read_table(dir)``, ``pandas.read_parquet(dir)``).
 
-:func:`run_sweep` is a whole sweep over them: the cells already in the directory read back, the
-others run on an engine (or in the command's own process, :class:`InlineCells`, for a sweep of one
-cell), each written as it finishes.
+:func:`run_sweep` is a whole sweep: the cells its sink kept read back, the others run on an engine
+(or in the command's own process, :class:`InlineCells`), each given to the sink as it finishes.
+:func:`cell_task` is what a worker runs for a cell that simulates: bad input comes back as a value,
+and the run's garbage goes before the next cell.
 """
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import logging
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -44,8 +48,20 @@ from rich.progress import (
 )
 
 from kubesched.errors import InputError
+from kubesched.runtime.collector import tune_collector
 
-__all__ = ["CellRunner", "InlineCells", "ParquetCells", "SweepEngine", "SweepProgress", "run_sweep"]
+__all__ = [
+    "CellRunner",
+    "CellSink",
+    "InlineCells",
+    "ParquetCells",
+    "SweepEngine",
+    "SweepProgress",
+    "cell_task",
+    "path_component",
+    "run_sweep",
+    "write_atomically",
+]
 
 T = TypeVar("T")
 
@@ -210,15 +226,63 @@ def _itself(value: Any) -> Any:
     return value
 
 
-class ParquetCells:
-    """A directory of finished cells, one Parquet file of one row each, named by the cell's key.
+#: Longest file or directory name a sweep writes whole; file systems allow 255 bytes.
+_NAME_MAX: Final = 200
 
-    ``resume=False`` empties the directory's cells first (a new sweep); ``resume=True`` keeps them,
-    and :meth:`done` says which cells need not run again."""
 
-    def __init__(self, directory: Path, schema: pa.Schema, resume: bool = False) -> None:
+def path_component(key: str) -> str:
+    """``key`` as one path component: percent-encoded, never ``.``, ``..`` or hidden, and a long
+    one cut short with a digest of the whole key."""
+    name = quote(key, safe="")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name) > _NAME_MAX:
+        name = f"{name[: _NAME_MAX - 17]}~{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    return name
+
+
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` to a temporary name beside ``path``, then renamed to it: ``path`` is whole or
+    not there, wherever the process was stopped. A stopped write leaves ``*.tmp`` to remove."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+class CellSink(Protocol[T]):
+    """Where a sweep keeps each cell as it finishes, and finds the cells a resumed sweep need not
+    run again."""
+
+    def restore(self, keys: Sequence[str]) -> dict[str, T]:
+        """The cells of ``keys`` kept before, by key."""
+        ...
+
+    def write(self, key: str, result: T) -> None:
+        """Keep the cell ``key``, just finished."""
+        ...
+
+
+class ParquetCells(Generic[T]):
+    """A directory of finished cells, one Parquet file of one row each, named by the cell's key: a
+    result is written as the row ``to_row(key, result)`` and read back through ``from_row(key,
+    row)``, which refuses (an :class:`InputError`) a cell the sweep would not make now.
+
+    ``resume=False`` empties the directory's cells first (a new sweep); ``resume=True`` keeps them
+    for :meth:`restore`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        schema: pa.Schema,
+        *,
+        to_row: Callable[[str, T], Mapping[str, Any]],
+        from_row: Callable[[str, dict[str, Any]], T],
+        resume: bool = False,
+    ) -> None:
         self.directory = directory
         self.schema = schema
+        self.to_row = to_row
+        self.from_row = from_row
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob("*.tmp"):
             stale.unlink()
@@ -227,21 +291,26 @@ class ParquetCells:
                 old.unlink()
 
     def path_of(self, key: str) -> Path:
-        # Percent-encoded: one file per key, whatever characters a pod list's name has.
-        return self.directory / f"{quote(key, safe='')}.parquet"
+        # One file per key, whatever characters (and however many) a pod list's name has.
+        return self.directory / f"{path_component(key)}.parquet"
 
-    def done(self, keys: Iterable[str]) -> set[str]:
-        """The ``keys`` whose cell is already written."""
-        return {k for k in keys if self.path_of(k).is_file()}
+    def restore(self, keys: Sequence[str]) -> dict[str, T]:
+        kept: dict[str, T] = {}
+        for key in keys:
+            path = self.path_of(key)
+            if not path.is_file():
+                continue
+            try:
+                kept[key] = self.from_row(key, self._read(key))
+            except InputError as exc:
+                raise exc.located(file=str(path)) from None
+        return kept
 
-    def write(self, key: str, row: Mapping[str, Any]) -> None:
-        path = self.path_of(key)
-        tmp = path.with_name(path.name + ".tmp")
-        table = pa.Table.from_pylist([dict(row)], schema=self.schema)
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+    def write(self, key: str, result: T) -> None:
+        table = pa.Table.from_pylist([dict(self.to_row(key, result))], schema=self.schema)
+        write_atomically(self.path_of(key), lambda tmp: pq.write_table(table, tmp))
 
-    def read(self, key: str) -> dict[str, Any]:
+    def _read(self, key: str) -> dict[str, Any]:
         path = self.path_of(key)
         try:
             rows = pq.read_table(path, schema=self.schema).to_pylist()
@@ -283,15 +352,31 @@ class InlineCells:
             yield key, fn(*args)
 
 
+def cell_task(fn: Callable[..., T], *args: Any) -> T | InputError:
+    """``fn(*args)`` as a worker of the engine runs a cell that simulates; :func:`run_sweep` raises
+    the :class:`InputError` it may return."""
+    # A worker is a Dask process, not the kubesched command: its collector runs with Python's
+    # thresholds unless set here, and walks the run's whole heap again and again.
+    tune_collector()
+    try:
+        out: T | InputError = fn(*args)
+    except InputError as exc:
+        # Bad input is the command's error to report, located, as when run inline; raised here, it
+        # would also be logged by the worker with the task's whole repr and traceback.
+        out = exc
+    # A run's simulation is cyclic garbage once it returns: a worker would otherwise hold every
+    # cluster it simulated until a full collection.
+    gc.collect()
+    return out
+
+
 def run_sweep(
     fn: Callable[..., T | InputError],
     keys: Sequence[str],
     cells: Callable[[CellRunner, Sequence[str]], Iterable[tuple[str, tuple[Any, ...]]]],
     *,
-    sink: ParquetCells | None = None,
-    to_row: Callable[[str, T], Mapping[str, Any]] | None = None,
-    from_row: Callable[[str, dict[str, Any]], T] | None = None,
-    engine: SweepEngine | None = None,
+    sink: CellSink[T] | None = None,
+    engine: CellRunner | None = None,
     address: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int, float], None] | None = None,
@@ -301,43 +386,40 @@ def run_sweep(
     """``fn(*args)`` for every cell of ``keys``; the results by key, in the order of ``keys``.
 
     ``cells(runner, todo)`` gives the ``(key, args)`` of the cells to run, sharing their inputs
-    through ``runner.share``. With a ``sink`` the cells already there are read back through
-    ``from_row(key, row)`` (which refuses a cell of other settings) instead of running, and each
-    cell run is written there through ``to_row(key, result)`` as it finishes. The cells run on ``engine`` when
-    given, else on one started for the sweep (the Dask scheduler at ``address``, or a local cluster
-    of ``workers``); with ``inline_one``, a single cell to run and no ``address`` runs in this
+    through ``runner.share``. With a ``sink`` the cells it kept are taken instead of running, and
+    each cell run is given to it as it finishes. The cells run on ``engine`` when given (a started
+    :class:`SweepEngine`, or :class:`InlineCells`), else on one started for the sweep: the Dask
+    scheduler at ``address``, or a local cluster of ``workers`` (default: one per cell to run, at
+    most one per core); with ``inline_one``, a single cell to run and no ``address`` runs in this
     process. A cell that returns an :class:`InputError` (bad input it found) stops the sweep with
-    it. ``progress(done, total, started)`` after the cells read back and after each cell run."""
-    done: dict[str, T] = {}
-    if sink is not None:
-        if from_row is None:
-            raise ValueError("a sweep with a sink needs from_row")
-        on_disk = sink.done(keys)
-        done = {key: from_row(key, sink.read(key)) for key in keys if key in on_disk}
+    it. ``progress(done, total, started)`` after the kept cells are read and after each cell run."""
+    done: dict[str, T] = sink.restore(keys) if sink is not None else {}
     todo = [k for k in keys if k not in done]
     started = time.perf_counter()
     report = progress or (lambda d, t, s: None)
     report(len(done), len(keys), started)
     if todo:
-        own = engine is None
         runner: CellRunner
+        own: SweepEngine | None = None
         if engine is not None:
             runner = engine
         elif inline_one and len(todo) == 1 and address is None:
             runner = InlineCells()
         else:
-            runner = engine = SweepEngine(address, workers)
+            if workers is None and address is None:
+                workers = min(len(todo), os.cpu_count() or 1)
+            runner = own = SweepEngine(address, workers)
         try:
-            if own and engine is not None:
-                engine.start()
+            if own is not None:
+                own.start()
             for key, result in runner.run(fn, cells(runner, todo), priority):
                 if isinstance(result, InputError):
                     raise result
-                if sink is not None and to_row is not None:
-                    sink.write(key, to_row(key, result))
+                if sink is not None:
+                    sink.write(key, result)
                 done[key] = result
                 report(len(done), len(keys), started)
         finally:
-            if own and engine is not None:
-                engine.close()
+            if own is not None:
+                own.close()
     return {key: done[key] for key in keys}

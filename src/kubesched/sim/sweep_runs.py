@@ -1,7 +1,7 @@
 """The finished runs of a ``simulate`` sweep on disk: each run's files written the moment its result
 arrives, and the runs a resumed sweep can keep instead of running again.
 
-Under the export directory, ``runs/<label>/`` (the label percent-encoded) holds one run:
+Under the export directory, ``runs/<label>/`` (the label percent-encoded, a long one cut short) holds one run:
 
 * ``timeseries.parquet`` and ``pods.parquet``: the run's rows of the combined export tables;
 * ``summary.json``: its label, config source, metrics summary and input fingerprint;
@@ -12,20 +12,19 @@ Every file is written under a temporary name and renamed, ``state.pickle`` last:
 file is present is whole, whenever the sweep was stopped. A run is kept by ``--resume`` only if its
 **fingerprint** (the config's text, the workload's objects, the settings every run shares and the
 kubesched version) is that of the run the sweep asks for now; otherwise it runs again.
+:class:`RunStore` is the sweep's sink (:class:`~kubesched.sim.sweep_engine.CellSink`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -38,6 +37,7 @@ from kubesched.sim.export import PODS, TIMESERIES, pod_table, timeseries_table, 
 from kubesched.sim.metrics import MetricsRecorder
 from kubesched.sim.report import RunReport
 from kubesched.sim.simulation import SimulationResult
+from kubesched.sim.sweep_engine import path_component, write_atomically
 
 __all__ = ["RUNS", "STATE", "Fingerprint", "RunStore", "fingerprint", "workload_digest"]
 
@@ -110,55 +110,68 @@ def fingerprint(run: RunSpec, workload: str, settings: RunSettings) -> Fingerpri
     )
 
 
-#: Longest directory name kept whole; file systems allow 255 bytes.
-_NAME_MAX: Final = 200
-
-
-def run_dir_name(label: str) -> str:
-    """``label`` as one path component: percent-encoded, never ``.``, ``..`` or hidden, and a long
-    one cut short with a digest of the whole label."""
-    name = quote(label, safe="")
-    if name.startswith("."):
-        name = "%2E" + name[1:]
-    if len(name) > _NAME_MAX:
-        name = f"{name[: _NAME_MAX - 17]}~{_sha256(label.encode())[:16]}"
-    return name
-
-
 class RunStore:
-    """``DIR/runs/``: the finished runs of one sweep. ``resume=False`` removes the runs a previous
-    sweep left there (a new sweep); ``resume=True`` keeps them for :meth:`kept`."""
+    """``DIR/runs/``: the finished runs of one sweep, as its sink, each keyed by its label.
+    ``resume=False`` removes the runs a previous sweep left there (a new sweep); ``resume=True``
+    keeps them for :meth:`restore`. ``prints`` are the ``runs``' fingerprints; ``flag`` names the
+    directory in errors; ``note`` is told of each finished run that runs again, and why, and of the
+    runs kept."""
 
-    def __init__(self, directory: Path, resume: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        runs: Sequence[RunSpec],
+        prints: Sequence[Fingerprint],
+        *,
+        flag: str,
+        resume: bool = False,
+        note: Callable[[str], None] = lambda text: None,
+    ) -> None:
         self.directory = directory / RUNS
-        if self.directory.is_dir():
-            for run_dir in self.directory.iterdir():
-                if run_dir.is_dir():
-                    _clean(run_dir, everything=not resume)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.flag = flag
+        self.note = note
+        self._runs = {run.label: (run, fp) for run, fp in zip(runs, prints, strict=True)}
+        try:
+            if self.directory.is_dir():
+                for run_dir in self.directory.iterdir():
+                    if run_dir.is_dir():
+                        _clean(run_dir, everything=not resume)
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot read or write: {exc}", field=flag) from None
 
     def path_of(self, run: RunSpec) -> Path:
-        return self.directory / run_dir_name(run.label)
+        return self.directory / path_component(run.label)
 
-    def kept(
-        self, runs: Sequence[RunSpec], prints: Sequence[Fingerprint], note: Callable[[str], None]
-    ) -> dict[int, RunResult]:
-        """The runs already finished here with the same fingerprint, by index into ``runs``;
-        ``note`` is told of each finished run that runs again, and why."""
-        out: dict[int, RunResult] = {}
-        for i, (run, fp) in enumerate(zip(runs, prints, strict=True)):
-            state = self.path_of(run) / STATE
-            if not state.is_file():
-                continue
-            got = _read_state(state, fp)
-            if isinstance(got, str):
-                note(f"{run.label}: running again: {got} ({state})")
-            else:
-                out[i] = got
-        return out
+    def restore(self, keys: Sequence[str]) -> dict[str, RunResult]:
+        """The runs of ``keys`` already finished here with the same fingerprint, by label."""
+        kept: dict[str, RunResult] = {}
+        try:
+            for key in keys:
+                run, fp = self._runs[key]
+                state = self.path_of(run) / STATE
+                if not state.is_file():
+                    continue
+                got = _read_state(state, fp)
+                if isinstance(got, str):
+                    self.note(f"{run.label}: running again: {got} ({state})")
+                else:
+                    kept[key] = got
+        except OSError as exc:
+            raise InputError(f"cannot read or write: {exc}", field=self.flag) from None
+        if kept:
+            self.note(f"kept {len(kept)} of {len(keys)} runs finished in {self.directory}")
+        return kept
 
-    def write(self, run: RunSpec, fp: Fingerprint, result: RunResult) -> None:
-        """Write ``run``'s files (its state last), each whole or not at all."""
+    def write(self, key: str, result: RunResult) -> None:
+        """Write the run's files (its state last), each whole or not at all."""
+        run, fp = self._runs[key]
+        try:
+            self._write(run, fp, result)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc}", field=self.flag) from None
+
+    def _write(self, run: RunSpec, fp: Fingerprint, result: RunResult) -> None:
         sim_result, recorder = result
         where = self.path_of(run)
         where.mkdir(parents=True, exist_ok=True)
@@ -170,29 +183,23 @@ class RunStore:
             report = [RunReport(run.label, recorder, run.source, run.text)]
             series = timeseries_table(report)
             pods = pod_table(report)
-            _replace(
+            write_atomically(
                 where / f"{TIMESERIES}.parquet",
                 lambda p: write_parquet(p, series, float_columns=[n for n in series if n != "run"]),
             )
-            _replace(
+            write_atomically(
                 where / f"{PODS}.parquet",
                 lambda p: write_parquet(p, pods, float_columns=[n for n in _POD_FLOATS if n in pods]),
             )
             summary["summary"] = recorder.summary()
         summary["fingerprint"] = {"digest": fp.digest, **fp.parts}
         text = json.dumps(summary, indent=2, allow_nan=False) + "\n"
-        _replace(where / SUMMARY, lambda p: p.write_text(text, encoding="utf-8"))
+        write_atomically(where / SUMMARY, lambda p: p.write_text(text, encoding="utf-8"))
         payload = pickle.dumps((sim_result, recorder), protocol=pickle.HIGHEST_PROTOCOL)
         header = json.dumps(
             {"fingerprint": fp.parts, "label": run.label, "sha256": _sha256(payload)}, sort_keys=True
         )
-        _replace(where / STATE, lambda p: p.write_bytes(_MAGIC + header.encode() + b"\n" + payload))
-
-
-def _replace(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+        write_atomically(where / STATE, lambda p: p.write_bytes(_MAGIC + header.encode() + b"\n" + payload))
 
 
 def _clean(run_dir: Path, *, everything: bool) -> None:
