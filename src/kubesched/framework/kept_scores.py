@@ -33,6 +33,13 @@ BYTES_PER_PLUGIN = 64 << 20
 #: While most lookups miss, one miss in this many still takes a key.
 _ADMIT_EVERY = 8
 
+#: Lookups of a key before its first check for rows never scored, and the most between checks.
+_FIRST_CHECK = 16
+_LAST_CHECK = 1024
+
+#: Rows never scored that a check scores at once, in multiples of the cycle's rows.
+_FILL_FACTOR = 8
+
 
 def keys_per_plugin(capacity: int) -> int:
     """How many keys a plugin keeps at this many rows."""
@@ -49,6 +56,12 @@ class _Entry:
     current: BoolArray
     #: Position in the table's change log up to which changes are applied to ``current``.
     read: int
+    #: Every valid row's score is current (kept so: see ``eager`` in :meth:`KeptScores.raw_scores`).
+    complete: bool = False
+    #: Lookups until the next check of whether the missing rows are few enough to score at once,
+    #: and the interval after that one (it doubles while they are not).
+    check_in: int = 0
+    check_every: int = 0
 
 
 class KeptScores:
@@ -74,9 +87,17 @@ class KeptScores:
         table: NodeTable,
         slots: IntArray,
         score: Callable[[IntArray], IntArray],
+        *,
+        eager: bool = False,
     ) -> IntArray:
         """The raw scores of ``slots`` for ``key``; ``score(rows)`` computes the rows whose kept
-        score is missing or stale. Returns a new array (callers normalize it in place)."""
+        score is missing or stale. Returns a new array (callers normalize it in place).
+
+        ``eager``: ``score`` may be given any valid rows, not only the cycle's. Then the rows
+        changed since the key's last lookup are scored again at once rather than marked stale, and
+        once the rows never scored are few (a check now and then) they are scored too: from then
+        on every valid row is current, and a lookup is one gather, without the check of which of
+        the cycle's rows are current (two passes over them) that a lookup costs otherwise."""
         per_key = self._entries.setdefault(plugin, {})
         entry = per_key.get(key)
         found = self._found.get(plugin, 1.0) * 0.875
@@ -110,17 +131,40 @@ class KeptScores:
                 scores = np.zeros(table.capacity, dtype=np.int64)
                 current = np.zeros(table.capacity, dtype=np.bool_)
             entry = _Entry(
-                weakref.ref(table), table.capacity, table.num_resources, scores, current, start + len(log)
+                weakref.ref(table),
+                table.capacity,
+                table.num_resources,
+                scores,
+                current,
+                start + len(log),
+                check_in=_FIRST_CHECK,
+                check_every=_FIRST_CHECK,
             )
             per_key[key] = entry
         else:
             if len(per_key) > 1:
                 per_key[key] = per_key.pop(key)  # the most recently used last
             if entry.read < start + len(log):
-                current = entry.current
-                for rows in log[entry.read - start :]:
-                    current[rows] = False
+                changed = log[entry.read - start :]
                 entry.read = start + len(log)
+                if entry.complete:
+                    try:
+                        self._rescore(entry, table, changed, score)
+                    except BaseException:
+                        del per_key[key]  # its changed rows are neither rescored nor marked stale
+                        raise
+                else:
+                    current = entry.current
+                    for rows in changed:
+                        current[rows] = False
+            if entry.complete:
+                return entry.scores.take(slots)
+        if eager:
+            entry.check_in -= 1
+            if entry.check_in <= 0:
+                self._fill(entry, table, len(slots), score)
+                if entry.complete:
+                    return entry.scores.take(slots)
         ok = entry.current.take(slots)
         if ok.all():
             return entry.scores.take(slots)
@@ -132,3 +176,37 @@ class KeptScores:
         if len(stale) == len(slots):
             return fresh
         return entry.scores.take(slots)
+
+    @staticmethod
+    def _rescore(
+        entry: _Entry, table: NodeTable, changed: list[int | IntArray], score: Callable[[IntArray], IntArray]
+    ) -> None:
+        """Keep a complete entry complete: score the changed rows that hold a node again, and mark
+        those that hold none (a node deleted) as not current."""
+        if all(isinstance(rows, int) for rows in changed):
+            rows = np.array(sorted(set(changed)), dtype=np.int64)
+        else:
+            rows = np.unique(np.concatenate([np.atleast_1d(r) for r in changed]))
+        valid = table.valid.take(rows)
+        if not valid.all():
+            gone = rows[~valid]
+            entry.current[gone] = False
+            rows = rows[valid]
+        if len(rows):
+            entry.scores[rows] = score(rows)
+            entry.current[rows] = True
+
+    @staticmethod
+    def _fill(
+        entry: _Entry, table: NodeTable, cycle_rows: int, score: Callable[[IntArray], IntArray]
+    ) -> None:
+        """Score the valid rows not scored yet, when they are few, and call the entry complete."""
+        missing = np.flatnonzero(table.valid & ~entry.current)
+        if len(missing) > _FILL_FACTOR * max(cycle_rows, 1):
+            entry.check_every = min(2 * entry.check_every, _LAST_CHECK)
+            entry.check_in = entry.check_every
+            return
+        if len(missing):
+            entry.scores[missing] = score(missing)
+            entry.current[missing] = True
+        entry.complete = True

@@ -560,6 +560,10 @@ def _walk_in_chunks(
         hi = lo + size
         rows = nodes[lo:hi] if hi <= n else np.concatenate((nodes[lo:], nodes[: hi - n]))
         ok = fwk.run_filters_on_rows(state, pod, table, rows, candidates, whole)
+        if ok is None and not pos and size >= need:
+            # Every row of the first chunk passed (the usual cycle): the feasible nodes are the
+            # first to_find from the start, as the all-rows walk finds them.
+            return _walk_from_start(nodes, None, start, to_find)
         hits = np.arange(pos, pos + size) if ok is None else np.flatnonzero(ok) + pos
         if len(hits):
             found.append(hits)
