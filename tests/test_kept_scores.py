@@ -143,15 +143,12 @@ def test_kept_scores_equal_fresh_scores_every_cycle(
     ops_st,
     st.lists(st.integers(0, 2**31), min_size=1, max_size=4),
 )
-def test_kept_scores_equal_fresh_scores_once_every_row_is_kept(
+def test_kept_scores_equal_fresh_scores_when_changed_rows_are_rescored_at_once(
     spec: list[tuple[int, int, int]], ops: list[tuple[Any, ...]], seeds: list[int]
 ) -> None:
-    # A key whose every row is kept rescores the changed rows as they change (at its next lookup),
-    # rows of deleted and added nodes included; from the first lookup on here.
-    with (
-        mock.patch.object(kept_scores_module, "_FIRST_CHECK", 1),
-        mock.patch.object(kept_scores_module, "_FILL_FACTOR", 1_000),
-    ):
+    # Changed rows scored again at the next lookup of a key, whatever the cycle's rows, rows of
+    # deleted and added nodes included.
+    with mock.patch.object(kept_scores_module, "_RESCORE_AFTER", 1):
         check_kept_against_fresh(spec, ops, seeds)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,12 +33,8 @@ BYTES_PER_PLUGIN = 64 << 20
 #: While most lookups miss, one miss in this many still takes a key.
 _ADMIT_EVERY = 8
 
-#: Lookups of a key before its first check for rows never scored, and the most between checks.
-_FIRST_CHECK = 16
-_LAST_CHECK = 1024
-
-#: Rows never scored that a check scores at once, in multiples of the cycle's rows.
-_FILL_FACTOR = 8
+#: Changed rows a key of ``eager`` lookups collects before it scores them again, all at once.
+_RESCORE_AFTER = 32
 
 
 def keys_per_plugin(capacity: int) -> int:
@@ -56,12 +52,10 @@ class _Entry:
     current: BoolArray
     #: Position in the table's change log up to which changes are applied to ``current``.
     read: int
-    #: Every valid row's score is current (kept so: see ``eager`` in :meth:`KeptScores.raw_scores`).
-    complete: bool = False
-    #: Lookups until the next check of whether the missing rows are few enough to score at once,
-    #: and the interval after that one (it doubles while they are not).
-    check_in: int = 0
-    check_every: int = 0
+    #: Rows changed since they were last scored (``eager`` lookups only), not current meanwhile,
+    #: and how many rows the list names.
+    changed: list[int | IntArray] = field(default_factory=list)
+    num_changed: int = 0
 
 
 class KeptScores:
@@ -93,11 +87,11 @@ class KeptScores:
         """The raw scores of ``slots`` for ``key``; ``score(rows)`` computes the rows whose kept
         score is missing or stale. Returns a new array (callers normalize it in place).
 
-        ``eager``: ``score`` may be given any valid rows, not only the cycle's. Then the rows
-        changed since the key's last lookup are scored again at once rather than marked stale, and
-        once the rows never scored are few (a check now and then) they are scored too: from then
-        on every valid row is current, and a lookup is one gather, without the check of which of
-        the cycle's rows are current (two passes over them) that a lookup costs otherwise."""
+        ``eager``: ``score`` may be given any valid rows, not only the cycle's. Then the rows that
+        change are collected and scored again together, a few dozen at once, rather than a row or
+        two whenever a cycle's rows include them: the rotating window comes back to a row only
+        every N / ``numFeasibleNodesToFind`` cycles, by when its new score is usually kept already,
+        and most lookups are one check that the cycle's rows are current and one gather."""
         per_key = self._entries.setdefault(plugin, {})
         entry = per_key.get(key)
         found = self._found.get(plugin, 1.0) * 0.875
@@ -137,8 +131,6 @@ class KeptScores:
                 scores,
                 current,
                 start + len(log),
-                check_in=_FIRST_CHECK,
-                check_every=_FIRST_CHECK,
             )
             per_key[key] = entry
         else:
@@ -147,27 +139,22 @@ class KeptScores:
             if entry.read < start + len(log):
                 changed = log[entry.read - start :]
                 entry.read = start + len(log)
-                if entry.complete:
-                    try:
-                        self._rescore(entry, table, changed, score)
-                    except BaseException:
-                        del per_key[key]  # its changed rows are neither rescored nor marked stale
-                        raise
-                else:
-                    current = entry.current
-                    for rows in changed:
-                        current[rows] = False
-            if entry.complete:
-                return entry.scores.take(slots)
-        if eager:
-            entry.check_in -= 1
-            if entry.check_in <= 0:
-                self._fill(entry, table, len(slots), score)
-                if entry.complete:
-                    return entry.scores.take(slots)
+                current = entry.current
+                for rows in changed:
+                    current[rows] = False
+                if eager:
+                    entry.changed.extend(changed)
+                    entry.num_changed += sum(1 if isinstance(r, int) else len(r) for r in changed)
+                    if entry.num_changed >= _RESCORE_AFTER:
+                        self._rescore(entry, table, score)
         ok = entry.current.take(slots)
         if ok.all():
             return entry.scores.take(slots)
+        if entry.changed:
+            self._rescore(entry, table, score)
+            ok = entry.current.take(slots)
+            if ok.all():
+                return entry.scores.take(slots)
         stale = np.flatnonzero(~ok)
         rows = slots.take(stale) if len(stale) != len(slots) else slots
         fresh = score(rows)
@@ -178,35 +165,17 @@ class KeptScores:
         return entry.scores.take(slots)
 
     @staticmethod
-    def _rescore(
-        entry: _Entry, table: NodeTable, changed: list[int | IntArray], score: Callable[[IntArray], IntArray]
-    ) -> None:
-        """Keep a complete entry complete: score the changed rows that hold a node again, and mark
-        those that hold none (a node deleted) as not current."""
+    def _rescore(entry: _Entry, table: NodeTable, score: Callable[[IntArray], IntArray]) -> None:
+        """Score the entry's changed rows that hold a node again (a deleted node's row stays not
+        current)."""
+        changed = entry.changed
         if all(isinstance(rows, int) for rows in changed):
             rows = np.array(sorted(set(changed)), dtype=np.int64)
         else:
             rows = np.unique(np.concatenate([np.atleast_1d(r) for r in changed]))
-        valid = table.valid.take(rows)
-        if not valid.all():
-            gone = rows[~valid]
-            entry.current[gone] = False
-            rows = rows[valid]
+        entry.changed = []
+        entry.num_changed = 0
+        rows = rows[table.valid.take(rows)]
         if len(rows):
             entry.scores[rows] = score(rows)
             entry.current[rows] = True
-
-    @staticmethod
-    def _fill(
-        entry: _Entry, table: NodeTable, cycle_rows: int, score: Callable[[IntArray], IntArray]
-    ) -> None:
-        """Score the valid rows not scored yet, when they are few, and call the entry complete."""
-        missing = np.flatnonzero(table.valid & ~entry.current)
-        if len(missing) > _FILL_FACTOR * max(cycle_rows, 1):
-            entry.check_every = min(2 * entry.check_every, _LAST_CHECK)
-            entry.check_in = entry.check_every
-            return
-        if len(missing):
-            entry.scores[missing] = score(missing)
-            entry.current[missing] = True
-        entry.complete = True
