@@ -6,6 +6,7 @@ every pod where a run that scores every row afresh places it."""
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from kubesched.api.objects import Node, Pod
 from kubesched.cache import node_table as node_table_module
 from kubesched.cache.cache import SchedulerCache, Snapshot
+from kubesched.framework import kept_scores as kept_scores_module
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.runtime import Framework
 from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
@@ -130,6 +132,27 @@ def cluster(spec: list[tuple[int, int, int]], keep: bool) -> Simulation:
     st.lists(st.integers(0, 2**31), min_size=1, max_size=4),
 )
 def test_kept_scores_equal_fresh_scores_every_cycle(
+    spec: list[tuple[int, int, int]], ops: list[tuple[Any, ...]], seeds: list[int]
+) -> None:
+    check_kept_against_fresh(spec, ops, seeds)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(nodes_st, min_size=3, max_size=40),
+    ops_st,
+    st.lists(st.integers(0, 2**31), min_size=1, max_size=4),
+)
+def test_kept_scores_equal_fresh_scores_when_changed_rows_are_rescored_at_once(
+    spec: list[tuple[int, int, int]], ops: list[tuple[Any, ...]], seeds: list[int]
+) -> None:
+    # Changed rows scored again at the next lookup of a key, whatever the cycle's rows, rows of
+    # deleted and added nodes included.
+    with mock.patch.object(kept_scores_module, "_RESCORE_AFTER", 1):
+        check_kept_against_fresh(spec, ops, seeds)
+
+
+def check_kept_against_fresh(
     spec: list[tuple[int, int, int]], ops: list[tuple[Any, ...]], seeds: list[int]
 ) -> None:
     kept = cluster(spec, keep=True)

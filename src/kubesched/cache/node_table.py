@@ -92,6 +92,9 @@ class NodeTable:
         self.requested = np.zeros((capacity, r), dtype=np.int64, order="F")
         self.nonzero_requested = np.zeros((capacity, 2), dtype=np.int64, order="F")
         self.unschedulable = np.zeros(capacity, dtype=np.bool_)
+        #: How many rows of ``unschedulable`` are set: a cluster without cordoned nodes (the usual
+        #: one) needs no look at the column.
+        self.cordoned = 0
         self.taint_sig = np.zeros(capacity, dtype=np.int32)
         self.signatures: list[tuple[Taint, ...]] = [()]
         self._sig_ids: dict[tuple[Taint, ...], int] = {(): 0}
@@ -538,7 +541,9 @@ class NodeTable:
                 top = abs(value)
         self._raise_ceiling(top)
         self.set_usage(slot, info)
-        self.unschedulable[slot] = node.unschedulable
+        if node.unschedulable != self.unschedulable[slot]:
+            self.cordoned += 1 if node.unschedulable else -1
+            self.unschedulable[slot] = node.unschedulable
         self.taint_sig[slot] = self.signature_id(node.taints)
         old_keys = self._label_keys_of[slot]
         for key in old_keys:
@@ -602,7 +607,9 @@ class NodeTable:
         self.requested[slot] = 0
         self.nonzero_requested[slot] = 0
         self._changed(slot)
-        self.unschedulable[slot] = False
+        if self.unschedulable[slot]:
+            self.cordoned -= 1
+            self.unschedulable[slot] = False
         self.taint_sig[slot] = 0
         for key in self._label_keys_of[slot]:
             self.labels[key].codes[slot] = -1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,9 @@ BYTES_PER_PLUGIN = 64 << 20
 #: While most lookups miss, one miss in this many still takes a key.
 _ADMIT_EVERY = 8
 
+#: Changed rows a key of ``eager`` lookups collects before it scores them again, all at once.
+_RESCORE_AFTER = 32
+
 
 def keys_per_plugin(capacity: int) -> int:
     """How many keys a plugin keeps at this many rows."""
@@ -49,6 +52,10 @@ class _Entry:
     current: BoolArray
     #: Position in the table's change log up to which changes are applied to ``current``.
     read: int
+    #: Rows changed since they were last scored (``eager`` lookups only), not current meanwhile,
+    #: and how many rows the list names.
+    changed: list[int | IntArray] = field(default_factory=list)
+    num_changed: int = 0
 
 
 class KeptScores:
@@ -74,9 +81,17 @@ class KeptScores:
         table: NodeTable,
         slots: IntArray,
         score: Callable[[IntArray], IntArray],
+        *,
+        eager: bool = False,
     ) -> IntArray:
         """The raw scores of ``slots`` for ``key``; ``score(rows)`` computes the rows whose kept
-        score is missing or stale. Returns a new array (callers normalize it in place)."""
+        score is missing or stale. Returns a new array (callers normalize it in place).
+
+        ``eager``: ``score`` may be given any valid rows, not only the cycle's. Then the rows that
+        change are collected and scored again together, a few dozen at once, rather than a row or
+        two whenever a cycle's rows include them: the rotating window comes back to a row only
+        every N / ``numFeasibleNodesToFind`` cycles, by when its new score is usually kept already,
+        and most lookups are one check that the cycle's rows are current and one gather."""
         per_key = self._entries.setdefault(plugin, {})
         entry = per_key.get(key)
         found = self._found.get(plugin, 1.0) * 0.875
@@ -110,20 +125,36 @@ class KeptScores:
                 scores = np.zeros(table.capacity, dtype=np.int64)
                 current = np.zeros(table.capacity, dtype=np.bool_)
             entry = _Entry(
-                weakref.ref(table), table.capacity, table.num_resources, scores, current, start + len(log)
+                weakref.ref(table),
+                table.capacity,
+                table.num_resources,
+                scores,
+                current,
+                start + len(log),
             )
             per_key[key] = entry
         else:
             if len(per_key) > 1:
                 per_key[key] = per_key.pop(key)  # the most recently used last
             if entry.read < start + len(log):
-                current = entry.current
-                for rows in log[entry.read - start :]:
-                    current[rows] = False
+                changed = log[entry.read - start :]
                 entry.read = start + len(log)
+                current = entry.current
+                for rows in changed:
+                    current[rows] = False
+                if eager:
+                    entry.changed.extend(changed)
+                    entry.num_changed += sum(1 if isinstance(r, int) else len(r) for r in changed)
+                    if entry.num_changed >= _RESCORE_AFTER:
+                        self._rescore(entry, table, score)
         ok = entry.current.take(slots)
         if ok.all():
             return entry.scores.take(slots)
+        if entry.changed:
+            self._rescore(entry, table, score)
+            ok = entry.current.take(slots)
+            if ok.all():
+                return entry.scores.take(slots)
         stale = np.flatnonzero(~ok)
         rows = slots.take(stale) if len(stale) != len(slots) else slots
         fresh = score(rows)
@@ -132,3 +163,19 @@ class KeptScores:
         if len(stale) == len(slots):
             return fresh
         return entry.scores.take(slots)
+
+    @staticmethod
+    def _rescore(entry: _Entry, table: NodeTable, score: Callable[[IntArray], IntArray]) -> None:
+        """Score the entry's changed rows that hold a node again (a deleted node's row stays not
+        current)."""
+        changed = entry.changed
+        if all(isinstance(rows, int) for rows in changed):
+            rows = np.array(sorted(set(changed)), dtype=np.int64)
+        else:
+            rows = np.unique(np.concatenate([np.atleast_1d(r) for r in changed]))
+        entry.changed = []
+        entry.num_changed = 0
+        rows = rows[table.valid.take(rows)]
+        if len(rows):
+            entry.scores[rows] = score(rows)
+            entry.current[rows] = True

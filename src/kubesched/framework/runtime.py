@@ -842,6 +842,8 @@ class Framework:
                     table,
                     slots,
                     functools.partial(_weighted_sum, summed, state, pod, table),
+                    # In-tree scorers only: they score any valid row.
+                    eager=True,
                 )
         skip = (
             state.skip_score_plugins.union(pl.name for pl, _, _ in summed)

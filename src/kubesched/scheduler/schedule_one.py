@@ -405,11 +405,16 @@ def select_host(sched: Scheduler, feasible: IntArray, scores: IntArray) -> int:
     """The highest-scoring node; ties are broken uniformly at random (seeded in simulation), or by
     the smallest node name where the scheduler is told to (``tie_break_by_name``)."""
     best = scores.max()
-    ties = np.flatnonzero(scores == best)
-    if len(ties) > 1 and sched.tie_break_by_name:
+    is_best = scores == best
+    num_ties = int(np.count_nonzero(is_best))
+    if num_ties == 1:
+        return int(feasible[int(is_best.argmax())])
+    if sched.tie_break_by_name:
         names = sched.snapshot.table.names
-        return min((int(feasible[t]) for t in ties), key=lambda slot: names[slot])
-    pick = ties[0] if len(ties) == 1 else ties[int(sched.rng.integers(len(ties)))]
+        return min((int(feasible[t]) for t in np.flatnonzero(is_best)), key=lambda slot: names[slot])
+    tie = int(sched.rng.integers(num_ties))
+    # Where every node ties (a uniform cluster) the tie's index is the node's: no index array.
+    pick = tie if num_ties == len(scores) else int(np.flatnonzero(is_best)[tie])
     return int(feasible[pick])
 
 
@@ -560,6 +565,10 @@ def _walk_in_chunks(
         hi = lo + size
         rows = nodes[lo:hi] if hi <= n else np.concatenate((nodes[lo:], nodes[: hi - n]))
         ok = fwk.run_filters_on_rows(state, pod, table, rows, candidates, whole)
+        if ok is None and not pos and size >= need:
+            # Every row of the first chunk passed (the usual cycle): the feasible nodes are the
+            # first to_find from the start, as the all-rows walk finds them.
+            return _walk_from_start(nodes, None, start, to_find)
         hits = np.arange(pos, pos + size) if ok is None else np.flatnonzero(ok) + pos
         if len(hits):
             found.append(hits)

@@ -11,6 +11,7 @@ with the non-zero defaults (100m / 200Mi) like upstream.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -60,6 +61,9 @@ class _PodRequest:
     #: it to DynamicResources.
     dra_backed: frozenset[int] = frozenset()
 
+
+#: Distinct pod requests whose PreFilter answers are kept before they start over.
+_REQUESTS_SEEN = 256
 
 #: The feature gate of extended resources backed by DeviceClasses.
 DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
@@ -162,6 +166,10 @@ class NodeResourcesFit:
         #: Weights of the usual scoring (LeastAllocated over exactly cpu and memory), which has a
         #: shorter path; None for any other strategy or resource list.
         self._least_cpu_memory: tuple[int, int] | None = None
+        #: PreFilter's answer per pod requests, for pods that ask alike (a Deployment's replicas),
+        #: valid for one table at one width: its columns are only ever appended to.
+        self._requests_seen: dict[tuple[tuple[str, int], ...], _PodRequest] = {}
+        self._seen_for: tuple[weakref.ref[NodeTable] | None, int] = (None, 0)
         if self.strategy == "LeastAllocated" and [r for r, _ in self.score_resources] == [CPU, MEMORY]:
             self._least_cpu_memory = (self.score_resources[0][1], self.score_resources[1][1])
 
@@ -234,6 +242,34 @@ class NodeResourcesFit:
         self, state: CycleState, pod: Pod, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
         table = snapshot.table
+        requests = pod.requests
+        cacheable = not table.is_fork and (
+            self._dra_informers is None
+            or not any(v > 0 and is_dra_extended_resource_name(r) for r, v in requests.items())
+        )
+        if cacheable:
+            key = tuple(requests.items())
+            seen_table, seen_width = self._seen_for
+            current = seen_table is not None and seen_table() is table and seen_width == table.num_resources
+            if current:
+                seen = self._requests_seen.get(key)
+                if seen is not None:
+                    state.write(PRE_FILTER_KEY, seen)
+                    return None, None
+            answer = self._pod_request(pod, table)
+            if not current or seen_width != table.num_resources:
+                self._requests_seen.clear()
+                self._seen_for = (weakref.ref(table), table.num_resources)
+            elif len(self._requests_seen) >= _REQUESTS_SEEN:
+                self._requests_seen.clear()
+            self._requests_seen[key] = answer
+        else:
+            answer = self._pod_request(pod, table)
+        state.write(PRE_FILTER_KEY, answer)
+        return None, None
+
+    def _pod_request(self, pod: Pod, table: NodeTable) -> _PodRequest:
+        """What PreFilter gives the Filter (columns for the pod's resources made as needed)."""
         vector = table.pod_vector(pod.requests)
         checked: list[tuple[int, str]] = []
         for resource, value in pod.requests.items():
@@ -243,8 +279,7 @@ class NodeResourcesFit:
         # Upstream checks cpu, memory, ephemeral-storage first; the order only affects explain output.
         checked.sort(key=lambda c: c[0])
         beyond = frozenset(table.resource_col[r] for r, v in pod.requests.items() if v > INT64_MAX)
-        state.write(PRE_FILTER_KEY, _PodRequest(vector, checked, beyond, self._dra_backed(pod, table)))
-        return None, None
+        return _PodRequest(vector, checked, beyond, self._dra_backed(pod, table))
 
     def _dra_backed(self, pod: Pod, table: NodeTable) -> frozenset[int]:
         """The columns of the pod's extended resources that a DeviceClass backs (upstream's fit

@@ -66,7 +66,7 @@ class NodeUnschedulable:
         return FilterResult.reject(table.unschedulable.copy(), ERR_REASON_UNSCHEDULABLE, unresolvable=True)
 
     def filter_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntArray) -> BoolArray | None:
-        if tolerates_any(pod.tolerations, UNSCHEDULABLE_TAINT):
+        if not table.cordoned or tolerates_any(pod.tolerations, UNSCHEDULABLE_TAINT):
             return None
         cordoned = table.unschedulable[rows]
         if not cordoned.any():
