@@ -39,7 +39,8 @@ Obj = dict[str, Any]
 #: queue, cluster event: never a pod) as new combinations are first seen, and the caches of parsed selectors,
 #: affinity terms and spread constraints and their counters (each capped: started over or its
 #: least recently used dropped past a fixed size). DefaultPreemption's rows of each node's pods
-#: are as of its latest dry run: bounded by what the nodes hold, not by the pods seen.
+#: are as of its latest dry run: bounded by what the nodes hold, not by the pods seen. Kept scores
+#: hold the rows changed since they were last scored, scored again past a fixed number of rows.
 BOUNDED = (
     ".columns.pods",
     ".sessions",
@@ -51,6 +52,7 @@ BOUNDED = (
     "._counters",
     "._dense_groups",
     "._selectors",
+    "kept_scores._entries[*][*].changed",
 )
 
 _LEAVES = (str, bytes, int, float, bool, type(None))
