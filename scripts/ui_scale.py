@@ -52,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.error import HTTPError
@@ -759,6 +760,7 @@ def interleave(
                 preexec_fn=None if serve_cores is None else lambda: os.sched_setaffinity(0, serve_cores),
             )
         holder = load = None
+        windows: list[Window] = []
         try:
             while "web UI" not in log.read_text():
                 if serve.poll() is not None:
@@ -800,14 +802,41 @@ def interleave(
             )
             samples: list[tuple[float, float, float, float, float]] = []
             made: list[int] = []
+
+            def window_done(i: int) -> None:
+                """Window ``i`` (from 0), printed as it ends, so that a sitting cut short keeps it."""
+                (t0, cpu0, n0, ui0, b0), (t1, cpu1, n1, ui1, b1) = samples[i], samples[i + 1]
+                pods_in = max(n1 - n0, 1.0)
+                state = states[i]
+                name = "warm-up" if state is None else "on" if state else "off"
+                per_pod = 1000 / pods_in
+                one = Window(
+                    name,
+                    pods_in / (t1 - t0),
+                    (cpu1 - cpu0) * per_pod,
+                    (ui1 - ui0) * per_pod,
+                    (b1 - b0) * per_pod,
+                    made[i + 1],
+                    t1 - t0,
+                )
+                windows.append(one)
+                print(
+                    f"window {i + 1} {name}: {one.rate:.1f} pods/s, serve {one.cpu:.4f} ms CPU/pod, "
+                    f"UI views {one.views:.5f} ms/pod, browser {one.browser:.4f} ms/pod, "
+                    f"{one.requests} UI requests, {one.seconds:.2f} s",
+                    flush=True,
+                )
+
             for i, state in enumerate([*states, False]):
                 made.append(switch(bool(state)))
                 scheduled, views = serve_counts(base, token)
                 samples.append(
                     (time.monotonic(), cpu_seconds(serve.pid), scheduled, views, tree_cpu_seconds(holder.pid))
                 )
+                if i > 0:
+                    window_done(i - 1)
                 if load.poll() is not None:
-                    print("the load ended before the last window; the windows so far:", flush=True)
+                    print("the load ended before the last window", flush=True)
                     break
                 if i < len(states):
                     # Timed from this window's first reading, so that a slow switch does not
@@ -820,21 +849,6 @@ def interleave(
                     process.wait()
             serve.terminate()
             serve.wait()
-    windows: list[Window] = []
-    for i in range(len(samples) - 1):
-        (t0, cpu0, n0, ui0, b0), (t1, cpu1, n1, ui1, b1) = samples[i], samples[i + 1]
-        pods_in = max(n1 - n0, 1.0)
-        state = states[i]
-        name = "warm-up" if state is None else "on" if state else "off"
-        per_pod = 1000 / pods_in
-        one = (name, pods_in / (t1 - t0), (cpu1 - cpu0) * per_pod, (ui1 - ui0) * per_pod, (b1 - b0) * per_pod)
-        windows.append(Window(*one, made[i + 1], t1 - t0))
-        print(
-            f"window {i + 1} {name}: {one[1]:.1f} pods/s, serve {one[2]:.4f} ms CPU/pod, "
-            f"UI views {one[3]:.5f} ms/pod, browser {one[4]:.4f} ms/pod, {made[i + 1]} UI requests, "
-            f"{t1 - t0:.2f} s",
-            flush=True,
-        )
     interleave_report(windows)
 
 
@@ -961,10 +975,11 @@ def churn(nodes: int, pods: int, rounds: int = 5) -> None:
     tally = Tally(base, 1)
     page(rows, 0, 100, "", "name")
     tally.body()
-    for name, answer, follower in (
+    views: tuple[tuple[str, Callable[[], object], PodRows | Tally], ...] = (
         ("Pods view rows + page", lambda: page(rows, 0, 100, "", "name"), rows),
         ("Cluster view sums + summary", tally.body, tally),
-    ):
+    )
+    for name, answer, follower in views:
         costs = []
         for r in range(rounds):
             first = pods + r * 300
