@@ -30,7 +30,8 @@ noise floor.
 enough for every window, and switches the UI on and off in windows of SECONDS: ``--pairs`` pairs,
 each on/off or off/on by a coin flip, after ``--warmup`` windows that are dropped. "On" is the
 browser on ``--view`` (or, ``poll``, the Cluster view's summary requests from a Python client),
-"off" the same page on its Edit view, which polls nothing (the page's idle watches stay open). At
+"off" the same page on its Edit view, which polls nothing (the page's idle watches stay open); the
+browser runs at nice 10, not idle priority, so that its requests keep to their windows. At
 each boundary it reads ``serve``'s CPU time (``/proc``), its count of pods scheduled and its
 ``kubesched_ui_cpu_seconds_total`` (``/metrics``) and prints per window the pods scheduled a second
 and ``serve``'s CPU per pod; then each on-window over the mean of the off-windows next to it, the
@@ -590,6 +591,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def low_priority() -> None:
+    """Run this process (and the browser it starts) at nice 10: behind the load generator, yet
+    never starved for seconds as at idle priority on a busy core, which would carry a view's
+    requests over into the window after it was switched off."""
+    os.nice(10)
+
+
 def idle_priority() -> None:
     """Run this process (and the browser it starts) only when its core has nothing else to run:
     a user's browser runs on another machine and never delays the load generator's clients."""
@@ -778,7 +786,7 @@ def interleave(
                 stdout=subprocess.PIPE,
                 text=True,
                 env=os.environ,
-                preexec_fn=None if serve_cores is None else idle_priority,
+                preexec_fn=None if serve_cores is None else low_priority,
             )
             assert holder.stdin is not None and holder.stdout is not None
             holder.stdout.readline()  # "holding the … view open"
@@ -867,6 +875,20 @@ def interleave_report(windows: list[Window]) -> None:
         print(f"{state} browser CPU ms/pod: {describe([w[4] for w in mine], '.4f')}")
         shares = [w[3] / w[2] * 100 for w in mine if w[2]]
         print(f"{state} serve's UI views, % of serve's CPU: {describe(shares, '.2f')}")
+    # The views' work comes in lumps (a catch-up over the changes since the last one, which an
+    # off-window leaves for the next request), so its share is taken over the whole sitting.
+    pods = {state: sum(w.rate * w.seconds for w in windows if w.state == state) for state in ("on", "off")}
+    serve_ms = {s: sum(w.cpu * w.rate * w.seconds for w in windows if w.state == s) for s in pods}
+    views_ms = {s: sum(w.views * w.rate * w.seconds for w in windows if w.state == s) for s in pods}
+    if serve_ms["on"] and serve_ms["off"]:
+        views_all = views_ms["on"] + views_ms["off"]
+        print(
+            f"serve's UI views over the sitting: {views_all:.0f} ms of CPU "
+            f"({views_ms['on']:.0f} in on-windows), "
+            f"{views_all / (serve_ms['on'] + serve_ms['off']) * 100:.2f} % of serve's CPU, "
+            f"{views_all / serve_ms['on'] * 100:.2f} % of its CPU in the on-windows; "
+            f"{pods['on'] + pods['off']:.0f} pods"
+        )
     for what, values in (
         ("pods/s", [w.rate for w in windows]),
         ("serve CPU ms/pod", [w.cpu for w in windows]),
