@@ -836,11 +836,13 @@ def interleave(
                 )
 
             for i, state in enumerate([*states, False]):
-                made.append(switch(bool(state)))
+                # Read before the switch: a view sends its first request as it is shown (the
+                # catch-up over the changes while it was hidden), which belongs to the window it opens.
                 scheduled, views = serve_counts(base, token)
                 samples.append(
                     (time.monotonic(), cpu_seconds(serve.pid), scheduled, views, tree_cpu_seconds(holder.pid))
                 )
+                made.append(switch(bool(state)))
                 if i > 0:
                     window_done(i - 1)
                 if load.poll() is not None:
