@@ -3,6 +3,7 @@
     python scripts/ui_scale.py --nodes 5000 --pods 50000 [--runs 2] [--view pods]
     python scripts/ui_scale.py --loadbar 5 [--load-pods 8000] [--no-pin]
     python scripts/ui_scale.py --churn --nodes 5000 --pods 50000
+    python scripts/ui_scale.py --interleave 5 [--pairs 40] [--view cluster|pods|poll] [--seed N]
 
 Starts ``kubesched serve FILE --nodes N --no-schedulers`` (the kubesched found on ``PYTHONPATH``)
 with the pods already bound round-robin but every hundredth, which waits for a node, opens the
@@ -24,6 +25,18 @@ browser runs on another machine than the server and takes nothing from the load'
 quartiles and ranges, and each UI setup's runs set against the no-UI runs next to them (the
 paired ratio, its median and a 95 % bootstrap interval); "no UI again" against "no UI" is the
 noise floor.
+
+``--interleave SECONDS`` runs one ``serve`` (1,000 nodes, pinned as above) and one load test long
+enough for every window, and switches the UI on and off in windows of SECONDS: ``--pairs`` pairs,
+each on/off or off/on by a coin flip, after ``--warmup`` windows that are dropped. "On" is the
+browser on ``--view`` (or, ``poll``, the Cluster view's summary requests from a Python client),
+"off" the same page on its Edit view, which polls nothing (the page's idle watches stay open); the
+browser runs at nice 10, not idle priority, so that its requests keep to their windows. At
+each boundary it reads ``serve``'s CPU time (``/proc``), its count of pods scheduled and its
+``kubesched_ui_cpu_seconds_total`` (``/metrics``) and prints per window the pods scheduled a second
+and ``serve``'s CPU per pod; then each on-window over the mean of the off-windows next to it, the
+median of those ratios and a 95 % bootstrap interval. The machine's slow phases, longer than a
+window, slow both sides of a pair alike and cancel.
 """
 
 from __future__ import annotations
@@ -40,8 +53,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
@@ -168,7 +182,9 @@ def first_drawing(base: str, token: str, nodes: int, pods: int, view: str = "clu
         driver.quit()
 
 
-def hold(base: str, token: str, view: str = "cluster") -> None:
+def hold(base: str, token: str, view: str = "cluster", control: bool = False) -> None:
+    """Keep a browser on ``view`` of the served cluster; with ``control``, switch between it ("on")
+    and the Edit view, which asks nothing of the server, as told line by line on stdin."""
     driver = browser()
     try:
         driver.get(base + "/ui/")
@@ -178,6 +194,8 @@ def hold(base: str, token: str, view: str = "cluster") -> None:
         if view == "pods":
             driver.find_element(By.CSS_SELECTOR, '[data-view="pods"]').click()
         print(f"holding the {view} view open", flush=True)
+        if control:
+            follow_commands(lambda on: show(driver, view if on else QUIET_VIEW))
         while True:
             time.sleep(5)
             driver.execute_script("return 1")  # the page keeps running; the driver stays attached
@@ -185,7 +203,37 @@ def hold(base: str, token: str, view: str = "cluster") -> None:
         driver.quit()
 
 
-def poll(base: str, token: str) -> None:
+#: The page's view that makes no request of its own (the editor): what "off" shows in
+#: ``--interleave``. The page's watches (nodes, PodGroups, Queues, HyperNodes) stay open in every
+#: view; they are idle under a load of pods.
+QUIET_VIEW = "edit"
+
+
+def show(driver: Any, view: str) -> int:
+    """Switch the page to ``view``; the number of API requests the page made since the last switch."""
+    made: int = driver.execute_script(
+        """const n = performance.getEntriesByType("resource").filter((e) => e.name.includes("/api")
+           || e.name.includes("/kubesched")).length;
+           performance.clearResourceTimings(); performance.setResourceTimingBufferSize(100000);
+           document.querySelector(`[data-view="${arguments[0]}"]`).click();
+           return n;""",
+        view,
+    )
+    return made
+
+
+def follow_commands(switch: Any) -> None:
+    """Read "on" and "off" from stdin until it closes, switch, and answer each with "ok N" (N: the
+    requests the UI made in the window that ended)."""
+    for line in sys.stdin:
+        made = switch(line.strip() == "on")
+        print(f"ok {made}", flush=True)
+    sys.exit(0)
+
+
+def poll(base: str, token: str, control: bool = False) -> None:
+    """The Cluster view's requests: a watch on nodes, the summary every second; with ``control``,
+    the summary only while told "on" on stdin (the watch stays open, as the page's does)."""
     ctx = ssl._create_unverified_context()
     headers = {"Authorization": "Bearer " + token}
 
@@ -195,18 +243,37 @@ def poll(base: str, token: str) -> None:
                 pass
 
     threading.Thread(target=watch_nodes, daemon=True).start()
-    rv = ""
+    polling = threading.Event()
+    made = [0]
+
+    def summaries() -> None:
+        rv = ""
+        while True:
+            polling.wait()
+            made[0] += 1
+            try:
+                with urlopen(
+                    Request(f"{base}/kubesched/v1/cluster?resourceVersion={rv}", headers=headers), context=ctx
+                ) as a:
+                    rv = json.loads(a.read())["resourceVersion"]
+            except HTTPError as exc:
+                if exc.code != 304:
+                    raise
+            time.sleep(1)
+
+    threading.Thread(target=summaries, daemon=True).start()
     print("polling the summary", flush=True)
-    while True:
-        try:
-            with urlopen(
-                Request(f"{base}/kubesched/v1/cluster?resourceVersion={rv}", headers=headers), context=ctx
-            ) as a:
-                rv = json.loads(a.read())["resourceVersion"]
-        except HTTPError as exc:
-            if exc.code != 304:
-                raise
-        time.sleep(1)
+    if not control:
+        polling.set()
+        while True:
+            time.sleep(3600)
+
+    def switch(on: bool) -> int:
+        (polling.set if on else polling.clear)()
+        done, made[0] = made[0], 0
+        return done
+
+    follow_commands(switch)
 
 
 def main() -> None:
@@ -215,7 +282,24 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--port", type=int, default=18443)
-    parser.add_argument("--view", choices=("cluster", "pods"), default="cluster")
+    parser.add_argument(
+        "--view",
+        choices=("cluster", "pods", "poll"),
+        default="cluster",
+        help="the view to time, hold or switch on (poll: the Cluster view's requests without a browser)",
+    )
+    parser.add_argument(
+        "--interleave",
+        type=float,
+        metavar="SECONDS",
+        help="one serve, one long load, --view switched on and off in windows of SECONDS",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=40, help="--interleave: on/off pairs of windows measured"
+    )
+    parser.add_argument("--warmup", type=int, default=2, help="--interleave: windows run first and dropped")
+    parser.add_argument("--seed", type=int, default=None, help="--interleave: the coin flips' seed")
+    parser.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--loadbar", type=int, metavar="ROUNDS", help="alternate load tests with and without a UI"
     )
@@ -259,10 +343,10 @@ def main() -> None:
     # Stopped by a signal, the browser and servers this started are closed too (the finally blocks).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if args.poll:
-        poll(args.poll[0], read_token(Path(args.poll[1])))
+        poll(args.poll[0], read_token(Path(args.poll[1])), args.control)
         return
     if args.hold:
-        hold(args.hold[0], read_token(Path(args.hold[1])), args.view)
+        hold(args.hold[0], read_token(Path(args.hold[1])), args.view, args.control)
         return
     if args.churn:
         churn(args.nodes, args.pods)
@@ -273,6 +357,21 @@ def main() -> None:
     if args.summarize:
         summarize_log(Path(args.summarize))
         return
+    if args.interleave:
+        if args.interleave <= 0 or args.pairs < 2 or args.warmup < 0:
+            parser.error("--interleave must be > 0 seconds, --pairs at least 2, --warmup at least 0")
+        interleave(
+            args.interleave,
+            args.pairs,
+            args.view,
+            args.port,
+            pin=not args.no_pin,
+            warmup=args.warmup,
+            seed=args.seed,
+        )
+        return
+    if args.view == "poll":
+        parser.error("--view poll only with --interleave")
     if args.loadbar:
         setups = tuple(args.setups.split(","))
         unknown = set(setups) - {*SETUPS, *CLIENTS}
@@ -458,7 +557,20 @@ RUN_LINE = re.compile(
 
 
 def summarize_log(log: Path) -> None:
-    """The summary :func:`loadbar` prints, from the run lines it printed."""
+    """The summary :func:`loadbar` or :func:`interleave` prints, from the run or window lines it printed."""
+    windows: list[Window] = []
+    for line in log.read_text().splitlines():
+        found = WINDOW_LINE.match(line)
+        if found is not None:
+            rate, cpu, views, seen = (float(found[name]) for name in ("rate", "cpu", "views", "browser"))
+            windows.append(
+                Window(
+                    found["state"], rate, cpu, views, seen, int(found["requests"]), float(found["seconds"])
+                )
+            )
+    if windows:
+        interleave_report(windows)
+        return
     runs: list[str] = []
     columns: list[list[float]] = [[], [], [], []]
     for line in log.read_text().splitlines():
@@ -469,13 +581,21 @@ def summarize_log(log: Path) -> None:
         for column, name in zip(columns, ("rate", "cpu", "browser", "views"), strict=True):
             column.append(float(found[name] or 0.0))
     setups = tuple(dict.fromkeys(runs))
-    report(runs, *columns, setups=setups)
+    rate_column, cpu_column, browser_column, views_column = columns
+    report(runs, rate_column, cpu_column, browser_column, views_column, setups)
 
 
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def low_priority() -> None:
+    """Run this process (and the browser it starts) at nice 10: behind the load generator, yet
+    never starved for seconds as at idle priority on a busy core, which would carry a view's
+    requests over into the window after it was switched off."""
+    os.nice(10)
 
 
 def idle_priority() -> None:
@@ -572,6 +692,226 @@ def load_run(
         serve.wait()
 
 
+def serve_counts(base: str, token: str) -> tuple[float, float]:
+    """From one read of ``serve``'s ``/metrics``: the pods scheduled so far, and the seconds of CPU
+    it has spent making the web UI's views."""
+    request = Request(base + "/metrics", headers={"Authorization": "Bearer " + token})
+    with urlopen(request, context=ssl._create_unverified_context()) as answer:
+        text = answer.read().decode()
+    scheduled = re.findall(
+        r'^scheduler_schedule_attempts_total\{[^}]*result="scheduled"[^}]*\} (\S+)$', text, re.M
+    )
+    views = re.findall(r"^kubesched_ui_cpu_seconds_total\{[^}]*\} (\S+)$", text, re.M)
+    return sum(float(n) for n in scheduled), sum(float(seconds) for seconds in views)
+
+
+class Window(NamedTuple):
+    """One ``--interleave`` window: "on", "off" or "warm-up", pods scheduled a second, and per pod
+    the milliseconds of CPU of ``serve``, of its UI views and of the browser; the UI's requests in
+    the window and its seconds."""
+
+    state: str
+    rate: float
+    cpu: float
+    views: float
+    browser: float
+    requests: int
+    seconds: float
+
+
+#: One ``--interleave`` window as printed: its number, "on", "off" or "warm-up", then the figures.
+WINDOW_LINE = re.compile(
+    r"^window \d+ (?P<state>on|off|warm-up): (?P<rate>[\d.]+) pods/s, serve (?P<cpu>[\d.]+) ms CPU/pod, "
+    r"UI views (?P<views>[\d.]+) ms/pod, browser (?P<browser>[\d.]+) ms/pod, (?P<requests>\d+) UI requests, "
+    r"(?P<seconds>[\d.]+) s$"
+)
+
+
+def interleave(
+    window: float,
+    pairs: int,
+    view: str,
+    port: int,
+    pin: bool = True,
+    warmup: int = 2,
+    seed: int | None = None,
+) -> None:
+    """One ``serve`` (1,000 nodes), one load test long enough for every window, and ``view``
+    switched on and off in windows of ``window`` seconds: ``pairs`` pairs, each on/off or off/on by
+    a coin flip, after ``warmup`` windows that are dropped. Per window the pods scheduled per
+    second and ``serve``'s CPU per pod, read at each boundary; each on-window is set against the
+    off-windows next to it, so that the machine's slow phases, longer than a window, cancel."""
+    import random
+
+    serve_cores, other_cores = cores(pin)
+    if other_cores is not None:
+        os.sched_setaffinity(0, other_cores)
+        print(f"serve pinned to cores {sorted(serve_cores or ())}, the rest to {sorted(other_cores)}")
+    rng = random.Random(seed)
+    states: list[bool | None] = [None] * warmup
+    for _ in range(pairs):
+        first = rng.random() < 0.5
+        states += [first, not first]
+    # More pods than the windows can take at 2,000 a second; the load is stopped after the last.
+    pods = int(2000 * window * len(states)) + 20_000
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        log = Path(tmp) / "serve.log"
+        serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000"]
+        serve_cmd += ["--node-pods", str(pods // 1000 + 10), "--data-dir", str(data), "--port", str(port)]
+        with log.open("w") as out:
+            serve = subprocess.Popen(
+                serve_cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=os.environ,
+                preexec_fn=None if serve_cores is None else lambda: os.sched_setaffinity(0, serve_cores),
+            )
+        holder = load = None
+        windows: list[Window] = []
+        try:
+            while "web UI" not in log.read_text():
+                if serve.poll() is not None:
+                    sys.exit("serve ended:\n" + log.read_text()[-3000:])
+                time.sleep(0.5)
+            time.sleep(2)
+            base = f"https://127.0.0.1:{port}"
+            token = read_token(data)
+            hold_cmd = [sys.executable, __file__, "--hold", base, str(data), "--view", view, "--control"]
+            if view == "poll":
+                hold_cmd = [sys.executable, __file__, "--poll", base, str(data), "--control"]
+            holder = subprocess.Popen(
+                hold_cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=os.environ,
+                preexec_fn=None if serve_cores is None else low_priority,
+            )
+            assert holder.stdin is not None and holder.stdout is not None
+            holder.stdout.readline()  # "holding the … view open"
+
+            def switch(on: bool) -> int:
+                assert holder is not None and holder.stdin is not None and holder.stdout is not None
+                holder.stdin.write("on\n" if on else "off\n")
+                holder.stdin.flush()
+                return int(holder.stdout.readline().split()[1])
+
+            switch(False)
+            load_cmd = [sys.executable, "-m", "kubesched.apiserver.loadgen", "--server", base]
+            load_cmd += ["--data-dir", str(data), "--pods", str(pods), "--timeout", "7200"]
+            load = subprocess.Popen(load_cmd, stdout=subprocess.DEVNULL, env=os.environ)
+            while serve_counts(base, token)[0] < 100:
+                time.sleep(0.2)
+            print(
+                f"{view}: {len(states)} windows of {window:g} s ({warmup} dropped), "
+                f"one load of up to {pods} pods",
+                flush=True,
+            )
+            samples: list[tuple[float, float, float, float, float]] = []
+            made: list[int] = []
+
+            def window_done(i: int) -> None:
+                """Window ``i`` (from 0), printed as it ends, so that a sitting cut short keeps it."""
+                (t0, cpu0, n0, ui0, b0), (t1, cpu1, n1, ui1, b1) = samples[i], samples[i + 1]
+                pods_in = max(n1 - n0, 1.0)
+                state = states[i]
+                name = "warm-up" if state is None else "on" if state else "off"
+                per_pod = 1000 / pods_in
+                one = Window(
+                    name,
+                    pods_in / (t1 - t0),
+                    (cpu1 - cpu0) * per_pod,
+                    (ui1 - ui0) * per_pod,
+                    (b1 - b0) * per_pod,
+                    made[i + 1],
+                    t1 - t0,
+                )
+                windows.append(one)
+                print(
+                    f"window {i + 1} {name}: {one.rate:.1f} pods/s, serve {one.cpu:.4f} ms CPU/pod, "
+                    f"UI views {one.views:.5f} ms/pod, browser {one.browser:.4f} ms/pod, "
+                    f"{one.requests} UI requests, {one.seconds:.2f} s",
+                    flush=True,
+                )
+
+            for i, state in enumerate([*states, False]):
+                # Read before the switch: a view sends its first request as it is shown (the
+                # catch-up over the changes while it was hidden), which belongs to the window it opens.
+                scheduled, views = serve_counts(base, token)
+                samples.append(
+                    (time.monotonic(), cpu_seconds(serve.pid), scheduled, views, tree_cpu_seconds(holder.pid))
+                )
+                made.append(switch(bool(state)))
+                if i > 0:
+                    window_done(i - 1)
+                if load.poll() is not None:
+                    print("the load ended before the last window", flush=True)
+                    break
+                if i < len(states):
+                    # Timed from this window's first reading, so that a slow switch does not
+                    # shorten the window after it.
+                    time.sleep(max(0.0, samples[-1][0] + window - time.monotonic()))
+        finally:
+            for process in (load, holder):
+                if process is not None:
+                    process.terminate()
+                    process.wait()
+            serve.terminate()
+            serve.wait()
+    interleave_report(windows)
+
+
+def interleave_report(windows: list[Window]) -> None:
+    """Per state the spread of the windows' figures; each on-window over the mean of the
+    off-windows next to it (the paired ratio), their median and a 95 % bootstrap interval; the
+    UI views' share of ``serve``'s CPU per on-window. Warm-up windows are left out."""
+    states = [w[0] for w in windows]
+    for state in ("on", "off"):
+        mine = [w for w in windows if w[0] == state]
+        if not mine:
+            continue
+        print(f"{state} pods/s: {describe([w[1] for w in mine], '.0f')}")
+        print(f"{state} serve CPU ms/pod: {describe([w[2] for w in mine], '.4f')}")
+        print(f"{state} UI requests per window: {describe([float(w[5]) for w in mine], '.1f')}")
+        print(f"{state} browser CPU ms/pod: {describe([w[4] for w in mine], '.4f')}")
+        shares = [w[3] / w[2] * 100 for w in mine if w[2]]
+        print(f"{state} serve's UI views, % of serve's CPU: {describe(shares, '.2f')}")
+    # The views' work comes in lumps (a catch-up over the changes since the last one, which an
+    # off-window leaves for the next request), so its share is taken over the whole sitting.
+    pods = {state: sum(w.rate * w.seconds for w in windows if w.state == state) for state in ("on", "off")}
+    serve_ms = {s: sum(w.cpu * w.rate * w.seconds for w in windows if w.state == s) for s in pods}
+    views_ms = {s: sum(w.views * w.rate * w.seconds for w in windows if w.state == s) for s in pods}
+    if serve_ms["on"] and serve_ms["off"]:
+        views_all = views_ms["on"] + views_ms["off"]
+        print(
+            f"serve's UI views over the sitting: {views_all:.0f} ms of CPU "
+            f"({views_ms['on']:.0f} in on-windows), "
+            f"{views_all / (serve_ms['on'] + serve_ms['off']) * 100:.2f} % of serve's CPU, "
+            f"{views_all / serve_ms['on'] * 100:.2f} % of its CPU in the on-windows; "
+            f"{pods['on'] + pods['off']:.0f} pods"
+        )
+    for what, values in (
+        ("pods/s", [w.rate for w in windows]),
+        ("serve CPU ms/pod", [w.cpu for w in windows]),
+    ):
+        ratios = []
+        for i, state in enumerate(states):
+            if state != "on":
+                continue
+            near = [values[j] for j in (i - 1, i + 1) if 0 <= j < len(windows) and states[j] == "off"]
+            if near:
+                ratios.append(values[i] / statistics.fmean(near))
+        if len(ratios) < 2:
+            continue
+        low, high = bootstrap_median(ratios)
+        print(
+            f"on vs adjacent off, {what}: median {(statistics.median(ratios) - 1) * 100:+.2f} % "
+            f"(95 % bootstrap {(low - 1) * 100:+.2f} to {(high - 1) * 100:+.2f} %; "
+            f"mean {(statistics.fmean(ratios) - 1) * 100:+.2f} %, n {len(ratios)})"
+        )
+
+
 def catch_up_cost(pods: int, rate: int = 1400, nodes: int = 1000, runs: int = 9) -> None:
     """In-process: the CPU microseconds per pod each view costs the server under a load test's
     changes (per pod: created, bound, running, and an Event; ``rate`` pods a second, the view
@@ -659,10 +999,11 @@ def churn(nodes: int, pods: int, rounds: int = 5) -> None:
     tally = Tally(base, 1)
     page(rows, 0, 100, "", "name")
     tally.body()
-    for name, answer, follower in (
+    views: tuple[tuple[str, Callable[[], object], PodRows | Tally], ...] = (
         ("Pods view rows + page", lambda: page(rows, 0, 100, "", "name"), rows),
         ("Cluster view sums + summary", tally.body, tally),
-    ):
+    )
+    for name, answer, follower in views:
         costs = []
         for r in range(rounds):
             first = pods + r * 300
