@@ -74,6 +74,7 @@ class Api(Protocol):
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        decode: bool = True,
     ) -> Any: ...
 
 
@@ -246,7 +247,7 @@ class RemotePorts:
         what = f"binding pod {namespace}/{name} to node {node_name}"
         self._check_fence(what)
         self._run(
-            self.client.request("POST", _pod_path(namespace, name, "binding"), body=body),
+            self.client.request("POST", _pod_path(namespace, name, "binding"), body=body, decode=False),
             what,
         )
 
@@ -819,7 +820,7 @@ class EventSink:
 
     async def _send(self, path: str, event: dict[str, Any]) -> None:
         try:
-            await self.client.request("POST", path, body=event)
+            await self.client.request("POST", path, body=event, decode=False)
             self.sent += 1
         except asyncio.CancelledError:
             raise
