@@ -205,6 +205,26 @@ def test_no_more_connections_than_the_limit_and_every_request_answered():
     with_server(answer, test)
 
 
+def test_connections_idle_too_long_are_closed_when_the_next_request_comes():
+    async def answer(_head: bytes, _body: bytes) -> bytes:
+        await asyncio.sleep(0.02)
+        return ok()
+
+    async def test(server: RawServer) -> None:
+        pool = Http1Pool(f"http://127.0.0.1:{server.port}", idle_timeout=0.2)
+        await asyncio.gather(*(pool.request("POST", "/x", body=b"{}") for _ in range(5)))
+        assert pool.connections == 5  # a burst opened five
+        await pool.request("POST", "/x", body=b"{}")
+        assert pool.connections == 5  # reused while fresh
+        await asyncio.sleep(0.3)
+        await pool.request("POST", "/x", body=b"{}")
+        assert pool.connections == 1  # the stale ones closed, one opened for this request
+        assert server.connections == 6
+        pool.close()
+
+    with_server(answer, test)
+
+
 def test_a_request_not_answered_in_time_fails_and_its_connection_is_dropped():
     async def answer(_head: bytes, body: bytes) -> bytes | None:
         return None if body == b"never" else ok()

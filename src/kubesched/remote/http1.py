@@ -14,7 +14,10 @@ This pool does only what those writes need, on kept-alive connections:
 - one timer per request; a connection whose request timed out, was cancelled or got a malformed
   answer is closed rather than reused;
 - at most ``limit`` connections are open at once (aiohttp's connector held as many); a request
-  beyond that waits for one to come free.
+  beyond that waits for one to come free;
+- a connection idle for ``idle_timeout`` seconds is closed when the next request comes, the
+  longest idle first: before the server's own idle timeout (kube-apiserver's is 90 s) can close it
+  under a request, and so that the connections a burst opened do not stay open.
 
 What is not needed here is left out: proxies (a configured proxy keeps the aiohttp path), cookies,
 redirects, compressed answers, ``Expect: 100-continue``. Failures are raised as ``OSError``s
@@ -60,6 +63,8 @@ class _Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._retry_after: bytes | None = None
         self.open = False
+        #: When the connection was last given back to the pool (the loop's clock).
+        self.idle_since = 0.0
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -151,6 +156,7 @@ class Http1Pool:
         server_hostname: str | None = None,
         headers: Mapping[str, str] | None = None,
         limit: int = 256,
+        idle_timeout: float = 45.0,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -163,6 +169,7 @@ class Http1Pool:
         self.server_hostname = server_hostname if self.ssl is not None else None
         self.prefix = parts.path.rstrip("/")
         self.limit = limit
+        self.idle_timeout = idle_timeout
         host = f"[{self.host}]" if ":" in self.host else self.host
         default_port = 443 if parts.scheme == "https" else 80
         host_header = host if self.port == default_port else f"{host}:{self.port}"
@@ -220,8 +227,12 @@ class Http1Pool:
 
     async def _acquire(self, timeout: float) -> _Connection:
         while True:
-            while self._idle:
-                conn = self._idle.pop()
+            now = self.loop.time()
+            idle = self._idle
+            while idle and now - idle[0].idle_since > self.idle_timeout:
+                idle.pop(0).abort()
+            while idle:
+                conn = idle.pop()
                 if conn.open:
                     return conn
             if self._open < self.limit:
@@ -272,6 +283,7 @@ class Http1Pool:
         if self._closed:
             conn.abort()
         elif not self._wake(conn):
+            conn.idle_since = self.loop.time()
             self._idle.append(conn)
 
     def _lost(self, conn: _Connection) -> None:
