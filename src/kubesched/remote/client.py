@@ -36,6 +36,11 @@ USER_AGENT = "kubesched/0.1"
 #: Requests not answered within this many seconds fail (a watch gets its timeoutSeconds on top).
 REQUEST_TIMEOUT = 60.0
 
+#: Connections a client's writes may hold open at once; more writes than that wait for one. Binds
+#: are not bounded by workers once they are sent from the loop, and against a slow server every
+#: write in flight would otherwise open (and handshake) a connection of its own.
+WRITE_CONNECTIONS = 32
+
 #: aiohttp's connection errors and the ones raised under it (socket, TLS, payload, timeouts).
 _CONNECTION_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError, OSError)
 
@@ -241,6 +246,7 @@ class ApiClient:
                 ssl_context=config.ssl,
                 server_hostname=config.tls_server_name,
                 headers={"Accept": "application/json", "User-Agent": USER_AGENT, **config.headers},
+                limit=WRITE_CONNECTIONS,
             )
         return cls(
             config, session, TokenBucket(qps, burst), max_retries=max_retries, timeout=timeout, writes=writes
