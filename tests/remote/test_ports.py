@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -119,6 +120,35 @@ def test_a_replica_that_lost_its_lease_sends_no_decision(cluster: Cluster, ports
 def test_bind_of_a_missing_pod_is_not_found(ports: RemotePorts) -> None:
     with pytest.raises(NotFound):
         ports.bind("default", "nope", "", "node-0")
+
+
+def _bind_later(ports: RemotePorts, namespace: str, name: str, uid: str, node: str) -> Exception | None:
+    """``bind_later`` and wait for its report (from the client's loop)."""
+    got: list[Exception | None] = []
+    reported = threading.Event()
+
+    def done(refusal: Exception | None) -> None:
+        got.append(refusal)
+        reported.set()
+
+    ports.bind_later(namespace, name, uid, node, done)
+    assert reported.wait(10)
+    assert len(got) == 1
+    return got[0]
+
+
+def test_a_binding_sent_in_the_background_reports_what_bind_raises(
+    cluster: Cluster, ports: RemotePorts
+) -> None:
+    uid = _create(cluster, pod("web-1"))["metadata"]["uid"]
+    assert _bind_later(ports, "default", "web-1", uid, "node-0") is None
+    assert _pod(cluster, "web-1")["spec"]["nodeName"] == "node-0"  # type: ignore[index]
+    assert isinstance(_bind_later(ports, "default", "web-1", uid, "node-1"), Conflict)
+    assert isinstance(_bind_later(ports, "default", "nope", "", "node-0"), NotFound)
+    other = _create(cluster, pod("web-2"))["metadata"]["uid"]
+    ports.fence = lambda: False
+    assert isinstance(_bind_later(ports, "default", "web-2", other, "node-0"), NotLeading)
+    assert not _pod(cluster, "web-2")["spec"].get("nodeName")  # type: ignore[index]
 
 
 # -- pod status ------------------------------------------------------------------------------------

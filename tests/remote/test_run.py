@@ -326,14 +326,19 @@ def test_stop_finishes_the_binding_under_way(cluster: Cluster, start_runner: Cal
     ports = runner.ports
     entered = threading.Event()
     release = threading.Event()
-    real_bind = ports.bind
+    real_bind_later = ports.bind_later
 
-    def slow_bind(namespace: str, name: str, uid: str, node_name: str) -> None:
+    # The pod's PreBind has nothing to do, so its Binding is sent in the background: held here.
+    def slow_bind_later(namespace: str, name: str, uid: str, node_name: str, done: Any) -> None:
         entered.set()
-        release.wait(10)
-        real_bind(namespace, name, uid, node_name)
 
-    ports.bind = slow_bind  # type: ignore[method-assign]
+        def send() -> None:
+            release.wait(10)
+            real_bind_later(namespace, name, uid, node_name, done)
+
+        threading.Thread(target=send, daemon=True).start()
+
+    ports.bind_later = slow_bind_later  # type: ignore[method-assign]
     _create(cluster, pod("in-flight"))
     assert entered.wait(30)
     stopper = threading.Thread(target=runner.stop)
@@ -388,6 +393,9 @@ class _HeldBinds:
         self.release = threading.Event()
         self.errors: list[BaseException] = []
         runner.ports.bind = self.bind  # type: ignore[method-assign]
+        # A pod whose PreBind has nothing to do has its Binding sent in the background.
+        self.real_later = runner.ports.bind_later
+        runner.ports.bind_later = self.bind_later  # type: ignore[method-assign]
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         self.calls.append((name, node_name))
@@ -399,6 +407,23 @@ class _HeldBinds:
         except BaseException as exc:
             self.errors.append(exc)
             raise
+
+    def bind_later(self, namespace: str, name: str, uid: str, node_name: str, done: Any) -> None:
+        self.calls.append((name, node_name))
+        first = len(self.calls) == 1
+
+        def report(refusal: Exception | None) -> None:
+            if refusal is not None:
+                self.errors.append(refusal)
+            done(refusal)
+
+        def send() -> None:
+            if first:
+                self.entered.set()
+                self.release.wait(30)
+            self.real_later(namespace, name, uid, node_name, report)
+
+        threading.Thread(target=send, daemon=True).start()
 
 
 def test_a_pod_deleted_while_binding_is_dropped(

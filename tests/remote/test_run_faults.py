@@ -456,6 +456,9 @@ class HeldBinds:
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
         runner.ports.bind = self.bind  # type: ignore[method-assign]
+        # A pod whose PreBind has nothing to do has its Binding sent in the background.
+        self.real_later = runner.ports.bind_later
+        runner.ports.bind_later = self.bind_later  # type: ignore[method-assign]
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         with self._lock:
@@ -470,6 +473,26 @@ class HeldBinds:
             with self._lock:
                 self.errors[name] = exc
             raise
+
+    def bind_later(self, namespace: str, name: str, uid: str, node_name: str, done: Any) -> None:
+        with self._lock:
+            self.calls[name] += 1
+            hold = name in self.held and self.calls[name] == 1
+
+        def report(refusal: Exception | None) -> None:
+            if refusal is not None:
+                with self._lock:
+                    self.errors[name] = refusal
+            done(refusal)
+
+        def send() -> None:
+            if hold:
+                with self._lock:
+                    self.entered[name] = node_name
+                self.release.wait(30)
+            self.real_later(namespace, name, uid, node_name, report)
+
+        threading.Thread(target=send, daemon=True).start()
 
 
 def _bind(cluster: Cluster, name: str, node: str) -> None:

@@ -12,14 +12,20 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import pytest
+from tests.metrics.conftest import sample
 
-from kubesched.framework.config import default_config
+from kubesched.api.objects import Pod
+from kubesched.framework.config import config_from_dict, default_config
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.outcome import SCHEDULED
-from kubesched.plugins import default_registry
+from kubesched.framework.status import Code, Status
+from kubesched.plugins import default_registry, spec_for
 from kubesched.runtime.driver import RealTimeDriver
+from kubesched.runtime.metrics import SchedulerMetrics
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.store.base import Conflict, EventType, NotFound, StoreError
 from kubesched.store.memory import MemoryStore
@@ -27,6 +33,8 @@ from kubesched.store.parsers import informer_factory
 from kubesched.store.ports import Ports, StorePorts
 
 from .test_realtime_driver import milli, node, pod
+
+API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
 
 class SlowBinder:
@@ -71,18 +79,54 @@ class SlowBinder:
                 self.active -= 1
 
 
+class BackgroundBinder(SlowBinder):
+    """The same binder able to send in the background, as an API server's is: the binding cycles
+    whose PreBind has nothing to do bind without a worker, each bind on a thread of its own."""
+
+    later = 0
+
+    def bind_later(
+        self, namespace: str, name: str, uid: str, node_name: str, done: Callable[[Exception | None], None]
+    ) -> None:
+        self.later += 1
+
+        def send() -> None:
+            try:
+                self.bind(namespace, name, uid, node_name)
+            except StoreError as exc:
+                done(exc)
+            else:
+                done(None)
+
+        threading.Thread(target=send, daemon=True).start()
+
+
+#: The two ways a binding cycle goes against an API server: PreBind and Bind on a worker, or the
+#: Binding sent in the background with no worker.
+MODES = pytest.mark.parametrize("background", [False, True], ids=["workers", "background"])
+
+
 def _cluster(
-    delay: float, workers: int = 8, nodes: int = 4
+    delay: float,
+    workers: int = 8,
+    nodes: int = 4,
+    background: bool = False,
+    pre_bind: type | None = None,
 ) -> tuple[MemoryStore, SlowBinder, Scheduler, RealTimeDriver]:
     store = MemoryStore(now=time.time)
     for i in range(nodes):
         store.create(node(f"n{i}"))
     store_ports = StorePorts(store)
-    binder = SlowBinder(store, delay)
+    binder = BackgroundBinder(store, delay) if background else SlowBinder(store, delay)
     ports = Ports(binder, store_ports, store_ports, store_ports, store_ports, store_ports)
     informers = informer_factory(store)
     registry = default_registry()
-    config = default_config(registry)
+    if pre_bind is None:
+        config = default_config(registry)
+    else:
+        registry.register(spec_for(pre_bind))
+        plugins = {"preBind": {"enabled": [{"name": pre_bind.name}]}}
+        config = config_from_dict({**API, "profiles": [{"plugins": plugins}]}, registry)
     config.pod_initial_backoff_seconds = 1
     config.pod_max_backoff_seconds = 1
     scheduler = Scheduler(informers, ports, config, registry, now=time.time, seed=0, binding_workers=workers)
@@ -109,8 +153,9 @@ def _wait(cond: Any, timeout: float = 5.0) -> bool:
     return bool(cond())
 
 
-def test_binds_overlap_and_every_pod_is_bound_once_within_capacity() -> None:
-    store, binder, scheduler, driver = _cluster(delay=0.02)
+@MODES
+def test_binds_overlap_and_every_pod_is_bound_once_within_capacity(background: bool) -> None:
+    store, binder, scheduler, driver = _cluster(delay=0.02, background=background)
     watch = store.watch(frozenset({"Pod"}))
     driver.start()
     try:
@@ -124,7 +169,10 @@ def test_binds_overlap_and_every_pod_is_bound_once_within_capacity() -> None:
     finally:
         driver.stop(timeout=10.0)
     assert binder.most_active > 1  # binds ran side by side
-    assert binder.most_active <= 8  # never more than the workers
+    if background:
+        assert isinstance(binder, BackgroundBinder) and binder.later == binder.calls.total()
+    else:
+        assert binder.most_active <= 8  # never more than the workers
     used: Counter[str] = Counter()
     for obj in store.list("Pod"):
         if obj["spec"].get("nodeName"):
@@ -141,11 +189,12 @@ def test_binds_overlap_and_every_pod_is_bound_once_within_capacity() -> None:
     assert sum(binder.calls.values()) == len(binds)
 
 
-def test_a_conflicting_bind_frees_the_node_and_requeues_the_pod() -> None:
+@MODES
+def test_a_conflicting_bind_frees_the_node_and_requeues_the_pod(background: bool) -> None:
     # One node with room for exactly one of the two pods: "first" fails its bind once, so its
     # assumed place must be freed for "second", and "first" is retried (and stays pending, as
     # the node is then full).
-    store, binder, scheduler, driver = _cluster(delay=0.01, nodes=1)
+    store, binder, scheduler, driver = _cluster(delay=0.01, nodes=1, background=background)
     binder.conflicts["first"] = 1
     driver.start()
     try:
@@ -166,8 +215,9 @@ def test_a_conflicting_bind_frees_the_node_and_requeues_the_pod() -> None:
     assert scheduler.queue.contains(uid)  # and it waits to be retried
 
 
-def test_a_failed_bind_is_reported_and_retried_until_it_lands() -> None:
-    store, binder, scheduler, driver = _cluster(delay=0.01)
+@MODES
+def test_a_failed_bind_is_reported_and_retried_until_it_lands(background: bool) -> None:
+    store, binder, scheduler, driver = _cluster(delay=0.01, background=background)
     binder.conflicts["p"] = 1
     driver.start()
     try:
@@ -182,8 +232,9 @@ def test_a_failed_bind_is_reported_and_retried_until_it_lands() -> None:
     assert reasons == ["FailedScheduling", "Scheduled"]
 
 
-def test_a_pod_deleted_during_its_bind_is_not_requeued() -> None:
-    store, binder, scheduler, driver = _cluster(delay=0.0)
+@MODES
+def test_a_pod_deleted_during_its_bind_is_not_requeued(background: bool) -> None:
+    store, binder, scheduler, driver = _cluster(delay=0.0, background=background)
     release = threading.Event()
     binder.hold["gone"] = release
     driver.start()
@@ -203,8 +254,9 @@ def test_a_pod_deleted_during_its_bind_is_not_requeued() -> None:
     assert not [e for e in store.list("Event") if e["regarding"]["name"] == "gone"]
 
 
-def test_a_bind_that_landed_without_a_reply_counts_as_bound() -> None:
-    store, binder, scheduler, driver = _cluster(delay=0.05)
+@MODES
+def test_a_bind_that_landed_without_a_reply_counts_as_bound(background: bool) -> None:
+    store, binder, scheduler, driver = _cluster(delay=0.05, background=background)
     binder.lose_reply.add("p")
     driver.start()
     try:
@@ -218,8 +270,9 @@ def test_a_bind_that_landed_without_a_reply_counts_as_bound() -> None:
     assert binder.calls["p"] == 1
 
 
-def test_stopping_lets_the_binds_in_flight_finish() -> None:
-    store, binder, scheduler, driver = _cluster(delay=0.3)
+@MODES
+def test_stopping_lets_the_binds_in_flight_finish(background: bool) -> None:
+    store, binder, scheduler, driver = _cluster(delay=0.3, background=background)
     driver.start()
     for i in range(6):
         store.create(pod(f"p{i}", 250))
@@ -243,3 +296,73 @@ def test_negative_binding_workers_are_refused() -> None:
             now=time.time,
             binding_workers=-1,
         )
+
+
+class Annotating:
+    """A PreBind plugin with a write to make for the pods named "writes-*" only, which its
+    PreBindPreFlight says."""
+
+    name: ClassVar[str] = "Annotating"
+    written: ClassVar[list[str]] = []
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.handle = handle
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return None if pod.name.startswith("writes-") else Status(Code.SKIP)
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        if pod.name.startswith("writes-"):
+            # A write that blocks, as a PreBind write to an API server does.
+            time.sleep(0.01)
+            type(self).written.append(pod.name)
+        return None
+
+
+class AnnotatingBlind(Annotating):
+    """The same plugin without a PreBindPreFlight: it may act on any pod."""
+
+    name: ClassVar[str] = "AnnotatingBlind"
+    pre_bind_pre_flight = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("plugin", [Annotating, AnnotatingBlind])
+def test_only_binds_whose_pre_bind_has_nothing_to_do_go_without_a_worker(plugin: type) -> None:
+    Annotating.written = []
+    store, binder, scheduler, driver = _cluster(delay=0.01, background=True, pre_bind=plugin)
+    driver.start()
+    try:
+        for i in range(4):
+            store.create(pod(f"writes-{i}", 250))
+            store.create(pod(f"plain-{i}", 250))
+        names = [f"{kind}-{i}" for kind in ("writes", "plain") for i in range(4)]
+        assert _wait(lambda: all(_node_of(store, name) for name in names))
+        assert _wait(lambda: scheduler.binding_in_flight == 0)
+    finally:
+        driver.stop(timeout=10.0)
+    assert isinstance(binder, BackgroundBinder)
+    assert sorted(Annotating.written) == [f"writes-{i}" for i in range(4)]  # PreBind ran before Bind
+    assert binder.calls.total() == 8
+    # With a PreBindPreFlight the plain pods' Binding went in the background and the others' on a
+    # worker; without one every bind needs a worker.
+    assert binder.later == (4 if plugin is Annotating else 0)
+    scheduled = [e for e in store.list("Event") if e["reason"] == "Scheduled"]
+    assert len(scheduled) == 8
+
+
+@MODES
+def test_the_bind_extension_point_is_timed_however_the_binding_is_sent(background: bool) -> None:
+    store, binder, scheduler, driver = _cluster(delay=0.01, background=background)
+    metrics = SchedulerMetrics(process=False)
+    metrics.attach(scheduler)
+    binder.conflicts["p"] = 1
+    driver.start()
+    try:
+        store.create(pod("p", 500))
+        assert _wait(lambda: _node_of(store, "p") is not None and scheduler.binding_in_flight == 0)
+    finally:
+        driver.stop(timeout=10.0)
+    text = metrics.exposition()
+    count = "scheduler_framework_extension_point_duration_seconds_count"
+    for status in ("Success", "Error"):
+        assert sample(text, count, extension_point="Bind", status=status, profile="default-scheduler") == 1

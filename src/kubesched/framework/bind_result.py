@@ -179,6 +179,8 @@ class BindWorkers(Generic[T, R]):
         #: Results of started binds, (item, result), in the order the workers finished them.
         self.done: deque[tuple[T, R]] = deque()
         self._idle = threading.Condition()
+        #: Threads in :meth:`wait` (a finished bind takes the condition's lock only then).
+        self._waiting = 0
         #: Called from a worker when a started bind finished (a driver wakes up to settle it).
         self.on_done: Callable[[], None] | None = None
 
@@ -193,12 +195,20 @@ class BindWorkers(Generic[T, R]):
         """Hand one bind to a worker (there must be workers)."""
         assert self.executor is not None
         self.in_flight += 1
-        self.executor.submit(lambda: self._run(send, item))
+        self.executor.submit(lambda: self._finished(item, send(item)))
 
-    def _run(self, send: Callable[[T], R], item: T) -> None:
-        self.done.append((item, send(item)))
-        with self._idle:
-            self._idle.notify_all()
+    def begin(self, item: T) -> Callable[[R], None]:
+        """Count one bind in flight that is sent without a worker (a request on the client's
+        event loop); its result is reported, from any thread, through the function returned, and
+        waits in :attr:`done` like a worker's."""
+        self.in_flight += 1
+        return functools.partial(self._finished, item)
+
+    def _finished(self, item: T, result: R) -> None:
+        self.done.append((item, result))
+        if self._waiting:
+            with self._idle:
+                self._idle.notify_all()
         listener = self.on_done
         if listener is not None:
             listener()
@@ -210,9 +220,12 @@ class BindWorkers(Generic[T, R]):
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait until every started bind has finished, or ``timeout`` passed."""
-        if self.executor is not None:
-            with self._idle:
+        with self._idle:
+            self._waiting += 1
+            try:
                 self._idle.wait_for(lambda: len(self.done) >= self.in_flight, timeout)
+            finally:
+                self._waiting -= 1
 
     def shutdown(self) -> None:
         """Stop the workers once the binds they were given are sent; later binds go in place."""

@@ -111,6 +111,16 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
+def _bind_status(pl: Plugin, st: Status | None) -> Status:
+    """What the Bind extension point reports of a plugin that bound the pod or refused to."""
+    if st is None or st.code == Code.SUCCESS:
+        return Status.success()
+    if not st.is_rejected:
+        return Status.error(f"running Bind plugin {_quoted(pl.name)}: {st.message}", pl.name)
+    st.plugin = pl.name
+    return st
+
+
 def _plugin_error(pl: Plugin, point: ExtensionPoint, message: str) -> PluginError:
     return PluginError(pl.name, point.value, message)
 
@@ -969,6 +979,27 @@ class Framework:
                 return st
         return None
 
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Upstream ``RunPreBindPreFlights``: Skip when every PreBind plugin says it has nothing to
+        do for this pod on this node, None (success) when one will act, an error when one failed.
+        A PreBind plugin without ``pre_bind_pre_flight`` is taken to act."""
+        acting = False
+        for pl in self.pre_bind:
+            flight = getattr(pl, "pre_bind_pre_flight", None)
+            if flight is None:
+                acting = True
+                continue
+            try:
+                st = flight(state, pod, node_name)
+            except Exception as exc:
+                log.exception("PreBindPreFlight of plugin %s failed on pod %s", pl.name, pod.key)
+                return Status.error(f"running PreBindPreFlight {_quoted(pl.name)}: {exc}", pl.name)
+            if st is None or st.code == Code.SUCCESS:
+                acting = True
+            elif st.code != Code.SKIP:
+                return Status.error(f"running PreBindPreFlight {_quoted(pl.name)}: {st.message}", pl.name)
+        return None if acting else Status(Code.SKIP)
+
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for pl in self.bind:
             try:
@@ -978,13 +1009,34 @@ class Framework:
                 return Status.error(f"running Bind plugin {_quoted(pl.name)}: {exc}", pl.name)
             if st is not None and st.code == Code.SKIP:
                 continue
-            if st is None or st.code == Code.SUCCESS:
-                return Status.success()
-            if not st.is_rejected:
-                return Status.error(f"running Bind plugin {_quoted(pl.name)}: {st.message}", pl.name)
-            st.plugin = pl.name
-            return st
+            return _bind_status(pl, st)
         return Status(Code.SKIP, ["no bind plugin bound the pod"])
+
+    def can_bind_later(self) -> bool:
+        """Whether :meth:`run_bind_later` can start this framework's Bind: its one Bind plugin can
+        send the Binding in the background."""
+        return len(self.bind) == 1 and bool(getattr(self.bind[0], "binds_later", False))
+
+    def run_bind_later(
+        self, state: CycleState, pod: Pod, node_name: str, done: Callable[[Status], None]
+    ) -> None:
+        """The Bind extension point without waiting for its write (:meth:`can_bind_later` must
+        hold): ``done`` is called, from any thread, with what :meth:`run_bind` would have
+        returned. Against an API server this saves a thread the wait on the round trip; the
+        binding cycle around it is the same."""
+        pl = self.bind[0]
+
+        def finished(st: Status | None) -> None:
+            if st is not None and st.code == Code.SKIP:
+                done(Status(Code.SKIP, ["no bind plugin bound the pod"]))
+            else:
+                done(_bind_status(pl, st))
+
+        try:
+            pl.bind_later(state, pod, node_name, finished)  # type: ignore[attr-defined]
+        except Exception as exc:
+            log.exception("Bind plugin %s failed on pod %s", pl.name, pod.key)
+            done(Status.error(f"running Bind plugin {_quoted(pl.name)}: {exc}", pl.name))
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         # PostBind is informational (upstream returns nothing): a failure is logged, not reported.

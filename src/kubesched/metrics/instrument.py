@@ -108,6 +108,26 @@ def _time_extension_point(
     return timed
 
 
+def _time_bind_later(
+    fn: Callable[..., None], profile: str, metrics: KubeSchedulerMetrics
+) -> Callable[..., None]:
+    """The Bind extension point started without waiting: timed from its start until its result
+    comes, as :func:`_time_extension_point` times ``run_bind``."""
+    family = metrics.extension_point_duration
+
+    @functools.wraps(fn)
+    def timed(state: Any, pod: Any, node_name: str, done: Callable[[Any], None]) -> None:
+        start = time.perf_counter()
+
+        def finished(st: Any) -> None:
+            family.labels("Bind", status_label(st), profile).observe(time.perf_counter() - start)
+            done(st)
+
+        fn(state, pod, node_name, finished)
+
+    return timed
+
+
 def _timed_plugin(
     fn: Callable[..., Any], plugin: str, point: str, metrics: KubeSchedulerMetrics
 ) -> Callable[..., Any]:
@@ -184,6 +204,7 @@ def instrument_framework(fwk: Framework, metrics: KubeSchedulerMetrics) -> None:
     profile = fwk.profile_name
     for method, point in FRAMEWORK_POINTS.items():
         setattr(fwk, method, _time_extension_point(getattr(fwk, method), point, profile, metrics))
+    fwk.run_bind_later = _time_bind_later(fwk.run_bind_later, profile, metrics)  # type: ignore[method-assign]
     timers = PluginTimers(fwk, metrics)
     timers.switch(metrics.sampled)
     metrics.sampling_switches.append(timers.switch)

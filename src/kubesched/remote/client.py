@@ -28,12 +28,18 @@ import aiohttp
 import orjson
 
 from kubesched.remote.config import ClientConfig
+from kubesched.remote.http1 import Http1Pool
 from kubesched.store.base import AlreadyExists, Conflict, NotFound, StoreError
 
 USER_AGENT = "kubesched/0.1"
 
 #: Requests not answered within this many seconds fail (a watch gets its timeoutSeconds on top).
 REQUEST_TIMEOUT = 60.0
+
+#: Connections a client's writes may hold open at once; more writes than that wait for one. Binds
+#: are not bounded by workers once they are sent from the loop, and against a slow server every
+#: write in flight would otherwise open (and handshake) a connection of its own.
+WRITE_CONNECTIONS = 32
 
 #: aiohttp's connection errors and the ones raised under it (socket, TLS, payload, timeouts).
 _CONNECTION_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError, OSError)
@@ -160,7 +166,10 @@ class TokenBucket:
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     """``Retry-After`` in whole seconds, as client-go reads it (an HTTP date is not honoured)."""
-    value = headers.get("Retry-After")
+    return _seconds(headers.get("Retry-After"))
+
+
+def _seconds(value: str | bytes | None) -> float | None:
     if value is None:
         return None
     try:
@@ -192,6 +201,7 @@ class ApiClient:
         *,
         max_retries: int = 10,
         timeout: float = REQUEST_TIMEOUT,
+        writes: Http1Pool | None = None,
     ) -> None:
         self.config = config
         self.session = session
@@ -199,6 +209,9 @@ class ApiClient:
         self.max_retries = max_retries
         self.timeout = timeout
         self.base = config.server.rstrip("/")
+        #: Where requests other than GETs go (None: through aiohttp like the rest).
+        self.writes = writes
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._request_kwargs: dict[str, Any] = {}
         if config.tls_server_name:
             self._request_kwargs["server_hostname"] = config.tls_server_name
@@ -224,9 +237,24 @@ class ApiClient:
             headers={"Accept": "application/json", "User-Agent": USER_AGENT, **config.headers},
             auto_decompress=True,
         )
-        return cls(config, session, TokenBucket(qps, burst), max_retries=max_retries, timeout=timeout)
+        # Writes (a Binding and an event per scheduled pod) go on a lean pool of their own; reads,
+        # lists and watches stay with aiohttp. A proxy keeps everything on aiohttp.
+        writes = None
+        if not config.proxy:
+            writes = Http1Pool(
+                config.server,
+                ssl_context=config.ssl,
+                server_hostname=config.tls_server_name,
+                headers={"Accept": "application/json", "User-Agent": USER_AGENT, **config.headers},
+                limit=WRITE_CONNECTIONS,
+            )
+        return cls(
+            config, session, TokenBucket(qps, burst), max_retries=max_retries, timeout=timeout, writes=writes
+        )
 
     async def close(self) -> None:
+        if self.writes is not None:
+            self.writes.close()
         await self.session.close()
 
     async def __aenter__(self) -> ApiClient:
@@ -253,8 +281,10 @@ class ApiClient:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        decode: bool = True,
     ) -> Any:
-        """Send one request; the decoded body of a 2xx answer, else the :class:`ApiError` for it."""
+        """Send one request; the decoded body of a 2xx answer (None without ``decode``: a caller
+        that needs only to know the write went through), else the :class:`ApiError` for it."""
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else orjson.dumps(body)
@@ -262,23 +292,39 @@ class ApiClient:
         attempts = 0
         renewed = False
         reconnected = False
+        writes = self.writes if method != "GET" else None
         while True:
-            self.throttled += await self.limiter.acquire()
-            headers = await self._headers(content_type if data is not None else None)
+            delay = self.limiter.reserve()
+            if delay > 0:
+                self.throttled += delay
+                await asyncio.sleep(delay)
             self.requests += 1
+            retry_value: str | bytes | None
             try:
-                async with self.session.request(
-                    method,
-                    url,
-                    params=params,
-                    data=data,
-                    headers=headers,
-                    timeout=aiohttp.ClientTimeout(total=self.timeout),
-                    **self._request_kwargs,
-                ) as resp:
-                    raw = await resp.read()
-                    status = resp.status
-                    resp_headers = resp.headers
+                if writes is not None:
+                    status, raw, retry_value = await writes.request(
+                        method,
+                        path,
+                        params=params,
+                        body=data,
+                        content_type=content_type if data is not None else None,
+                        authorization=await self.config.auth_header(),
+                        timeout=self.timeout,
+                    )
+                else:
+                    headers = await self._headers(content_type if data is not None else None)
+                    async with self.session.request(
+                        method,
+                        url,
+                        params=params,
+                        data=data,
+                        headers=headers,
+                        timeout=self._timeout,
+                        **self._request_kwargs,
+                    ) as resp:
+                        raw = await resp.read()
+                        status = resp.status
+                        retry_value = resp.headers.get("Retry-After")
             except _CONNECTION_ERRORS as exc:
                 # A pooled keep-alive connection the server closed fails on reuse: a read is
                 # retried once on a fresh connection (client-go retries GETs on reset/EOF).
@@ -287,11 +333,11 @@ class ApiClient:
                     continue
                 raise ApiConnectionError(f"{method} {url}: {_describe(exc)}") from exc
             if 200 <= status < 300:
-                return _decode(raw)
+                return _decode(raw) if decode else None
             if status == 401 and not renewed and self.config.refused():
                 renewed = True
                 continue
-            retry_after = _retry_after(resp_headers)
+            retry_after = _seconds(retry_value)
             if (status == 429 or status >= 500) and retry_after is not None and attempts < self.max_retries:
                 attempts += 1
                 await asyncio.sleep(retry_after)

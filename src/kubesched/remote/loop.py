@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 try:  # libuv's loop: its I/O, TLS and call scheduling are compiled, where asyncio's are Python
@@ -33,6 +33,11 @@ class LoopThread:
     def __init__(self, name: str = "kubesched-remote") -> None:
         self.loop = new_event_loop()
         self._started = threading.Event()
+        #: Calls handed over by :meth:`call_soon_batched` not yet taken by the loop, and whether the
+        #: loop has been woken for them.
+        self._handed: list[Callable[[], None]] = []
+        self._woken = False
+        self._handed_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
         self._started.wait()
@@ -63,6 +68,35 @@ class LoopThread:
     def in_loop(self) -> bool:
         """True when called from the loop's own thread."""
         return threading.current_thread() is self._thread
+
+    def call_soon_batched(self, call: Callable[[], None]) -> None:
+        """Run ``call`` on the loop soon, from any thread. Calls handed over before the loop took
+        the first share one wake-up of the loop (a driver starting binds and events in one turn
+        writes the loop's self-pipe once). Raises ``RuntimeError`` when the loop is stopped."""
+        with self._handed_lock:
+            self._handed.append(call)
+            if self._woken:
+                return
+            self._woken = True
+        try:
+            self.loop.call_soon_threadsafe(self._run_handed)
+        except RuntimeError:
+            with self._handed_lock:
+                self._handed.clear()
+                self._woken = False
+            raise RuntimeError("the event loop thread is stopped") from None
+
+    def _run_handed(self) -> None:
+        with self._handed_lock:
+            calls, self._handed = self._handed, []
+            self._woken = False
+        for call in calls:
+            try:
+                call()
+            except Exception as exc:  # one failed call does not keep the others from running
+                self.loop.call_exception_handler(
+                    {"message": "a call handed to the loop failed", "exception": exc}
+                )
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule ``coro`` on the loop; returns at once."""

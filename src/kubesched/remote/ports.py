@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
 import socket
 import threading
@@ -74,6 +75,7 @@ class Api(Protocol):
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        decode: bool = True,
     ) -> Any: ...
 
 
@@ -83,6 +85,8 @@ class Loop(Protocol):
     loop: asyncio.AbstractEventLoop
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T: ...
+
+    def call_soon_batched(self, call: Callable[[], None]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,21 +238,51 @@ class RemotePorts:
 
     # -- Binder ----------------------------------------------------------------------------------
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
-        meta: dict[str, Any] = {"name": name, "namespace": namespace}
-        if uid:
-            meta["uid"] = uid
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
         what = f"binding pod {namespace}/{name} to node {node_name}"
         self._check_fence(what)
         self._run(
-            self.client.request("POST", _pod_path(namespace, name, "binding"), body=body),
+            self.client.request(
+                "POST",
+                _pod_path(namespace, name, "binding"),
+                body=_binding(namespace, name, uid, node_name),
+                decode=False,
+            ),
             what,
         )
+
+    def bind_later(
+        self, namespace: str, name: str, uid: str, node_name: str, done: Callable[[Exception | None], None]
+    ) -> None:
+        """:meth:`bind` as a task on the client's loop, without waiting: ``done`` is called on the
+        loop with None once the Binding is written, or with the ``StoreError`` that refused it."""
+        what = f"binding pod {namespace}/{name} to node {node_name}"
+        try:
+            self._check_fence(what)
+        except NotLeading as exc:
+            done(exc)
+            return
+        request = self.client.request
+        path = _pod_path(namespace, name, "binding")
+        body = _binding(namespace, name, uid, node_name)
+
+        def finished(task: asyncio.Future[Any]) -> None:
+            if task.cancelled():
+                done(RemoteError(f"{what}: not sent, the client is stopping"))
+                return
+            exc = task.exception()
+            if exc is None:
+                done(None)
+            else:
+                done(exc if isinstance(exc, StoreError) else RemoteError(f"{what}: {exc}"))
+
+        def start() -> None:
+            task = asyncio.ensure_future(request("POST", path, body=body, decode=False))
+            task.add_done_callback(finished)
+
+        try:
+            self.loop.call_soon_batched(start)
+        except RuntimeError as exc:
+            done(RemoteError(f"{what}: {exc}"))
 
     # -- PodStatusWriter -------------------------------------------------------------------------
     def set_pod_condition(
@@ -722,6 +756,19 @@ class RemotePorts:
         self.events.close(timeout)
 
 
+def _binding(namespace: str, name: str, uid: str, node_name: str) -> dict[str, Any]:
+    """A ``v1`` Binding of the pod to the node, with the pod's uid as a precondition."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+    }
+
+
 def _reference(regarding: Obj, cluster_scoped_in: str) -> tuple[dict[str, Any], str]:
     """The object reference an event is about, and the namespace the event goes in: the object's,
     or ``cluster_scoped_in`` for a cluster-scoped object."""
@@ -769,37 +816,17 @@ class EventSink:
         self._lock = threading.Lock()
         #: The events on their way, touched only on the client's loop.
         self._sending: set[asyncio.Task[None]] = set()
-        #: Events recorded and not yet taken by the loop, and whether the loop is woken for them.
-        self._recorded: list[tuple[str, dict[str, Any]]] = []
-        self._wake_pending = False
         self._closed = False
 
     def send(self, path: str, event: dict[str, Any]) -> None:
         if self._closed:
             return
-        # Events recorded while the loop has not yet taken the earlier ones go with them: one
-        # wake-up of the loop for all, each still sent on its own at once.
-        with self._lock:
-            self._recorded.append((path, event))
-            if self._wake_pending:
-                return
-            self._wake_pending = True
+        # Events (and binds) handed over while the loop has not yet taken the earlier ones go with
+        # them: one wake-up of the loop for all, each still sent on its own at once.
         try:
-            self.loop.loop.call_soon_threadsafe(self._start_recorded)
+            self.loop.call_soon_batched(functools.partial(self._start, path, event))
         except RuntimeError:
-            with self._lock:
-                lost = len(self._recorded)
-                self._recorded.clear()
-                self._wake_pending = False
-            for _ in range(lost):
-                self._drop("the client's event loop is closed")
-
-    def _start_recorded(self) -> None:
-        with self._lock:
-            recorded, self._recorded = self._recorded, []
-            self._wake_pending = False
-        for path, event in recorded:
-            self._start(path, event)
+            self._drop("the client's event loop is closed")
 
     def _start(self, path: str, event: dict[str, Any]) -> None:
         """On the loop: send the event, or drop it while ``capacity`` are on their way."""
@@ -819,7 +846,7 @@ class EventSink:
 
     async def _send(self, path: str, event: dict[str, Any]) -> None:
         try:
-            await self.client.request("POST", path, body=event)
+            await self.client.request("POST", path, body=event, decode=False)
             self.sent += 1
         except asyncio.CancelledError:
             raise

@@ -76,13 +76,40 @@ def run_binding_cycles(sched: Scheduler) -> int:
             sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, task.assumed, None)
             sched._undo_assume(task, wp.rejection)
         elif sched._binds.executor is not None:
-            sched._binds.start(sched._bind_in_worker, task)
+            if not bind_on_loop(sched, task):
+                sched._binds.start(sched._bind_in_worker, task)
             continue
         else:
             sched._binding_cycle(task)
         done += 1
     sched._binding_tasks = still
     return done
+
+
+def bind_on_loop(sched: Scheduler, task: BindingTask) -> bool:
+    """A binding cycle whose only write is the Binding, started without a binding worker: every
+    PreBind plugin says it has nothing to do (upstream ``RunPreBindPreFlights`` gives Skip), so
+    PreBind runs here at once, and the one Bind plugin sends the Binding in the background (a
+    request on the client's loop); its result comes back to the driver's thread like a worker's.
+    False, with nothing done, when the cycle needs a worker: a PreBind write, an extender, a Bind
+    plugin that cannot send in the background."""
+    fwk = task.fwk
+    if sched.extenders or not fwk.can_bind_later():
+        return False
+    flight = fwk.run_pre_bind_pre_flights(task.state, task.assumed, task.node)
+    if flight is None or flight.code != Code.SKIP:
+        return False
+    report = sched._binds.begin(task)
+    try:
+        st = fwk.run_pre_bind(task.state, task.assumed, task.node)
+    except Exception as exc:  # reported like any failed bind: the pod is requeued
+        log.exception("binding cycle of pod %s failed", task.assumed.key)
+        st = Status.error(str(exc))
+    if st is not None:
+        report(st)
+    else:
+        fwk.run_bind_later(task.state, task.assumed, task.node, report)
+    return True
 
 
 def bind_in_worker(sched: Scheduler, task: BindingTask) -> Status | None:

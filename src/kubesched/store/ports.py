@@ -29,6 +29,18 @@ class Binder(Protocol):
         ...
 
 
+class BackgroundBinder(Binder, Protocol):
+    """A binder that can also send the Binding without the caller waiting (an API server's: the
+    write is a request on the client's event loop)."""
+
+    def bind_later(
+        self, namespace: str, name: str, uid: str, node_name: str, done: Callable[[Exception | None], None]
+    ) -> None:
+        """Send the Binding and return at once; ``done`` is called, from any thread, with None
+        when it was written or the ``StoreError`` that refused it."""
+        ...
+
+
 class Evictor(Protocol):
     def evict(self, namespace: str, name: str, reason: str, message: str) -> bool:
         """Mark the pod a ``DisruptionTarget`` (reason, message) and delete it. False when the pod

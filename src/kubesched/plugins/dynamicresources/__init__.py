@@ -893,6 +893,13 @@ class DynamicResources:
                     raise
 
     # -- PreBind ----------------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Upstream ``PreBindPreFlight``: Skip when the plugin is off or the pod has no claims."""
+        if not self.enabled:
+            return Status(Code.SKIP)
+        st: _State | None = state.get(STATE_KEY)
+        return Status(Code.SKIP) if st is None or st.claims.empty() else None
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         if not self.enabled:
             return None

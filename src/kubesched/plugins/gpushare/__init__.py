@@ -213,6 +213,11 @@ class GpuShare:
         for uid in state.get(_CLAIMS_KEY) or ():
             cards.claim_released(uid, only_pending=True)
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Skip when the pod holds no cards: PreBind then writes nothing."""
+        cards = _cards_of(self.handle).cards_of(pod.uid) or state.get(_CHOSEN_KEY)
+        return None if cards else Status(Code.SKIP)
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         cards = _cards_of(self.handle).cards_of(pod.uid) or state.get(_CHOSEN_KEY)
         if not cards:

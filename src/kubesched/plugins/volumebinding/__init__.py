@@ -341,6 +341,11 @@ class VolumeBinding:
             self.binder.revert_assumed_pod_volumes(volumes)
 
     # -- PreBind ----------------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Upstream ``PreBindPreFlight``: Skip when every claim of the pod is bound already."""
+        st: _State | None = state.get(STATE_KEY)
+        return Status(Code.SKIP) if st is None or st.all_bound else None
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         st: _State | None = state.get(STATE_KEY)
         if st is None or st.all_bound:

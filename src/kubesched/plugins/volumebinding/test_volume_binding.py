@@ -1,6 +1,6 @@
 """VolumeBinding through its extension points: upstream ``volume_binding_test.go`` ``TestVolumeBinding``
 (v1.35, case names verbatim) — PreFilter status and the claims it sorted, Filter per node, PreScore
-and Score. ``Test_PreBindPreFlight`` has no counterpart: kubesched's framework has no PreBindPreFlight.
+and Score; and PreBindPreFlight, which says whether PreBind has a write to make.
 """
 
 from __future__ import annotations
@@ -521,6 +521,18 @@ def test_pre_bind_writes_the_reserved_volume_and_fails_when_nobody_binds_it() ->
     assert status.message == "binding volumes: context deadline exceeded"
     written = store.get("PersistentVolume", None, "pv-a")
     assert written is not None and written["spec"]["claimRef"]["name"] == "pvc-a"
+
+
+def test_pre_bind_pre_flight_skips_only_when_every_claim_is_bound() -> None:
+    plugin, snapshot, first, _ = _two_claims_one_volume()
+    # No state (PreFilter found no claims to look at): nothing to write.
+    flight = plugin.pre_bind_pre_flight(CycleState(), first, "node-a")
+    assert flight is not None and flight.code == Code.SKIP
+    state = CycleState()
+    _filter(plugin, first, snapshot, state)
+    assert plugin.reserve(state, first, "node-a") is None
+    # A claim to bind to the volume reserved for it: PreBind acts.
+    assert plugin.pre_bind_pre_flight(state, first, "node-a") is None
 
 
 def test_pods_with_claims_are_not_batched() -> None:
