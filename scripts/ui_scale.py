@@ -628,6 +628,31 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def start_serve(
+    data: Path, log: Path, port: int, extra: list[str], serve_cores: set[int] | None
+) -> subprocess.Popen[bytes]:
+    """A fresh ``serve`` of 1,000 nodes writing to ``log``, on ``serve_cores`` when given."""
+    serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000", *extra]
+    serve_cmd += ["--data-dir", str(data), "--port", str(port)]
+    with log.open("w") as out:
+        return subprocess.Popen(
+            serve_cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=os.environ,
+            preexec_fn=None if serve_cores is None else lambda: os.sched_setaffinity(0, serve_cores),
+        )
+
+
+def wait_for_ui(serve: subprocess.Popen[bytes], log: Path) -> None:
+    """Until ``serve`` prints its web UI's link (and a moment more for its schedulers)."""
+    while "web UI" not in log.read_text():
+        if serve.poll() is not None:
+            sys.exit("serve ended:\n" + log.read_text()[-3000:])
+        time.sleep(0.5)
+    time.sleep(2)
+
+
 def load_run(
     tmp: Path, setup: str, pods: int, port: int, serve_cores: set[int] | None = None
 ) -> tuple[float, float, float, float]:
@@ -637,23 +662,10 @@ def load_run(
     (``kubesched_ui_cpu_seconds_total``)."""
     data = tmp / "data"
     log = tmp / "serve.log"
-    serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000"]
-    serve_cmd += ["--data-dir", str(data), "--port", str(port)]
-    with log.open("w") as out:
-        serve = subprocess.Popen(
-            serve_cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=os.environ,
-            preexec_fn=None if serve_cores is None else lambda: os.sched_setaffinity(0, serve_cores),
-        )
+    serve = start_serve(data, log, port, [], serve_cores)
     holder = None
     try:
-        while "web UI" not in log.read_text():
-            if serve.poll() is not None:
-                sys.exit("serve ended:\n" + log.read_text()[-3000:])
-            time.sleep(0.5)
-        time.sleep(2)
+        wait_for_ui(serve, log)
         base = f"https://127.0.0.1:{port}"
         if setup in CLIENTS:
             hold_cmd = [sys.executable, __file__, "--hold", base, str(data), "--view", setup]
@@ -757,24 +769,11 @@ def interleave(
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         log = Path(tmp) / "serve.log"
-        serve_cmd = [sys.executable, "-m", "kubesched.cli", "serve", "--nodes", "1000"]
-        serve_cmd += ["--node-pods", str(pods // 1000 + 10), "--data-dir", str(data), "--port", str(port)]
-        with log.open("w") as out:
-            serve = subprocess.Popen(
-                serve_cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=os.environ,
-                preexec_fn=None if serve_cores is None else lambda: os.sched_setaffinity(0, serve_cores),
-            )
+        serve = start_serve(data, log, port, ["--node-pods", str(pods // 1000 + 10)], serve_cores)
         holder = load = None
         windows: list[Window] = []
         try:
-            while "web UI" not in log.read_text():
-                if serve.poll() is not None:
-                    sys.exit("serve ended:\n" + log.read_text()[-3000:])
-                time.sleep(0.5)
-            time.sleep(2)
+            wait_for_ui(serve, log)
             base = f"https://127.0.0.1:{port}"
             token = read_token(data)
             hold_cmd = [sys.executable, __file__, "--hold", base, str(data), "--view", view, "--control"]
